@@ -1,0 +1,697 @@
+#!/usr/bin/env python3
+"""Benchmark harness for git isopatch (issue 6).
+
+Times ``git isopatch -q -- <command>`` against the plain git sequence in
+``bench/bare.sh`` on generated repositories of three sizes, and measures the
+tool's start-up time and its peak memory while capturing a large binary change.
+See bench/README.md for what is measured and the targets.
+
+    python bench/run.py                      # small, medium and large
+    python bench/run.py --sizes small,medium --rounds 3
+    python bench/run.py --quick              # a few seconds, tiny repository
+
+Standard library only. Exit status: 0 when everything ran (targets met or
+not), 1 when a measured command failed, 2 on a usage or set-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+PROJECT_DIR = BENCH_DIR.parent
+BARE_SCRIPT = BENCH_DIR / "bare.sh"
+
+# Bump when the repository generator changes, so that cached repositories made
+# by an older generator are regenerated.
+GENERATOR_VERSION = 1
+
+IDENTITY_NAME = "Isopatch Bench"
+IDENTITY_EMAIL = "bench@isopatch.invalid"
+FIXED_DATE = "1700000000 +0000"
+
+MB = 1024 * 1024
+EDITED_FILE = "README.txt"
+
+# What each scenario runs inside the worktree.
+SCENARIOS: dict[str, list[str]] = {
+    "true": ["true"],
+    "edit": ["sh", "-c", f"echo x >> {EDITED_FILE}"],
+}
+
+# Largest acceptable median(tool) / median(bare), per repository size.
+RATIO_TARGETS: dict[str, float] = {"small": 6.0, "medium": 0.65}
+PEAK_RSS_TARGET_MB = 80.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RepoSpec:
+    """Parameters of one generated repository; all of them go into its cache key."""
+
+    name: str
+    seed: int
+    files: int  # total, README.txt and binaries included
+    text_size: tuple[int, int]  # bytes, drawn log-uniformly in this range
+    binary_files: int
+    total_bytes: int  # binaries top the repository up to this size (0: no binaries)
+    folders: int
+    max_depth: int
+
+
+SPECS: dict[str, RepoSpec] = {
+    "tiny": RepoSpec("tiny", seed=1, files=5, text_size=(100, 2_000), binary_files=0,
+                     total_bytes=0, folders=1, max_depth=1),
+    "small": RepoSpec("small", seed=20, files=20, text_size=(200, 8_000), binary_files=0,
+                      total_bytes=0, folders=3, max_depth=2),
+    "medium": RepoSpec("medium", seed=5_000, files=5_000, text_size=(200, 32_000),
+                       binary_files=10, total_bytes=60 * MB, folders=120, max_depth=4),
+    "large": RepoSpec("large", seed=50_000, files=50_000, text_size=(100, 2_000),
+                      binary_files=0, total_bytes=0, folders=500, max_depth=3),
+}
+DEFAULT_ROUNDS = {"tiny": 1, "small": 5, "medium": 5, "large": 3}
+
+
+# --------------------------------------------------------------------------
+# Environment
+
+
+def hermetic_env(home: Path, tmpdir: Path) -> dict[str, str]:
+    """The environment every git (and tool) process runs in.
+
+    No inherited ``GIT_*`` variables, no system or user configuration, a fixed
+    identity and date, and temporary folders under the bench's work folder.
+    """
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        TMPDIR=str(tmpdir),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME=IDENTITY_NAME,
+        GIT_AUTHOR_EMAIL=IDENTITY_EMAIL,
+        GIT_AUTHOR_DATE=FIXED_DATE,
+        GIT_COMMITTER_NAME=IDENTITY_NAME,
+        GIT_COMMITTER_EMAIL=IDENTITY_EMAIL,
+        GIT_COMMITTER_DATE=FIXED_DATE,
+    )
+    return env
+
+
+def git(args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> str:
+    """Run git, fail loudly, return its stdout."""
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"error: git {' '.join(args)} failed ({done.returncode}):\n"
+                         f"{done.stderr.strip()}")
+    return done.stdout
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Repository generation
+#
+# Files are never written one by one: the whole tree goes into a single commit
+# through `git fast-import` (blobs inline in the stream), then the main work
+# tree is checked out once with parallel checkout. That checkout is paid only
+# when a repository is generated, never during the measurement, and keeps the
+# main repository an ordinary one (the tool requires a work tree).
+
+
+class TextMaker:
+    """Deterministic, varied, line-oriented text from a seeded generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        words = ["".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(2_000)]
+        self.lines = [" ".join(rng.choices(words, k=rng.randint(3, 14))) + "\n"
+                      for _ in range(5_000)]
+        self.mean_line = sum(map(len, self.lines)) / len(self.lines)
+
+    def text(self, header: str, size: int) -> bytes:
+        count = int(size / self.mean_line) + 1
+        body = header + "".join(self.rng.choices(self.lines, k=count))
+        return body[:size].rstrip("\n").encode() + b"\n"
+
+
+def plan_folders(spec: RepoSpec, rng: random.Random) -> list[str]:
+    """Folder paths ('' is the top level), nested up to spec.max_depth."""
+    names = ["src", "lib", "docs", "assets", "tests", "core", "util", "data", "api", "pkg"]
+    folders = [""]
+    parents = [("", 0)]  # folders that may still get a child, with their depth
+    for number in range(spec.folders):
+        parent, depth = rng.choice(parents)
+        folder = f"{parent}{rng.choice(names)}{number:03d}/"
+        folders.append(folder)
+        if depth + 1 < spec.max_depth:
+            parents.append((folder, depth + 1))
+    return folders
+
+
+def binary_sizes(spec: RepoSpec, text_bytes: int, rng: random.Random) -> list[int]:
+    if spec.binary_files == 0:
+        return []
+    remaining = max(spec.total_bytes - text_bytes, spec.binary_files * 1024)
+    weights = [rng.uniform(0.5, 1.5) for _ in range(spec.binary_files)]
+    return [int(remaining * weight / sum(weights)) for weight in weights]
+
+
+def repository_files(spec: RepoSpec) -> Iterator[tuple[str, str, bytes]]:
+    """Yield (mode, path, contents) for every file of the repository."""
+    rng = random.Random(spec.seed)
+    maker = TextMaker(rng)
+    folders = plan_folders(spec, rng)
+    extensions = [".py", ".c", ".h", ".md", ".txt", ".json", ".rs", ".toml"]
+    low, high = (math.log(bound) for bound in spec.text_size)
+
+    readme = "Generated by bench/run.py for benchmarking git isopatch.\n"
+    yield "100644", EDITED_FILE, maker.text(readme, 1_000)
+    text_bytes = 1_000
+    for number in range(spec.files - 1 - spec.binary_files):
+        path = f"{rng.choice(folders)}file{number:05d}{rng.choice(extensions)}"
+        size = int(math.exp(rng.uniform(low, high)))
+        mode = "100755" if rng.random() < 0.02 else "100644"
+        text_bytes += size
+        yield mode, path, maker.text(f"# {path}\n", size)
+    for number, size in enumerate(binary_sizes(spec, text_bytes, rng)):
+        path = f"{rng.choice(folders)}blob{number:03d}.bin"
+        yield "100644", path, rng.randbytes(size)
+
+
+def fast_import(repo: Path, spec: RepoSpec, env: dict[str, str]) -> tuple[int, int]:
+    """Write the repository's single commit on refs/heads/main; return (files, bytes)."""
+    importer = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=repo, env=env,
+                                stdin=subprocess.PIPE)
+    assert importer.stdin is not None
+    stream = importer.stdin
+    message = f"Generated {spec.name} repository\n".encode()
+    stream.write(b"commit refs/heads/main\n")
+    stream.write(f"author {IDENTITY_NAME} <{IDENTITY_EMAIL}> {FIXED_DATE}\n".encode())
+    stream.write(f"committer {IDENTITY_NAME} <{IDENTITY_EMAIL}> {FIXED_DATE}\n".encode())
+    stream.write(b"data %d\n%s" % (len(message), message))
+    files = total = 0
+    for mode, path, contents in repository_files(spec):
+        stream.write(f"M {mode} inline {path}\n".encode())
+        stream.write(b"data %d\n" % len(contents))
+        stream.write(contents)
+        stream.write(b"\n")
+        files += 1
+        total += len(contents)
+    stream.write(b"\ndone\n")
+    stream.close()
+    if importer.wait() != 0:
+        raise SystemExit(f"error: git fast-import failed ({importer.returncode})")
+    return files, total
+
+
+def spec_key(spec: RepoSpec) -> dict[str, object]:
+    key = {"generator": GENERATOR_VERSION, **dataclasses.asdict(spec)}
+    return json.loads(json.dumps(key))  # tuples become lists, as when read back
+
+
+def prepare_repository(spec: RepoSpec, workdir: Path, env: dict[str, str]) -> Path:
+    """Return the repository for spec, generating it unless a valid cached copy exists."""
+    home = workdir / "repos" / spec.name
+    repo = home / "repo"
+    stamp = home / "params.json"
+    if stamp.exists():
+        recorded = json.loads(stamp.read_text())
+        if recorded.get("params") == spec_key(spec) and is_pristine(repo, recorded, env):
+            return repo
+        progress(f"{spec.name}: cached repository is stale or modified; regenerating")
+    shutil.rmtree(home, ignore_errors=True)
+    repo.mkdir(parents=True)
+
+    progress(f"{spec.name}: generating {spec.files:,} files ...")
+    started = time.perf_counter()
+    git(["init", "--quiet", "--initial-branch=main"], cwd=repo, env=env)
+    git(["config", "gc.auto", "0"], cwd=repo, env=env)  # no automatic gc mid-measurement
+    files, total = fast_import(repo, spec, env)
+    imported = time.perf_counter()
+    # HEAD already names refs/heads/main; populate the index and the main work tree.
+    git(["-c", "checkout.workers=0", "reset", "--quiet", "--hard", "HEAD"], cwd=repo, env=env)
+    checked_out = time.perf_counter()
+    time.sleep(1.1)  # let the index get older than the files, then make it stat-clean
+    git(["update-index", "-q", "--really-refresh"], cwd=repo, env=env)
+    commit = git(["rev-parse", "HEAD"], cwd=repo, env=env).strip()
+    record = {
+        "params": spec_key(spec),
+        "commit": commit,
+        "files": files,
+        "bytes": total,
+        "fast_import_s": round(imported - started, 2),
+        "checkout_s": round(checked_out - imported, 2),
+    }
+    stamp.write_text(json.dumps(record, indent=2) + "\n")
+    progress(f"{spec.name}: {files:,} files, {total / MB:.1f} MB; "
+             f"fast-import {record['fast_import_s']} s, checkout {record['checkout_s']} s")
+    return repo
+
+
+def is_pristine(repo: Path, recorded: dict[str, object], env: dict[str, str]) -> bool:
+    """True if repo is at the recorded commit with a clean work tree and no worktrees."""
+    if not (repo / ".git").is_dir():
+        return False
+    git(["worktree", "prune"], cwd=repo, env=env)  # forget worktrees of interrupted runs
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    if head.returncode != 0 or head.stdout.strip() != recorded.get("commit"):
+        return False
+    return git(["status", "--porcelain"], cwd=repo, env=env) == "" and worktree_count(repo, env) == 1
+
+
+def worktree_count(repo: Path, env: dict[str, str]) -> int:
+    listing = git(["worktree", "list", "--porcelain"], cwd=repo, env=env)
+    return sum(1 for line in listing.splitlines() if line.startswith("worktree "))
+
+
+def repository_summary(spec: RepoSpec, workdir: Path) -> dict[str, object]:
+    return json.loads((workdir / "repos" / spec.name / "params.json").read_text())
+
+
+# --------------------------------------------------------------------------
+# Running and measuring
+
+
+@dataclasses.dataclass
+class Measurement:
+    seconds: float
+    exit_code: int
+    max_rss_kb: int  # of the process and its waited-for descendants (wait4)
+    stderr: str
+
+
+def measure(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Measurement:
+    """Run argv to completion; wall time and peak RSS as reported by wait4."""
+    with tempfile.TemporaryFile() as stderr:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stderr.seek(0)
+        message = stderr.read().decode(errors="replace")
+    return Measurement(seconds, process.returncode, usage.ru_maxrss, message)
+
+
+class Tool:
+    """How to invoke git-isopatch."""
+
+    def __init__(self, executable: Path) -> None:
+        self.executable = executable
+        self.interpreter = python_interpreter_of(executable)
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        """`git isopatch <args>`, through git as a user types it."""
+        if self.executable.name == "git-isopatch":
+            return ["git", "isopatch", *args]
+        return [str(self.executable), *args]
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        env["PATH"] = f"{self.executable.parent}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+
+def python_interpreter_of(executable: Path) -> str | None:
+    """The Python that runs a console script, or None if it is not one."""
+    try:
+        head = executable.read_bytes()[:1024].decode(errors="replace")
+    except OSError:
+        return None
+    shebang = re.match(r"#!\s*(\S*python[\w.]*)\s*\n", head)
+    if shebang:
+        return shebang.group(1)
+    # pip's launcher for interpreter paths too long for a shebang line.
+    relaunch = re.search(r"'''exec' '?\"?([^\"' ]*python[\w.]*)", head)
+    return relaunch.group(1) if relaunch else None
+
+
+# Runs a Python console script in this very process and, however it exits,
+# reports this process's own peak RSS (its git children excluded).
+RSS_SHIM = """\
+import os, resource, runpy, sys
+report, script = sys.argv[1], sys.argv[2]
+sys.argv = sys.argv[2:]
+sys.path[0] = os.path.dirname(script)
+try:
+    runpy.run_path(script, run_name="__main__")
+finally:
+    with open(report, "w") as f:
+        f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+"""
+
+
+def find_tool(args: argparse.Namespace) -> Path | None:
+    venv = args.venv or os.environ.get("ISOPATCH_BENCH_VENV")
+    candidates = []
+    if args.tool:
+        candidates.append(Path(args.tool))
+    elif venv:
+        candidates.append(Path(venv) / "bin" / "git-isopatch")
+    else:
+        on_path = shutil.which("git-isopatch")
+        if on_path:
+            candidates.append(Path(on_path))
+        candidates.append(PROJECT_DIR / ".venv" / "bin" / "git-isopatch")
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate.absolute()
+    if args.tool or venv:
+        raise SystemExit(f"error: no executable git-isopatch at {candidates[0]}")
+    return None
+
+
+class Bench:
+    def __init__(self, workdir: Path, tool: Tool | None) -> None:
+        self.workdir = workdir
+        self.tool = tool
+        self.home = workdir / "home"
+        self.run_tmp = workdir / "tmp"  # $TMPDIR of every measured run, emptied after each
+        for folder in (self.home, self.run_tmp):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+        self.env = hermetic_env(self.home, self.run_tmp)
+        self.failures: list[str] = []
+        self.warnings: set[str] = set()
+
+    # One capture, either way --------------------------------------------------
+
+    def capture_argv(self, implementation: str, command: Sequence[str],
+                     patch: Path | None = None) -> list[str]:
+        output = ["-o", str(patch)] if patch else []
+        if implementation == "bare":
+            return ["sh", str(BARE_SCRIPT), *output, "--", *command]
+        assert self.tool is not None
+        return self.tool.argv(["-q", *output, "--", *command])
+
+    def env_for(self, implementation: str) -> dict[str, str]:
+        return self.tool.env(self.env) if implementation == "tool" else self.env
+
+    def capture(self, implementation: str, scenario: str, repo: Path, label: str) -> float | None:
+        """Time one capture; check it and clean up after it. None if it failed."""
+        command = SCENARIOS[scenario]
+        run = measure(self.capture_argv(implementation, command), cwd=repo,
+                      env=self.env_for(implementation))
+        patch_bytes = sum(path.stat().st_size for path in self.run_tmp.rglob("*")
+                          if path.is_file() and "patch" in path.name)
+        self.clean_up(repo, label)
+        if run.exit_code != 0:
+            self.fail(f"{label}: exit {run.exit_code}", run.stderr)
+            return None
+        if (patch_bytes > 0) != (scenario == "edit"):
+            self.warn(f"{label}: expected {'a non-empty' if scenario == 'edit' else 'an empty'}"
+                      f" patch under $TMPDIR, found {patch_bytes} bytes")
+        return run.seconds
+
+    def clean_up(self, repo: Path, label: str) -> None:
+        """Remove what a run left: its temporary folder and any worktree it kept."""
+        shutil.rmtree(self.run_tmp, ignore_errors=True)
+        self.run_tmp.mkdir()
+        git(["worktree", "prune"], cwd=repo, env=self.env)
+        if worktree_count(repo, self.env) != 1:
+            self.warn(f"{label}: a worktree was left behind")
+            for line in git(["worktree", "list", "--porcelain"], cwd=repo,
+                            env=self.env).splitlines()[1:]:
+                if line.startswith("worktree "):
+                    git(["worktree", "remove", "--force", line[len("worktree "):]],
+                        cwd=repo, env=self.env)
+
+    def fail(self, what: str, stderr: str) -> None:
+        tail = "\n".join(stderr.strip().splitlines()[-10:])
+        self.failures.append(what)
+        progress(f"error: {what}" + (f"\n{tail}" if tail else ""))
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.add(message)
+            progress(f"warning: {message}")
+
+    # The measurements -----------------------------------------------------------
+
+    def time_captures(self, spec: RepoSpec, repo: Path, rounds: int,
+                      warmup: int) -> list[dict[str, object]]:
+        """Interleaved rounds: each round runs every scenario both ways, in
+        alternating order, so that drift in the machine hits both alike."""
+        implementations = ["bare", "tool"] if self.tool else ["bare"]
+        samples: dict[tuple[str, str], list[float]] = {
+            (scenario, implementation): []
+            for scenario in SCENARIOS for implementation in implementations}
+        for round_number in range(-warmup, rounds):
+            order = implementations if round_number % 2 == 0 else implementations[::-1]
+            name = "warm-up" if round_number < 0 else f"round {round_number + 1}/{rounds}"
+            timings = []
+            for scenario in SCENARIOS:
+                for implementation in order:
+                    label = f"{spec.name} {scenario} {implementation}"
+                    seconds = self.capture(implementation, scenario, repo, label)
+                    if seconds is not None:
+                        timings.append(f"{scenario}/{implementation} {seconds:.3f}s")
+                        if round_number >= 0:
+                            samples[scenario, implementation].append(seconds)
+            progress(f"{spec.name} {name}: {', '.join(timings)}")
+
+        results = []
+        for scenario in SCENARIOS:
+            bare = median_or_none(samples[scenario, "bare"])
+            tool = median_or_none(samples.get((scenario, "tool"), []))
+            ratio = tool / bare if tool is not None and bare else None
+            target = RATIO_TARGETS.get(spec.name)
+            results.append({
+                "size": spec.name, "files": spec.files, "scenario": scenario,
+                "bare_median_s": bare, "tool_median_s": tool, "ratio": ratio,
+                "target": target,
+                "met": None if target is None or ratio is None else ratio <= target,
+                "bare_samples_s": samples[scenario, "bare"],
+                "tool_samples_s": samples.get((scenario, "tool"), []),
+            })
+        return results
+
+    def startup(self, rounds: int) -> dict[str, float | None]:
+        """Median wall time of `git isopatch -h` (exit 129) and `--version` (exit 0)."""
+        assert self.tool is not None
+        results: dict[str, float | None] = {}
+        for option, expected_exit in (("-h", 129), ("--version", 0)):
+            samples = []
+            for _ in range(rounds + 1):  # the first run only warms the caches
+                run = measure(self.tool.argv([option]), cwd=self.workdir,
+                              env=self.tool.env(self.env))
+                if run.exit_code != expected_exit:
+                    self.fail(f"git isopatch {option}: exit {run.exit_code}, "
+                              f"expected {expected_exit}", run.stderr)
+                    break
+                samples.append(run.seconds)
+            results[option] = median_or_none(samples[1:])
+        return results
+
+    def peak_rss(self, repo: Path, size_mb: int) -> dict[str, float | None]:
+        """Peak RSS (MB) while capturing a new file of size_mb random bytes."""
+        command = ["sh", "-c", f"head -c {size_mb * MB} /dev/urandom > big.bin"]
+        patch = self.workdir / "rss.patch"
+        results: dict[str, float | None] = {}
+
+        run = measure(self.capture_argv("bare", command, patch), cwd=repo, env=self.env)
+        results["bare_tree_mb"] = self.rss_result("peak RSS bare", run, patch, repo)
+
+        if self.tool is not None:
+            report = self.workdir / "rss-self.txt"
+            report.unlink(missing_ok=True)
+            argv = self.capture_argv("tool", command, patch)
+            if self.tool.interpreter:  # run it under the shim, directly (not through git)
+                argv = [self.tool.interpreter, "-c", RSS_SHIM, str(report),
+                        str(self.tool.executable), *argv[argv.index("-q"):]]
+            run = measure(argv, cwd=repo, env=self.tool.env(self.env))
+            results["tool_tree_mb"] = self.rss_result("peak RSS tool", run, patch, repo)
+            results["tool_self_mb"] = (int(report.read_text()) / 1024 if report.exists()
+                                       and results["tool_tree_mb"] is not None else None)
+        return results
+
+    def rss_result(self, label: str, run: Measurement, patch: Path, repo: Path) -> float | None:
+        patch_mb = patch.stat().st_size / MB if patch.exists() else 0.0
+        patch.unlink(missing_ok=True)
+        self.clean_up(repo, label)
+        if run.exit_code != 0:
+            self.fail(f"{label}: exit {run.exit_code}", run.stderr)
+            return None
+        progress(f"{label}: {run.max_rss_kb / 1024:.1f} MB, {run.seconds:.2f} s, "
+                 f"patch {patch_mb:.1f} MB")
+        if patch_mb == 0:
+            self.warn(f"{label}: the patch is empty")
+        return run.max_rss_kb / 1024
+
+
+def median_or_none(samples: Sequence[float]) -> float | None:
+    return statistics.median(samples) if samples else None
+
+
+# --------------------------------------------------------------------------
+# Report
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def verdict(met: bool | None) -> str:
+    return {True: "met", False: "missed", None: "n/a"}[met]
+
+
+def print_report(results: list[dict[str, object]], startup: dict[str, float | None] | None,
+                 rss: dict[str, float | None] | None, rss_size_mb: int) -> None:
+    header = ["size", "files", "scenario", "bare median s", "tool median s",
+              "ratio tool/bare", "target", "result"]
+    rows = [[str(r["size"]), f"{r['files']:,}", str(r["scenario"]),
+             fmt(r["bare_median_s"], ".3f"), fmt(r["tool_median_s"], ".3f"),
+             fmt(r["ratio"], ".2f"),
+             "-" if r["target"] is None else f"<= {r['target']:.2f}", verdict(r["met"])]
+            for r in results]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    print()
+    for row in [header, ["-" * width for width in widths], *rows]:
+        print("  ".join(cell.ljust(width) if i in (0, 2) else cell.rjust(width)
+                        for i, (cell, width) in enumerate(zip(row, widths))).rstrip())
+
+    print()
+    if startup is not None:
+        print(f"startup: git isopatch -h {fmt(ms(startup['-h']), '.1f')} ms, "
+              f"git isopatch --version {fmt(ms(startup['--version']), '.1f')} ms (medians)")
+    if rss is not None:
+        print(f"peak RSS capturing a new {rss_size_mb} MB binary file: "
+              f"tool process {fmt(rss.get('tool_self_mb'), '.1f')} MB, "
+              f"tool with its git children {fmt(rss.get('tool_tree_mb'), '.1f')} MB, "
+              f"bare git sequence {fmt(rss.get('bare_tree_mb'), '.1f')} MB")
+
+    print()
+    for r in results:
+        if r["target"] is not None:
+            print(f"target {r['size']} {r['scenario']}: ratio {fmt(r['ratio'], '.2f')} "
+                  f"<= {r['target']:.2f}: {verdict(r['met'])}")
+    if rss is not None:
+        tool_mb = rss.get("tool_self_mb")
+        met = None if tool_mb is None else tool_mb <= PEAK_RSS_TARGET_MB
+        print(f"target peak RSS of the tool process: {fmt(tool_mb, '.1f')} MB "
+              f"<= {PEAK_RSS_TARGET_MB:.0f} MB: {verdict(met)}")
+
+
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python bench/run.py",
+        description="Benchmark git isopatch against the plain git worktree sequence.")
+    parser.add_argument("--sizes", default="small,medium,large",
+                        help="comma-separated repository sizes: small, medium, large "
+                             "(default: all three)")
+    parser.add_argument("--rounds", type=int,
+                        help="timed rounds per size (default: 5 small/medium, 3 large)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed rounds before the timed ones (default: 1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a few seconds on a tiny repository: checks that the harness runs")
+    parser.add_argument("--workdir", type=Path,
+                        help="where repositories are generated and reused "
+                             "(default: $TMPDIR/git-isopatch-bench)")
+    parser.add_argument("--venv", help="virtual environment with git-isopatch installed "
+                                       "(default: $ISOPATCH_BENCH_VENV, then PATH, then .venv)")
+    parser.add_argument("--tool", help="path of the git-isopatch executable (overrides --venv)")
+    parser.add_argument("--bare-only", action="store_true",
+                        help="time only the bare git sequence (no tool needed)")
+    parser.add_argument("--rss-mb", type=int, default=200,
+                        help="size of the binary change for the peak RSS case (default: 200)")
+    parser.add_argument("--startup-rounds", type=int, default=10,
+                        help="runs of -h and --version (default: 10)")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON there")
+    args = parser.parse_args(argv)
+
+    args.sizes = [size.strip() for size in args.sizes.split(",") if size.strip()]
+    unknown = [size for size in args.sizes if size not in SPECS]
+    if unknown:
+        parser.error(f"unknown size(s): {', '.join(unknown)}")
+    if args.quick:
+        args.sizes, args.warmup, args.startup_rounds = ["tiny"], 0, 1
+        args.rounds = args.rounds or 1
+        args.rss_mb = min(args.rss_mb, 2)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.workdir is None:
+        args.workdir = Path(tempfile.gettempdir()) / "git-isopatch-bench"
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if shutil.which("git") is None:
+        print("error: git not found on PATH", file=sys.stderr)
+        return 2
+    tool = None
+    if not args.bare_only:
+        executable = find_tool(args)
+        if executable is None:
+            print("error: git-isopatch not found (install it with `python -m venv .venv && "
+                  ".venv/bin/pip install -e .`, or pass --venv/--tool, or --bare-only)",
+                  file=sys.stderr)
+            return 2
+        tool = Tool(executable)
+        progress(f"tool: {executable}")
+
+    workdir = args.workdir.absolute()
+    workdir.mkdir(parents=True, exist_ok=True)
+    bench = Bench(workdir, tool)
+    progress(f"work folder: {workdir}; {git(['--version'], cwd=workdir, env=bench.env).strip()}")
+
+    startup = bench.startup(args.startup_rounds) if tool else None
+
+    results = []
+    repositories = {}
+    for size in args.sizes:
+        spec = SPECS[size]
+        repo = prepare_repository(spec, workdir, bench.env)
+        repositories[size] = repository_summary(spec, workdir)
+        rounds = args.rounds or DEFAULT_ROUNDS[size]
+        results += bench.time_captures(spec, repo, rounds, args.warmup)
+
+    rss_spec = SPECS["tiny" if args.quick else "small"]
+    rss = bench.peak_rss(prepare_repository(rss_spec, workdir, bench.env), args.rss_mb)
+
+    print_report(results, startup, rss, args.rss_mb)
+    for warning in sorted(bench.warnings):
+        print(f"warning: {warning}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "tool": str(tool.executable) if tool else None,
+            "repositories": repositories, "captures": results, "startup_s": startup,
+            "peak_rss_mb": rss, "rss_change_mb": args.rss_mb, "failures": bench.failures,
+        }, indent=2) + "\n")
+    if bench.failures:
+        print(f"error: {len(bench.failures)} measured command(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

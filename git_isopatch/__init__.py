@@ -1,0 +1,53 @@
+"""git-isopatch: run a command in an ephemeral git worktree and capture what
+it changed as a binary-safe patch.
+
+The Python API is :func:`capture` (``git_isopatch.capture(command, ...)``),
+returning a :class:`CaptureResult`; expected failures raise
+:class:`IsopatchError`.  The command line is ``git isopatch``.
+
+Nothing heavy is imported here: pygit2 loads on first use of :func:`capture`,
+so that ``git isopatch -h`` and ``--version`` start fast (issue: speed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .capture import CaptureResult, capture
+    from .isolation.errors import IsopatchError
+
+__all__ = ["CaptureResult", "IsopatchError", "__version__", "capture"]
+
+_LAZY = {
+    "capture": "git_isopatch.capture",
+    "CaptureResult": "git_isopatch.capture",
+    "IsopatchError": "git_isopatch.isolation.errors",
+}
+
+
+class _Package(types.ModuleType):
+    """The package module.  The submodule ``capture.py`` and the function
+    ``capture`` share a name; importing the submodule would make the package
+    attribute the module, so the attribute is pinned to the function."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "capture" and isinstance(value, types.ModuleType):
+            value = value.capture
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'git_isopatch' has no attribute {name!r}")

@@ -1,0 +1,5 @@
+"""``python -m git_isopatch``: the same as the ``git-isopatch`` executable."""
+
+from .cli import main
+
+main()

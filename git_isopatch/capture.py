@@ -1,0 +1,313 @@
+"""The procedure of the design, steps 1-7, as :func:`capture`.
+
+``capture`` resolves the repository and base with pygit2, makes an ephemeral
+worktree, runs the command there, writes what it changed as a binary patch,
+and removes the worktree (or keeps it when asked, or when extraction failed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from .git.diff import count_patch_files, mark_untracked_intent_to_add, write_binary_diff
+from .git.repo import UserRepository, open_user_repository, resolve_commit
+from .git.result import Err, GitError, Ok
+from .git.run import command_environment, own_git_environment
+from .git.types import CommitId, Ref
+from .isolation.command import CommandOutcome, forward_signals, run_command
+from .isolation.errors import IsopatchError, classify, classify_os_error, known_failure
+from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
+
+PATCH_NAME = "isopatch.patch"
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """What :func:`capture` hands back (design: Porcelain v1 has the same fields).
+
+    Attributes:
+        base: full id of the commit the worktree started at.
+        exit_code: the command's exit status; 128+N when signal N ended it
+            or git-isopatch received it; 124 on timeout; 126/127 when the
+            command could not be run.
+        patch_path: the patch file, or ``None`` when extraction failed.
+        files: number of paths in the patch, or ``None`` when extraction failed.
+        stdout: file holding the command's stdout, when captured.
+        stderr: file holding the command's stderr, when captured.
+        worktree_path: the worktree, when it was kept (``keep`` or failure).
+        tmpdir: the private temporary folder of this run.
+        error: one line saying why extraction failed, else ``None``.
+        error_code: the stable code of that failure (see
+            :data:`git_isopatch.isolation.errors.FAILURE_TABLE`), else ``None``.
+        timed_out: the timeout expired.
+        signal: the signal git-isopatch received and forwarded, else ``None``.
+        command_error: why the command could not be started, else ``None``.
+    """
+
+    base: CommitId
+    exit_code: int
+    patch_path: str | None
+    files: int | None
+    stdout: str | None
+    stderr: str | None
+    worktree_path: str | None
+    tmpdir: str
+    error: str | None = None
+    error_code: str | None = None
+    timed_out: bool = False
+    signal: int | None = None
+    command_error: str | None = None
+
+
+def _repository_error(error: GitError) -> IsopatchError:
+    return IsopatchError(classify(error) or "not-a-git-repository", error.message())
+
+
+def open_repository(repo_path: str, environ: Mapping[str, str]) -> UserRepository:
+    """Step 2, first half: the user's repository as git would find it.
+
+    Raises:
+        IsopatchError: ``not-a-git-repository`` or ``not-a-work-tree``.
+    """
+    match open_user_repository(repo_path, environ):
+        case Ok(repository):
+            return repository
+        case Err(error):
+            raise _repository_error(error)
+
+
+def resolve_base(repository: UserRepository, base: str) -> CommitId:
+    """Step 2, second half: the base revision as a full commit id.
+
+    Raises:
+        IsopatchError: ``unknown-revision`` or ``unborn-head``.
+    """
+    try:
+        ref = Ref(base)
+    except ValueError as exc:
+        raise IsopatchError("unknown-revision", f"invalid base '{base}': {exc}") from exc
+    match resolve_commit(repository, ref):
+        case Ok(commit):
+            return commit
+        case Err(error):
+            raise _repository_error(error)
+
+
+def _open_private(path: str) -> IO[bytes]:
+    """Create ``path`` with mode 0600 (it must not exist) for writing bytes."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+
+
+def _extract_patch(isolation: Isolation, env: Mapping[str, str], output: str | None) -> str:
+    """Steps 5: intent-to-add, then the binary diff into a 0600 file.
+
+    With ``output``, the patch is written beside it and renamed over it, so a
+    failure never leaves a half-written file there.
+
+    Returns:
+        the patch path.
+    Raises:
+        IsopatchError: a classified git or OS failure.
+    """
+    worktree = isolation.worktree
+    match mark_untracked_intent_to_add(worktree, env=env):
+        case Err(error):
+            raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
+        case Ok():
+            pass
+    target = output if output is not None else os.path.join(isolation.tmpdir, PATCH_NAME)
+    try:
+        if output is not None:
+            handle = tempfile.NamedTemporaryFile(
+                dir=os.path.dirname(output) or ".", prefix=".isopatch-", suffix=".tmp",
+                delete=False,
+            )
+        else:
+            handle = _open_private(target)
+    except OSError as exc:
+        code = classify_os_error(exc)
+        if code is None:
+            raise
+        raise IsopatchError(code, f"could not write patch '{target}': {exc.strerror}") from exc
+    written = handle.name
+    try:
+        with handle:
+            match write_binary_diff(worktree, isolation.base, handle, env=env):
+                case Err(error):
+                    raise known_failure(f"could not write patch '{target}'", error)
+                case Ok():
+                    pass
+        if output is not None:
+            os.replace(written, output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(written)
+        code = classify_os_error(exc)
+        if code is None:
+            raise
+        raise IsopatchError(code, f"could not write patch '{target}': {exc.strerror}") from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(written)
+        raise
+    return target
+
+
+def capture(
+    command: Sequence[str],
+    *,
+    base: str = "HEAD",
+    repo_path: str = ".",
+    output: str | None = None,
+    keep: bool = False,
+    timeout: float | None = None,
+    capture_output: bool = False,
+    command_stdout: int | None = None,
+    tmp_root: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    provider: IsolationProvider | None = None,
+) -> CaptureResult:
+    """Run ``command`` in an ephemeral worktree at ``base`` and capture its changes.
+
+    Args:
+        command: the program and its arguments (never a shell string).
+        base: revision to start from; resolved to a commit id first.
+        repo_path: a folder inside the user's work tree (``-C``).  The command
+            runs in the worktree folder that mirrors it.
+        output: write the patch to this file (relative to the current
+            folder) instead of ``<tmpdir>/isopatch.patch``.
+        keep: keep the worktree after a successful run.
+        timeout: seconds before the command's process group is stopped
+            (exit code 124; the patch is still captured).
+        capture_output: send the command's stdout and stderr to
+            ``<tmpdir>/stdout`` and ``<tmpdir>/stderr`` (mode 0600).
+        command_stdout: a file descriptor for the command's stdout (for
+            ``--stdout``, which sends it to stderr); ignored with
+            ``capture_output``.
+        tmp_root: folder for the private temporary folder (default ``$TMPDIR``).
+        environ: the environment to resolve the repository from and to give
+            the command (default ``os.environ``); git's repository variables
+            are removed before the command sees it.
+        provider: the isolation provider (default :class:`WorktreeProvider`).
+
+    Returns:
+        A :class:`CaptureResult`.  When extraction fails, ``error`` and
+        ``error_code`` are set, ``patch_path`` is ``None`` and the worktree is
+        kept (``worktree_path``).
+
+    Raises:
+        ValueError: ``command`` is empty.
+        IsopatchError: the path is not in a work tree, the base does not
+            resolve, or the worktree could not be made; nothing was created.
+    """
+    if not command:
+        raise ValueError("no command given")
+    environ = os.environ if environ is None else environ
+    output = os.path.abspath(output) if output is not None else None
+    repository = open_repository(repo_path, environ)
+    commit = resolve_base(repository, base)
+    git_env = own_git_environment(environ)
+    provider = provider or WorktreeProvider(git_env)
+    state: dict[str, int | None] = {"received": None}
+    with forward_signals(state):
+        isolation = provider.create(
+            repository, commit, command=list(command), tmp_root=tmp_root
+        )
+        return _run_and_extract(
+            isolation, provider, command, git_env, state,
+            environ=environ, output=output, keep=keep, timeout=timeout,
+            capture_output=capture_output, command_stdout=command_stdout,
+        )
+
+
+def _run_and_extract(
+    isolation: Isolation,
+    provider: IsolationProvider,
+    command: Sequence[str],
+    git_env: Mapping[str, str],
+    state: dict[str, int | None],
+    *,
+    environ: Mapping[str, str],
+    output: str | None,
+    keep: bool,
+    timeout: float | None,
+    capture_output: bool,
+    command_stdout: int | None,
+) -> CaptureResult:
+    """Steps 4-7 on a made worktree; the worktree never outlives an error
+    unless it is kept and reported."""
+    cwd = os.path.join(isolation.worktree, isolation.repository.prefix)
+    stdout_path = stderr_path = None
+    try:
+        os.makedirs(cwd, exist_ok=True)
+        if capture_output:
+            stdout_path = os.path.join(isolation.tmpdir, "stdout")
+            stderr_path = os.path.join(isolation.tmpdir, "stderr")
+            with _open_private(stdout_path) as out, _open_private(stderr_path) as err:
+                outcome = run_command(
+                    command, cwd=cwd, env=command_environment(environ),
+                    stdin=None, stdout=out, stderr=err, timeout=timeout, signal_state=state,
+                )
+        else:
+            outcome = run_command(
+                command, cwd=cwd, env=command_environment(environ),
+                stdout=command_stdout, timeout=timeout, signal_state=state,
+            )
+    except BaseException:
+        provider.remove(isolation)
+        raise
+    try:
+        patch = _extract_patch(isolation, git_env, output)
+        files = count_patch_files(patch)
+    except IsopatchError as failure:
+        provider.keep(isolation)
+        return _result(isolation, outcome, state, stdout_path, stderr_path,
+                       worktree=isolation.worktree, error=failure)
+    except BaseException:
+        provider.keep(isolation)
+        raise
+    if keep:
+        provider.keep(isolation)
+        kept = isolation.worktree
+    else:
+        kept = None
+        if not provider.remove(isolation):
+            kept = isolation.worktree
+    return _result(isolation, outcome, state, stdout_path, stderr_path,
+                   worktree=kept, patch=patch, files=files)
+
+
+def _result(
+    isolation: Isolation,
+    outcome: CommandOutcome,
+    state: dict[str, int | None],
+    stdout_path: str | None,
+    stderr_path: str | None,
+    *,
+    worktree: str | None,
+    patch: str | None = None,
+    files: int | None = None,
+    error: IsopatchError | None = None,
+) -> CaptureResult:
+    received = state.get("received")
+    exit_code = 128 + received if received is not None else outcome.exit_code
+    return CaptureResult(
+        base=isolation.base,
+        exit_code=exit_code,
+        patch_path=patch,
+        files=files,
+        stdout=stdout_path,
+        stderr=stderr_path,
+        worktree_path=worktree,
+        tmpdir=isolation.tmpdir,
+        error=error.message if error else None,
+        error_code=error.code if error else None,
+        timed_out=outcome.timed_out,
+        signal=received,
+        command_error=outcome.start_error,
+    )

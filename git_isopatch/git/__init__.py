@@ -1,0 +1,18 @@
+"""The git layer: branded types, ``GitResult``, the subprocess wrapper,
+pygit2 look-ups and worktree operations.  Knows nothing of isolation."""
+
+from .result import Err, GitError, GitResult, Ok
+from .types import BranchName, CommitId, GitDirPath, Ref, RepoPath, WorktreePath
+
+__all__ = [
+    "BranchName",
+    "CommitId",
+    "Err",
+    "GitDirPath",
+    "GitError",
+    "GitResult",
+    "Ok",
+    "Ref",
+    "RepoPath",
+    "WorktreePath",
+]

@@ -1,0 +1,136 @@
+"""The patch: intent-to-add and ``git diff --binary`` in a worktree (design: The patch).
+
+The user's diff configuration must not leak into the patch, so every option
+that configuration could change is spelled out on the command line, and the
+few that have no command-line form are forced with ``-c``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import IO
+
+from .result import Err, GitResult, Ok
+from .run import run_git
+from .types import CommitId, WorktreePath
+
+#: ``-c`` settings for the diff that have no command-line option (git-config(1)).
+DIFF_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.quotePath", "true"),
+    ("diff.noprefix", "false"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.suppressBlankEmpty", "false"),
+    ("core.fileMode", "true"),
+    ("diff.ignoreSubmodules", "none"),
+    ("core.hooksPath", os.devnull),
+)
+
+#: ``git diff`` options that pin the patch format (git-diff(1)): binary
+#: patches with full ids, ``a/`` and ``b/`` prefixes, no colour, no external
+#: driver, no textconv, paths from the top, rename detection, submodules as
+#: gitlinks, three lines of context and no file ordering.
+DIFF_OPTIONS: tuple[str, ...] = (
+    "--binary",
+    "--full-index",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
+    "--find-renames",
+    "--submodule=short",
+    "--ignore-submodules=none",
+    "--unified=3",
+    "--inter-hunk-context=0",
+    f"-O{os.devnull}",
+)
+
+
+def mark_untracked_intent_to_add(
+    worktree: WorktreePath, *, env: Mapping[str, str]
+) -> GitResult[int]:
+    """Mark every untracked, not ignored file of the worktree intent-to-add.
+
+    ``git ls-files --others --exclude-standard -z`` lists them, then
+    ``git add --intent-to-add`` records them (git-add(1), ``-N``), so that
+    ``git diff`` shows new files.  Only new files are touched: ``add --all``
+    would hash every modified file into the object store shared with the
+    user's repository.  Ignored files stay out (``.gitignore``,
+    ``.git/info/exclude``, ``core.excludesFile``).
+
+    Returns:
+        ``Ok(number of paths marked)`` or ``Err(GitError)``.
+    """
+    listed = run_git(
+        ["-C", worktree, "ls-files", "-z", "--others", "--exclude-standard", "--full-name"],
+        env=env,
+        config=DIFF_CONFIG,
+    )
+    match listed:
+        case Err() as err:
+            return err
+        case Ok(output):
+            paths = output
+    if not paths:
+        return Ok(0)
+    result = run_git(
+        [
+            "--literal-pathspecs",
+            "-C",
+            worktree,
+            "add",
+            "--intent-to-add",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+        ],
+        env=env,
+        config=DIFF_CONFIG,
+        input=paths,
+    )
+    match result:
+        case Ok():
+            return Ok(paths.count(b"\0"))
+        case Err() as err:
+            return err
+
+
+def write_binary_diff(
+    worktree: WorktreePath, base: CommitId, out: IO[bytes], *, env: Mapping[str, str]
+) -> GitResult[None]:
+    """Stream ``git diff --binary <base>`` of the worktree into ``out``.
+
+    The patch is never held in memory.  ``git apply`` of it on a clean
+    checkout of ``base`` reproduces the worktree (design: The patch).
+    """
+    result = run_git(
+        ["--no-pager", "-C", worktree, "diff", *DIFF_OPTIONS, base, "--"],
+        env=env,
+        config=DIFF_CONFIG,
+        stdout=out,
+    )
+    match result:
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def count_patch_files(path: str, chunk_size: int = 1 << 20) -> int:
+    """Count the paths in a patch file: its ``diff --git`` header lines.
+
+    No content line of a git patch starts with ``diff --git `` (text lines
+    start with `` ``, ``+``, ``-`` or ``\\``; binary lines with a length
+    letter), so counting headers at line starts is exact.  Reads in chunks
+    of ``chunk_size`` bytes.
+    """
+    header = b"\ndiff --git "
+    count = 0
+    carry = b"\n"
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            data = carry + chunk
+            count += data.count(header)
+            carry = data[-(len(header) - 1):]
+    return count

@@ -1,0 +1,137 @@
+"""Repository and ref look-ups with pygit2 (design: procedure step 2).
+
+Nothing here runs git or writes anything: it opens the user's repository the
+way git would find it, checks that there is a work tree, and resolves a
+revision to a full commit id.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pygit2
+
+from .result import Err, GitError, GitResult, Ok
+from .types import CommitId, GitDirPath, Ref, RepoPath, posix_prefix
+
+
+@dataclass(frozen=True)
+class UserRepository:
+    """Where the user's repository is, as git would find it.
+
+    Attributes:
+        top: top folder of the user's work tree.
+        git_dir: the work tree's git directory (``.git``, or
+            ``.git/worktrees/<id>`` when the user stands in a linked worktree).
+        common_dir: the repository's common git directory (holds refs,
+            objects and ``worktrees/``).
+        prefix: the caller's folder relative to ``top`` (``""`` at the top),
+            with ``/`` separators, as ``git rev-parse --show-prefix``.
+    """
+
+    top: RepoPath
+    git_dir: GitDirPath
+    common_dir: GitDirPath
+    prefix: str
+
+
+def _error(reason: str) -> Err:
+    return Err(GitError(reason=reason))
+
+
+def _read_common_dir(git_dir: str) -> str:
+    """``<git_dir>/commondir`` resolved (linked worktrees), else ``git_dir``."""
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+            common = handle.read().strip()
+    except FileNotFoundError:
+        return git_dir
+    return os.path.normpath(os.path.join(git_dir, common))
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[UserRepository]:
+    """Find the repository that ``git -C <path>`` would act on.
+
+    ``GIT_DIR`` and ``GIT_WORK_TREE`` in ``environ`` are honoured the way git
+    honours them (git(1), ENVIRONMENT; they are exported to hooks and to
+    ``!`` aliases): relative values are taken from ``path``; with ``GIT_DIR``
+    and no work tree given, ``path`` is the top of the work tree.
+
+    Returns:
+        ``Ok(UserRepository)``, or ``Err`` whose ``reason`` is one of
+        ``"cannot change to '<path>'"``, ``"not a git repository (or any of
+        the parent directories): .git"``, ``"this operation must be run in a
+        work tree"``.
+    """
+    if not os.path.isdir(path):
+        return _error(f"cannot change to '{path}': No such file or directory")
+    path = os.path.abspath(path)
+    env_git_dir = environ.get("GIT_DIR")
+    try:
+        if env_git_dir:
+            git_dir = os.path.join(path, env_git_dir)
+            repo = pygit2.Repository(git_dir, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        else:
+            found = pygit2.discover_repository(path)
+            if found is None:
+                return _error("not a git repository (or any of the parent directories): .git")
+            git_dir = found
+            repo = pygit2.Repository(git_dir)
+    except pygit2.GitError:
+        return _error("not a git repository (or any of the parent directories): .git")
+    git_dir = os.path.normpath(os.path.abspath(git_dir))
+    env_work_tree = environ.get("GIT_WORK_TREE")
+    if env_git_dir:
+        top = os.path.join(path, env_work_tree) if env_work_tree else (repo.workdir or path)
+        if env_work_tree is None and repo.workdir is None:
+            top = path
+    else:
+        if repo.is_bare or repo.workdir is None:
+            return _error("this operation must be run in a work tree")
+        top = repo.workdir
+    top = os.path.normpath(os.path.abspath(top))
+    if not _inside(path, top) or _inside(path, git_dir):
+        return _error("this operation must be run in a work tree")
+    prefix = posix_prefix(os.path.relpath(os.path.realpath(path), os.path.realpath(top)))
+    return Ok(
+        UserRepository(
+            top=RepoPath(top),
+            git_dir=GitDirPath(git_dir),
+            common_dir=GitDirPath(_read_common_dir(git_dir)),
+            prefix=prefix,
+        )
+    )
+
+
+def resolve_commit(repository: UserRepository, revision: Ref) -> GitResult[CommitId]:
+    """Resolve ``revision`` to the full id of the commit it names.
+
+    Tags are peeled; a revision naming a tree or blob is refused.
+
+    Returns:
+        ``Ok(CommitId)``, or ``Err`` whose ``reason`` is git's wording:
+        ``"ambiguous argument 'X': unknown revision or path not in the working
+        tree."``, ``"'X' is not a commit"``, or, for ``HEAD`` on a branch
+        with no commits yet, ``"unborn HEAD: 'HEAD' has no commits yet"``.
+    """
+    try:
+        repo = pygit2.Repository(repository.git_dir, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        if revision == "HEAD" and repo.head_is_unborn:
+            return _error(f"unborn HEAD: '{revision}' has no commits yet")
+        target = repo.revparse_single(str(revision))
+    except (KeyError, ValueError, pygit2.GitError):
+        return _error(
+            f"ambiguous argument '{revision}': unknown revision or path not in the working tree."
+        )
+    try:
+        commit = target.peel(pygit2.Commit)
+    except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return _error(f"'{revision}' is not a commit")
+    return Ok(CommitId(str(commit.id)))

@@ -1,0 +1,68 @@
+"""``GitResult[T] = Ok[T] | Err[GitError]`` (design: Architecture).
+
+Git operations that can fail in an expected way return a ``GitResult``;
+callers ``match`` on it::
+
+    match run_git([...]):
+        case Ok(value):
+            ...
+        case Err(error):
+            ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar, Union
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class GitError:
+    """A failed git invocation or look-up.
+
+    Attributes:
+        args: the argument list that was run (``[]`` for a pygit2 look-up).
+        returncode: git's exit status; ``None`` when git could not be started
+            or was stopped by the timeout.
+        stderr: what git printed on stderr (bytes, undecoded).
+        reason: a short description when there is no git stderr (OSError text,
+            ``"timed out after N seconds"``, pygit2's message).
+        errno: the OS error number when the failure was an ``OSError``.
+    """
+
+    args: tuple[str, ...] = ()
+    returncode: int | None = None
+    stderr: bytes = b""
+    reason: str = ""
+    errno: int | None = None
+    timed_out: bool = False
+
+    def message(self) -> str:
+        """One line: git's last ``fatal:``/``error:`` line, else ``reason``."""
+        lines = [
+            line.strip()
+            for line in self.stderr.decode("utf-8", "replace").splitlines()
+            if line.strip()
+        ]
+        for prefix in ("fatal: ", "error: "):
+            picked = [line[len(prefix):] for line in lines if line.startswith(prefix)]
+            if picked:
+                return picked[-1]
+        if lines:
+            return lines[-1]
+        return self.reason or f"git exited with status {self.returncode}"
+
+
+@dataclass(frozen=True)
+class Ok(Generic[T]):
+    value: T
+
+
+@dataclass(frozen=True)
+class Err:
+    error: GitError = field(default_factory=GitError)
+
+
+GitResult = Union[Ok[T], Err]

@@ -1,0 +1,165 @@
+"""The one subprocess wrapper through which git is run (design: Architecture).
+
+Git runs only as an argument list (``shell=False``), bytes in and out, with
+``LC_ALL=C`` so that its messages can be classified, and with a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import IO
+
+from .result import Err, GitError, GitResult, Ok
+
+#: Seconds any single git invocation may take before it is stopped.
+DEFAULT_GIT_TIMEOUT = 3600.0
+
+#: Variables that point git at a repository, index, object store or work
+#: tree.  This is git's own ``local_repo_env`` list (environment.c, the list
+#: git clears before it runs a command in a submodule), plus
+#: ``GIT_QUARANTINE_PATH`` (set for pre-receive hooks) and ``GIT_NAMESPACE``.
+LOCAL_REPO_ENV = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_QUARANTINE_PATH",
+        "GIT_NAMESPACE",
+    }
+)
+
+#: ``GIT_*`` variables kept for git-isopatch's own git calls: where git and
+#: its configuration live, and tracing.  Every other ``GIT_*`` variable
+#: (``GIT_DIFF_OPTS``, ``GIT_EXTERNAL_DIFF``, ``GIT_*_PATHSPECS``, ...) could
+#: change the patch or the paths git acts on, so it is dropped.
+_KEPT_FOR_OWN_CALLS = frozenset(
+    {
+        "GIT_EXEC_PATH",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+        "GIT_TRACE",
+        "GIT_TRACE2",
+        "GIT_TRACE2_EVENT",
+        "GIT_TRACE2_PERF",
+        "GIT_TRACE_PERFORMANCE",
+    }
+)
+
+
+def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """Return ``environ`` without the variables of :data:`LOCAL_REPO_ENV`.
+
+    This is the environment the user's command runs with, so that a ``git``
+    it runs acts on the worktree it stands in, never on the user's index.
+    """
+    return {k: v for k, v in environ.items() if k not in LOCAL_REPO_ENV}
+
+
+def own_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """Return the environment for git-isopatch's own git calls.
+
+    Drops every ``GIT_*`` variable but those of ``_KEPT_FOR_OWN_CALLS``, sets
+    ``LC_ALL=C`` (messages are parsed), ``GIT_TERMINAL_PROMPT=0`` and
+    ``GIT_OPTIONAL_LOCKS=0`` (a status-like read must not rewrite the index).
+    """
+    env = {
+        k: v
+        for k, v in environ.items()
+        if not k.startswith("GIT_") or k in _KEPT_FOR_OWN_CALLS
+    }
+    env["LC_ALL"] = "C"
+    env["LANGUAGE"] = "C"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    return env
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    config: Sequence[tuple[str, str]] = (),
+    cwd: str | None = None,
+    stdout: int | IO[bytes] | None = subprocess.PIPE,
+    input: bytes | None = None,
+    timeout: float | None = DEFAULT_GIT_TIMEOUT,
+) -> GitResult[bytes]:
+    """Run ``git [-c k=v ...] <args>`` and return its stdout.
+
+    Args:
+        args: git's arguments after the global options, e.g.
+            ``["-C", wt, "diff", "--binary", commit]``.
+        env: the full environment (see :func:`own_git_environment`).
+        config: ``(key, value)`` pairs passed as ``-c key=value`` ahead of
+            ``args``; they win over every configuration file.
+        cwd: working directory, or ``None`` for the current one.
+        stdout: ``subprocess.PIPE`` (the default: stdout is returned), or a
+            binary file to stream into (then ``Ok(b"")`` is returned), or
+            ``subprocess.DEVNULL``.
+        input: bytes for git's stdin; stdin is ``/dev/null`` when ``None``.
+        timeout: seconds before git is killed; ``None`` waits for ever.
+
+    Returns:
+        ``Ok(stdout_bytes)`` on exit status 0; otherwise ``Err(GitError)``
+        carrying the exit status and stderr, the ``errno`` when git could not
+        be started, or ``timed_out=True``.
+    """
+    argv = ["git"]
+    for key, value in config:
+        argv += ["-c", f"{key}={value}"]
+    argv += list(args)
+    try:
+        completed = subprocess.run(
+            argv,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Err(
+            GitError(
+                args=tuple(argv),
+                stderr=exc.stderr or b"",
+                reason=f"git timed out after {timeout:g} seconds",
+                timed_out=True,
+            )
+        )
+    except OSError as exc:
+        return Err(
+            GitError(
+                args=tuple(argv),
+                reason=f"cannot run git: {os.strerror(exc.errno) if exc.errno else exc}",
+                errno=exc.errno,
+            )
+        )
+    if completed.returncode != 0:
+        return Err(
+            GitError(
+                args=tuple(argv),
+                returncode=completed.returncode,
+                stderr=completed.stderr or b"",
+            )
+        )
+    return Ok(completed.stdout if completed.stdout is not None else b"")

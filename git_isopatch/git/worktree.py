@@ -1,0 +1,192 @@
+"""Linked worktree operations with the real git binary: add, remove, list, prune.
+
+Every call here names the repository explicitly (``--git-dir``) and runs with
+the caller's sanitised environment; see :func:`.run.own_git_environment`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .result import Err, GitError, GitResult, Ok
+from .run import run_git
+from .types import CommitId, GitDirPath, WorktreePath
+
+#: Configuration for ``git worktree add``: no repository hook runs
+#: (githooks(5), ``core.hooksPath``; a husky or LFS ``post-checkout`` must not
+#: fire), and checkout uses git's parallel workers (git-config(1),
+#: ``checkout.workers``; 0 means one per core).
+WORKTREE_ADD_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),
+    ("checkout.workers", "0"),
+)
+
+
+@dataclass(frozen=True)
+class WorktreeRecord:
+    """One entry of ``git worktree list --porcelain -z``.
+
+    Attributes:
+        path: the worktree's top folder (as git recorded it).
+        head: the checked-out commit id, or ``None`` (bare entry).
+        branch: full ref name when a branch is checked out.
+        detached: True when HEAD is detached.
+        locked: the lock reason (``""`` when locked without one), or ``None``.
+        prunable: the reason git would prune it, or ``None``.
+    """
+
+    path: str
+    head: str | None = None
+    branch: str | None = None
+    detached: bool = False
+    locked: str | None = None
+    prunable: str | None = None
+
+
+def add_detached_worktree(
+    git_dir: GitDirPath,
+    path: str,
+    commit: CommitId,
+    *,
+    lock_reason: str,
+    env: Mapping[str, str],
+    config: Sequence[tuple[str, str]] = WORKTREE_ADD_CONFIG,
+) -> GitResult[WorktreePath]:
+    """``git worktree add --detach --lock --reason <r> <path> <commit>``.
+
+    The worktree is locked from the moment git registers it (git-worktree(1),
+    ``--lock``), so a concurrent ``git worktree prune`` cannot take it, and the
+    reason names the owner (see the isolation layer).
+
+    Returns:
+        ``Ok(WorktreePath)`` or ``Err(GitError)`` with git's stderr.
+    """
+    result = run_git(
+        [
+            f"--git-dir={git_dir}",
+            "worktree",
+            "add",
+            "--quiet",
+            "--detach",
+            "--lock",
+            "--reason",
+            lock_reason,
+            "--",
+            path,
+            commit,
+        ],
+        env=env,
+        config=config,
+    )
+    match result:
+        case Ok():
+            return Ok(WorktreePath(path))
+        case Err() as err:
+            return err
+
+
+def worktree_admin_dir(worktree: WorktreePath) -> GitResult[GitDirPath]:
+    """Read ``<worktree>/.git`` (``gitdir: <path>``) and return that folder.
+
+    This is the worktree's private folder, ``$GIT_COMMON_DIR/worktrees/<id>``
+    (gitrepository-layout(5), ``worktrees/<id>``).
+    """
+    try:
+        with open(os.path.join(worktree, ".git"), "rb") as handle:
+            text = handle.read().decode("utf-8", "surrogateescape").strip()
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot read '{worktree}/.git': {exc.strerror}", errno=exc.errno))
+    if not text.startswith("gitdir: "):
+        return Err(GitError(reason=f"'{worktree}/.git' is not a gitdir file"))
+    admin = text[len("gitdir: "):]
+    return Ok(GitDirPath(os.path.join(worktree, admin)))
+
+
+def remove_worktree(
+    git_dir: GitDirPath, worktree: WorktreePath, *, env: Mapping[str, str]
+) -> GitResult[None]:
+    """``git worktree remove --force --force <worktree>``.
+
+    Forced twice so that a locked worktree, and one with modified, untracked
+    or ignored files, is removed too (git-worktree(1), ``remove``).
+    """
+    result = run_git(
+        [f"--git-dir={git_dir}", "worktree", "remove", "--force", "--force", "--", worktree],
+        env=env,
+    )
+    match result:
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def unlock_worktree(
+    git_dir: GitDirPath, worktree: WorktreePath, *, env: Mapping[str, str]
+) -> GitResult[None]:
+    """``git worktree unlock <worktree>``."""
+    match run_git([f"--git-dir={git_dir}", "worktree", "unlock", "--", worktree], env=env):
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def prune_worktrees(
+    git_dir: GitDirPath, *, env: Mapping[str, str], expire: str | None = None
+) -> GitResult[None]:
+    """``git worktree prune [--expire <time>]``: drop registrations whose
+    folder is gone; locked ones are kept (git-worktree(1), ``prune``)."""
+    args = [f"--git-dir={git_dir}", "worktree", "prune"]
+    if expire is not None:
+        args += ["--expire", expire]
+    match run_git(args, env=env):
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def parse_worktree_list(output: bytes) -> list[WorktreeRecord]:
+    """Parse ``git worktree list --porcelain -z`` output (git 2.36+).
+
+    Records are NUL-terminated attribute lines; an empty attribute ends a
+    worktree (git-worktree(1), "Porcelain Format").
+    """
+    records: list[WorktreeRecord] = []
+    fields: dict[str, str | None] = {}
+
+    def flush() -> None:
+        if "worktree" in fields:
+            records.append(
+                WorktreeRecord(
+                    path=fields["worktree"] or "",
+                    head=fields.get("HEAD"),
+                    branch=fields.get("branch"),
+                    detached="detached" in fields,
+                    locked=(fields["locked"] or "") if "locked" in fields else None,
+                    prunable=(fields["prunable"] or "") if "prunable" in fields else None,
+                )
+            )
+        fields.clear()
+
+    for raw in output.split(b"\0"):
+        if not raw:
+            flush()
+            continue
+        line = raw.decode("utf-8", "surrogateescape")
+        key, _, value = line.partition(" ")
+        fields[key] = value if _ else None
+    flush()
+    return records
+
+
+def list_worktrees(git_dir: GitDirPath, *, env: Mapping[str, str]) -> GitResult[list[WorktreeRecord]]:
+    """``git worktree list --porcelain -z``, parsed; the main work tree first."""
+    match run_git([f"--git-dir={git_dir}", "worktree", "list", "--porcelain", "-z"], env=env):
+        case Ok(output):
+            return Ok(parse_worktree_list(output))
+        case Err() as err:
+            return err

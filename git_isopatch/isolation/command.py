@@ -1,0 +1,213 @@
+"""Run the user's command in its own process group (design: procedure step 4).
+
+The command runs as an argument list, never through a shell.  It gets a
+process group of its own so that a timeout or a signal reaches every process
+it started; in a terminal the group is made the foreground one, so that the
+command can read the terminal and Ctrl-C reaches it as it would from a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+#: Signals forwarded to the command's process group (issue: hostile environments).
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+#: Seconds between SIGTERM and SIGKILL when the command is stopped.
+KILL_GRACE_SECONDS = 2.0
+
+#: Exit status for an expired ``--timeout``, as timeout(1).
+TIMEOUT_EXIT = 124
+#: Exit statuses of a shell for "found but cannot run" and "not found".
+NOT_EXECUTABLE_EXIT = 126
+NOT_FOUND_EXIT = 127
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """How the command ended.
+
+    Attributes:
+        exit_code: its exit status; ``128+N`` when a signal N ended it,
+            124 on timeout, 126/127 when it could not be run.
+        timed_out: the timeout expired and the group was stopped.
+        received_signal: a signal git-isopatch itself received and forwarded
+            (SIGINT, SIGTERM or SIGHUP), or ``None``.
+        start_error: why the command could not be started, or ``None``.
+    """
+
+    exit_code: int
+    timed_out: bool = False
+    received_signal: int | None = None
+    start_error: str | None = None
+
+
+def _stop_group(pgid: int, grace: float) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _reap_leftovers(pgid: int) -> None:
+    """Stop processes the command left behind in its group (daemons, jobs):
+    the worktree they stand in is about to go."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return
+    _stop_group(pgid, 0.5)
+
+
+def _terminal_fd(stdin: int | IO[bytes] | None) -> int | None:
+    """The terminal to hand to the command, when we are its foreground group."""
+    if stdin is not None:
+        return None
+    try:
+        fd = sys.stdin.fileno()
+        if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
+            return fd
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def _set_foreground(tty: int, pgid: int) -> None:
+    """Make ``pgid`` the terminal's foreground group (SIGTTOU ignored meanwhile)."""
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(tty, pgid)
+    finally:
+        signal.signal(signal.SIGTTOU, old)
+
+
+@contextlib.contextmanager
+def forward_signals(state: dict[str, int | None]) -> Iterator[None]:
+    """Forward SIGINT/SIGTERM/SIGHUP to the command's group while it runs,
+    and record the first one in ``state["received"]`` for the whole block.
+
+    Capture holds this around the command, the extraction and the clean-up,
+    so a signal never interrupts them half-way; it ends the run with
+    ``128+N`` afterwards.  Only the main thread can install handlers;
+    elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        if state.get("received") is None:
+            state["received"] = signum
+        pgid = state.get("pgid")
+        if pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in FORWARDED_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    stdout: int | IO[bytes] | None = None,
+    stderr: int | IO[bytes] | None = None,
+    stdin: int | IO[bytes] | None = None,
+    timeout: float | None = None,
+    signal_state: dict[str, int | None] | None = None,
+) -> CommandOutcome:
+    """Run ``argv`` in ``cwd`` in a new process group and wait for it.
+
+    Args:
+        argv: program and arguments; the program is looked up on ``PATH``
+            (a name with ``/`` is taken relative to ``cwd``).
+        cwd: working directory (a folder of the worktree).
+        env: the command's environment.
+        stdout, stderr, stdin: as for :class:`subprocess.Popen`; ``None``
+            inherits ours (and, in a terminal, hands the terminal over).
+        timeout: seconds before the group gets SIGTERM, then SIGKILL after
+            :data:`KILL_GRACE_SECONDS`; ``None`` waits for ever.
+        signal_state: a dict the caller keeps; ``"received"`` is set to a
+            forwarded signal number.  It is also honoured afterwards, so a
+            signal that arrives during extraction is not lost.
+
+    Returns:
+        A :class:`CommandOutcome`.  Never raises for a command that cannot
+        be started: 127 (not found) or 126 (not executable) is returned.
+    """
+    state = signal_state if signal_state is not None else {}
+    state.setdefault("received", None)
+    state["pgid"] = None
+    tty = _terminal_fd(stdin)
+
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            process_group=0,
+        )
+    except FileNotFoundError as exc:
+        return CommandOutcome(NOT_FOUND_EXIT, start_error=f"cannot run '{argv[0]}': "
+                              f"{exc.strerror}", received_signal=state["received"])
+    except OSError as exc:  # EACCES, ENOEXEC, EISDIR...
+        return CommandOutcome(NOT_EXECUTABLE_EXIT, start_error=f"cannot run '{argv[0]}': "
+                              f"{exc.strerror}", received_signal=state["received"])
+    if tty is not None:
+        # Hand the terminal to the command's group, as a shell does; a read it
+        # made before this stopped it (SIGTTIN), so let it go on.
+        _set_foreground(tty, process.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGCONT)
+    pgid = process.pid
+    state["pgid"] = pgid
+    if state["received"] is not None:  # a signal arrived while starting
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, state["received"])
+    timed_out = False
+    try:
+        try:
+            returncode = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop_group(pgid, KILL_GRACE_SECONDS)
+            returncode = process.wait()
+        _reap_leftovers(pgid)
+    finally:
+        state["pgid"] = None
+        if tty is not None:
+            _set_foreground(tty, os.getpgrp())
+    if timed_out:
+        exit_code = TIMEOUT_EXIT
+    elif returncode < 0:
+        exit_code = 128 - returncode
+    else:
+        exit_code = returncode
+    return CommandOutcome(exit_code, timed_out=timed_out, received_signal=state["received"])

@@ -1,0 +1,137 @@
+"""Known failures, classified into a stable code and a one-line message.
+
+Design: Architecture, "Known failures ... are classified into a user message
+and a stable code; an unknown failure is a bug and propagates as a crash".
+The table :data:`FAILURE_TABLE` is the single place where git's and the OS's
+wording is matched; each row has a test in ``tests/test_errors.py``.
+"""
+
+from __future__ import annotations
+
+import errno as errno_codes
+import re
+from dataclasses import dataclass
+
+from ..git.result import GitError
+
+
+class IsopatchError(Exception):
+    """A known failure: git-isopatch prints ``fatal: <message>`` and exits 128.
+
+    Attributes:
+        code: stable machine-readable code (``porcelain``/``json`` ``error-code``).
+        message: one line, git style (lowercase start, no full stop).
+        hint: an optional ``hint:`` line.
+        worktree: the path of a worktree kept for inspection, if any.
+    """
+
+    exit_status = 128
+
+    def __init__(self, code: str, message: str, *, hint: str | None = None,
+                 worktree: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.worktree = worktree
+
+
+class UnexpectedGitFailure(RuntimeError):
+    """Git failed in a way the classification table does not know: a bug."""
+
+    def __init__(self, action: str, error: GitError) -> None:
+        super().__init__(
+            f"{action}: git {' '.join(error.args[1:4])}... failed "
+            f"(status {error.returncode}): {error.message()}"
+        )
+        self.error = error
+
+
+@dataclass(frozen=True)
+class FailureKind:
+    """One row of the classification table.
+
+    Attributes:
+        code: the stable code.
+        errnos: OS error numbers that mean this failure.
+        pattern: a regular expression searched in git's stderr (``LC_ALL=C``)
+            or in the failure's reason.
+        timed_out: matches a timed-out git call.
+    """
+
+    code: str
+    errnos: frozenset[int] = frozenset()
+    pattern: re.Pattern[str] | None = None
+    timed_out: bool = False
+
+    def matches(self, error: GitError) -> bool:
+        if self.timed_out and error.timed_out:
+            return True
+        if error.errno is not None and error.errno in self.errnos:
+            return True
+        if self.pattern is None:
+            return False
+        text = error.stderr.decode("utf-8", "replace") + "\n" + error.reason
+        return self.pattern.search(text) is not None
+
+
+def _row(code: str, errnos: tuple[int, ...] = (), pattern: str | None = None,
+         timed_out: bool = False) -> FailureKind:
+    return FailureKind(
+        code=code,
+        errnos=frozenset(errnos),
+        pattern=re.compile(pattern) if pattern else None,
+        timed_out=timed_out,
+    )
+
+
+#: Known git and OS failures, most specific first.
+FAILURE_TABLE: tuple[FailureKind, ...] = (
+    _row("timeout", timed_out=True),
+    _row("no-space", (errno_codes.ENOSPC, errno_codes.EDQUOT),
+         r"No space left on device|Disk quota exceeded"),
+    _row("read-only", (errno_codes.EROFS,), r"Read-only file system"),
+    _row("permission-denied", (errno_codes.EACCES, errno_codes.EPERM), r"Permission denied"),
+    _row("git-not-found", (errno_codes.ENOENT,), r"cannot run git: No such file"),
+    _row("not-a-git-repository", pattern=r"not a git repository"),
+    _row("not-a-work-tree", pattern=r"must be run in a work tree"),
+    _row("unborn-head", pattern=r"unborn HEAD"),
+    _row("unknown-revision",
+         pattern=r"unknown revision|bad revision|invalid reference|is not a commit"),
+    _row("worktree-locked", pattern=r"is locked|locked working tree|missing but locked"),
+    _row("worktree-exists", pattern=r"already exists|already registered|already checked out"),
+    _row("index-locked", pattern=r"index\.lock': File exists"),
+)
+
+
+def classify(error: GitError) -> str | None:
+    """Return the code of the first matching row of :data:`FAILURE_TABLE`.
+
+    Returns ``None`` for a failure no row knows (the caller treats that as a
+    bug and raises :class:`UnexpectedGitFailure`).
+    """
+    for kind in FAILURE_TABLE:
+        if kind.matches(error):
+            return kind.code
+    return None
+
+
+def classify_os_error(exc: OSError) -> str | None:
+    """Classify an ``OSError`` raised by our own file operations."""
+    return classify(GitError(reason=exc.strerror or str(exc), errno=exc.errno))
+
+
+def known_failure(action: str, error: GitError, *, worktree: str | None = None,
+                  hint: str | None = None) -> IsopatchError:
+    """Turn ``error`` into an :class:`IsopatchError` for ``action``.
+
+    ``action`` reads as the start of the message, e.g. ``"could not create
+    worktree at '/tmp/x'"``; git's own line follows after ``": "``.
+
+    Raises:
+        UnexpectedGitFailure: ``error`` matches no row of the table.
+    """
+    code = classify(error)
+    if code is None:
+        raise UnexpectedGitFailure(action, error)
+    return IsopatchError(code, f"{action}: {error.message()}", worktree=worktree, hint=hint)

@@ -1,0 +1,221 @@
+"""Isolation providers: make and remove the ephemeral worktree.
+
+Design: procedure steps 3 and 6, "Safety rules" and Architecture
+(``IsolationProvider`` protocol, ``WorktreeProvider``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..git.repo import UserRepository
+from ..git.result import Err, Ok
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..git.worktree import (
+    add_detached_worktree,
+    list_worktrees,
+    prune_worktrees,
+    remove_worktree,
+    unlock_worktree,
+    worktree_admin_dir,
+)
+from .errors import IsopatchError, classify_os_error, known_failure
+from .store import GitMetadataStore, IsolationStore, WorktreeRecord
+
+log = logging.getLogger("git_isopatch")
+
+#: File in the common git directory that serialises worktree add, remove and
+#: prune between concurrent git-isopatch runs (commands are never serialised).
+LOCK_FILE = "isopatch.lock"
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """A live ephemeral worktree.
+
+    Attributes:
+        tmpdir: the private (0700) ``mkdtemp`` folder holding the worktree,
+            the patch and captured output.
+        worktree: the worktree's top folder, ``<tmpdir>/<name of the user's top>``.
+        admin_dir: its private folder, ``$GIT_COMMON_DIR/worktrees/<id>``.
+        repository: the user's repository.
+        base: the commit id checked out.
+        record: what the store holds for it.
+    """
+
+    tmpdir: str
+    worktree: WorktreePath
+    admin_dir: GitDirPath
+    repository: UserRepository
+    base: CommitId
+    record: WorktreeRecord
+
+
+class IsolationProvider(Protocol):
+    def create(self, repository: UserRepository, base: CommitId, *, command: list[str],
+               tmp_root: str | None = None) -> Isolation: ...
+
+    def remove(self, isolation: Isolation) -> bool: ...
+
+    def keep(self, isolation: Isolation) -> None: ...
+
+
+@contextlib.contextmanager
+def worktree_admin_lock(common_dir: GitDirPath) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<common_dir>/isopatch.lock``.
+
+    Best effort: where the file cannot be opened (a read-only repository)
+    the block runs unlocked and git's own locking is all there is.
+    """
+    try:
+        fd = os.open(os.path.join(common_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        log.debug("no worktree lock: %s", exc)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _worktree_name(repository: UserRepository) -> str:
+    name = os.path.basename(repository.top.rstrip(os.sep))
+    return name if name and not name.startswith(".") else "worktree"
+
+
+class WorktreeProvider:
+    """Ephemeral linked worktrees made with ``git worktree add``.
+
+    Args:
+        env: environment for git-isopatch's own git calls
+            (:func:`git_isopatch.git.run.own_git_environment`).
+        store: where the worktrees made are recorded.
+    """
+
+    def __init__(self, env: Mapping[str, str], store: IsolationStore | None = None) -> None:
+        self.env = dict(env)
+        self.store = store or GitMetadataStore()
+
+    def create(self, repository: UserRepository, base: CommitId, *, command: list[str],
+               tmp_root: str | None = None) -> Isolation:
+        """Make ``<mkdtemp>/<name>`` a detached, locked worktree at ``base``.
+
+        The temporary folder is made with mode 0700 under ``tmp_root``
+        (default: ``$TMPDIR``).  The worktree is named after the user's top
+        folder so that tools deriving a project name from it behave alike.
+
+        Raises:
+            IsopatchError: the folder or the worktree could not be made
+                (codes of :data:`.errors.FAILURE_TABLE`); nothing is left behind.
+        """
+        try:
+            tmpdir = tempfile.mkdtemp(prefix="git-isopatch-", dir=tmp_root)
+        except OSError as exc:
+            code = classify_os_error(exc)
+            if code is None:
+                raise
+            where = tmp_root or tempfile.gettempdir()
+            raise IsopatchError(
+                code, f"could not create a temporary folder in '{where}': {exc.strerror}"
+            ) from exc
+        path = os.path.join(tmpdir, _worktree_name(repository))
+        record = WorktreeRecord.for_this_process(tmpdir=tmpdir, base=base, command=command)
+        with worktree_admin_lock(repository.common_dir):
+            added = add_detached_worktree(
+                repository.git_dir, path, base, lock_reason=record.lock_reason(), env=self.env
+            )
+        match added:
+            case Err(error):
+                # git removes its own half-made registration (worktree.c, is_junk)
+                shutil.rmtree(tmpdir, ignore_errors=True)
+                raise known_failure(f"could not create worktree at '{path}'", error)
+            case Ok(worktree):
+                pass
+        try:
+            match worktree_admin_dir(worktree):
+                case Err(error):
+                    raise known_failure(f"could not read worktree '{worktree}'", error)
+                case Ok(admin_dir):
+                    pass
+            try:
+                self.store.save(admin_dir, record)
+            except OSError as exc:
+                code = classify_os_error(exc)
+                if code is None:
+                    raise
+                raise IsopatchError(
+                    code, f"could not record worktree '{worktree}': {exc.strerror}"
+                ) from exc
+        except BaseException:
+            self._remove_worktree(repository, worktree)
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            raise
+        return Isolation(
+            tmpdir=tmpdir,
+            worktree=worktree,
+            admin_dir=admin_dir,
+            repository=repository,
+            base=base,
+            record=record,
+        )
+
+    def _remove_worktree(self, repository: UserRepository, worktree: WorktreePath) -> bool:
+        with worktree_admin_lock(repository.common_dir):
+            match remove_worktree(repository.git_dir, worktree, env=self.env):
+                case Ok():
+                    pass
+                case Err(error):
+                    # Fallback: a locked registration is never pruned, so unlock first.
+                    log.debug("git worktree remove failed: %s", error.message())
+                    unlock_worktree(repository.git_dir, worktree, env=self.env)
+                    shutil.rmtree(worktree, ignore_errors=True)
+                    prune_worktrees(repository.git_dir, env=self.env)
+            match list_worktrees(repository.git_dir, env=self.env):
+                case Ok(records):
+                    real = os.path.realpath(worktree)
+                    return not any(os.path.realpath(r.path) == real for r in records)
+                case Err():
+                    return False
+
+    def remove(self, isolation: Isolation) -> bool:
+        """Remove the worktree: ``git worktree remove --force --force``, else
+        delete the folder and ``git worktree prune``; then check
+        ``git worktree list --porcelain -z`` no longer shows it.
+
+        Best effort (design: "Clean-up ... logs and never raises").  The
+        temporary folder itself stays: it holds the patch.
+
+        Returns:
+            True when the worktree is gone from git's list.
+        """
+        try:
+            return self._remove_worktree(isolation.repository, isolation.worktree)
+        except Exception as exc:  # clean-up never raises
+            log.warning("could not remove worktree '%s': %s", isolation.worktree, exc)
+            return False
+
+    def keep(self, isolation: Isolation) -> None:
+        """Keep the worktree for the user: mark it kept in the store and
+        unlock it, so that ``git worktree remove`` works on it.  Best effort."""
+        isolation.record.kept = True
+        try:
+            self.store.save(isolation.admin_dir, isolation.record)
+        except OSError as exc:
+            log.warning("could not record kept worktree '%s': %s", isolation.worktree, exc)
+        with worktree_admin_lock(isolation.repository.common_dir):
+            match unlock_worktree(isolation.repository.git_dir, isolation.worktree, env=self.env):
+                case Err(error):
+                    log.warning("could not unlock worktree '%s': %s",
+                                isolation.worktree, error.message())
+                case Ok():
+                    pass

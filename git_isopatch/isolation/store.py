@@ -1,0 +1,124 @@
+"""Where git-isopatch records the worktrees it made (design: ``IsolationStore``).
+
+The git-metadata store writes one JSON file, ``isopatch.json``, into the
+worktree's private folder ``$GIT_COMMON_DIR/worktrees/<id>/``
+(gitrepository-layout(5)).  Git ignores files it does not know there and
+deletes the folder with the worktree, so a record never outlives its
+worktree, and a worktree without the file was not made by git-isopatch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+from ..git.types import GitDirPath
+
+RECORD_FILE = "isopatch.json"
+LOCK_REASON_PREFIX = "git-isopatch"
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat``
+    field 22), to tell a live owner from a reused pid; ``None`` if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after it.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class WorktreeRecord:
+    """What git-isopatch knows of a worktree it made.
+
+    Attributes:
+        pid: the git-isopatch process that made it.
+        host: that process's host name.
+        start_ticks: that process's start time (see :func:`process_start_ticks`).
+        created: creation time, seconds since the epoch.
+        tmpdir: the ``mkdtemp`` folder that holds the worktree and the patch.
+        base: the commit id the worktree started at.
+        command: the command's argument list.
+        kept: True once the worktree is kept on purpose (``--keep``, or
+            extraction failed).
+    """
+
+    pid: int
+    host: str
+    start_ticks: int | None
+    created: float
+    tmpdir: str
+    base: str
+    command: list[str] = field(default_factory=list)
+    kept: bool = False
+    version: int = 1
+
+    @classmethod
+    def for_this_process(cls, *, tmpdir: str, base: str, command: list[str]) -> WorktreeRecord:
+        pid = os.getpid()
+        return cls(
+            pid=pid,
+            host=socket.gethostname(),
+            start_ticks=process_start_ticks(pid),
+            created=time.time(),
+            tmpdir=tmpdir,
+            base=base,
+            command=list(command),
+        )
+
+    def lock_reason(self) -> str:
+        """The ``git worktree add --lock --reason`` text naming the owner."""
+        return f"{LOCK_REASON_PREFIX} pid {self.pid} on {self.host} started {self.start_ticks}"
+
+    def owner_is_running(self) -> bool:
+        """True when the owning process still runs on this host (same pid and
+        same start time, so a reused pid does not count)."""
+        if self.host != socket.gethostname():
+            return True  # cannot tell from here: treat as running, never prune it
+        ticks = process_start_ticks(self.pid)
+        if ticks is None:
+            return False
+        return self.start_ticks is None or ticks == self.start_ticks
+
+
+class IsolationStore(Protocol):
+    """Records of the worktrees git-isopatch made."""
+
+    def save(self, admin_dir: GitDirPath, record: WorktreeRecord) -> None:
+        """Write ``record`` for the worktree whose private folder is
+        ``admin_dir``.  Raises ``OSError`` when it cannot be written."""
+
+    def load(self, admin_dir: GitDirPath) -> WorktreeRecord | None:
+        """The record of that worktree, or ``None`` if git-isopatch did not
+        make it (or the record is unreadable)."""
+
+
+class GitMetadataStore:
+    """:class:`IsolationStore` keeping ``isopatch.json`` in the worktree's
+    private folder under ``$GIT_COMMON_DIR/worktrees/``."""
+
+    def save(self, admin_dir: GitDirPath, record: WorktreeRecord) -> None:
+        path = os.path.join(admin_dir, RECORD_FILE)
+        temporary = path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(asdict(record), handle)
+        os.replace(temporary, path)
+
+    def load(self, admin_dir: GitDirPath) -> WorktreeRecord | None:
+        try:
+            with open(os.path.join(admin_dir, RECORD_FILE), encoding="utf-8") as handle:
+                data = json.load(handle)
+            return WorktreeRecord(**data)
+        except (OSError, ValueError, TypeError):
+            return None
