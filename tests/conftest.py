@@ -1,0 +1,53 @@
+"""Fixtures: a hermetic environment per test and repository factories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from repo_helpers import git, hermetic_environ, write_tree
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The hermetic environment, also applied to this process (pygit2 and
+    the Python API read it)."""
+    home = tmp_path / "home"
+    tmp = tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    environ = hermetic_environ(home, tmp)
+    for key in list(os.environ):
+        if key not in environ:
+            monkeypatch.delenv(key)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    return environ
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path, env: dict[str, str]):
+    """Factory: ``make_repo(files, name="repo")`` makes a repository with one
+    commit holding ``files`` and returns its top folder."""
+
+    def factory(files: Mapping[str, bytes | str] | None = None, name: str = "repo") -> Path:
+        top = tmp_path / name
+        top.mkdir()
+        git("init", "-q", "-b", "main", cwd=top, env=env)
+        write_tree(top, files if files is not None else {"README": "hello\n"})
+        git("add", "-A", cwd=top, env=env)
+        git("commit", "-q", "-m", "base", cwd=top, env=env)
+        return top
+
+    return factory
+
+
+@pytest.fixture
+def no_leftovers(env: dict[str, str]) -> Iterator[None]:
+    """After the test, no git-isopatch worktree folder is left in TMPDIR."""
+    yield
+    tmp = Path(env["TMPDIR"])
+    left = [p for p in tmp.glob("git-isopatch-*") for c in p.iterdir() if c.is_dir()]
+    assert not left, f"worktree folders left behind: {left}"

@@ -1,0 +1,165 @@
+"""Test helpers: hermetic git, real repositories, the installed
+``git-isopatch`` executable, and a snapshot of everything in a user's
+repository that git-isopatch must never write to.  Fixtures are in
+``conftest.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+BIN_DIR = Path(sys.executable).parent
+ISOPATCH = BIN_DIR / "git-isopatch"
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Isopatch Test",
+    "GIT_AUTHOR_EMAIL": "test@isopatch.invalid",
+    "GIT_COMMITTER_NAME": "Isopatch Test",
+    "GIT_COMMITTER_EMAIL": "test@isopatch.invalid",
+    "GIT_AUTHOR_DATE": "1700000000 +0000",
+    "GIT_COMMITTER_DATE": "1700000000 +0000",
+}
+
+
+def hermetic_environ(home: Path, tmpdir: Path) -> dict[str, str]:
+    """os.environ without any GIT_* variable, with its own HOME and TMPDIR,
+    no system config, fixed identities, and the test venv's bin on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(IDENTITY)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        TMPDIR=str(tmpdir),
+        GIT_CONFIG_NOSYSTEM="1",
+        LC_ALL="C.UTF-8",
+        PATH=f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    env.pop("MANPATH", None)
+    return env
+
+
+def git(*args: str | os.PathLike[str], cwd: Path, env: Mapping[str, str] | None = None,
+        input: bytes | None = None, check: bool = True) -> bytes:
+    """Run real git; return stdout bytes (raises on failure when ``check``)."""
+    done = subprocess.run(
+        ["git", *map(os.fspath, args)], cwd=cwd, env=dict(env or os.environ), input=input,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(
+            f"git {' '.join(map(str, args))} failed ({done.returncode}): "
+            f"{done.stderr.decode(errors='replace')}"
+        )
+    return done.stdout
+
+
+def write_tree(top: Path, files: Mapping[str, bytes | str]) -> None:
+    """Write ``files`` (relative path -> content) under ``top``.  A value
+    starting with ``symlink:`` makes a symbolic link to the rest."""
+    for name, content in files.items():
+        path = top / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str) and content.startswith("symlink:"):
+            os.symlink(content[len("symlink:"):], path)
+            continue
+        data = content.encode() if isinstance(content, str) else content
+        path.write_bytes(data)
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    def fields(self) -> dict[str, str]:
+        """Porcelain v1 records (newline-ended) as a dict."""
+        return dict(line.split(" ", 1) for line in self.out.splitlines() if line)
+
+
+def isopatch(*args: str | os.PathLike[str], cwd: Path, env: Mapping[str, str],
+             input: bytes | None = None, timeout: float = 120, via_git: bool = False) -> Run:
+    """Run the installed ``git-isopatch`` executable (or ``git isopatch``)."""
+    argv = ["git", "isopatch"] if via_git else [str(ISOPATCH)]
+    done = subprocess.run(
+        [*argv, *map(os.fspath, args)], cwd=cwd, env=dict(env), input=input,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def tree_manifest(top: Path, exclude: tuple[str, ...] = (".git",)) -> dict[bytes, tuple]:
+    """Every file and symlink under ``top``: path bytes -> ("link", target)
+    or ("file", executable, sha256).  Folders are not listed (git does not
+    track them); top-level names in ``exclude`` are skipped."""
+    manifest: dict[bytes, tuple] = {}
+    root = os.fsencode(top)
+    for folder, dirs, files in os.walk(root):
+        rel_folder = os.path.relpath(folder, root)
+        if rel_folder == b".":
+            dirs[:] = [d for d in dirs if os.fsdecode(d) not in exclude]
+            files = [f for f in files if os.fsdecode(f) not in exclude]
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = os.path.join(folder, name)
+            rel = os.path.normpath(os.path.join(rel_folder, name))
+            if os.path.islink(path):
+                manifest[rel] = ("link", os.readlink(path))
+            else:
+                with open(path, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+                manifest[rel] = ("file", bool(os.stat(path).st_mode & 0o100), digest)
+    return manifest
+
+
+def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
+    """Everything git-isopatch must leave bit-identical in the user's
+    repository: work tree, index, HEAD, refs, stash, config, worktree list."""
+    git_dir = Path(git("rev-parse", "--absolute-git-dir", cwd=top, env=env).decode().strip())
+    common = Path(git("rev-parse", "--git-common-dir", cwd=top, env=env).decode().strip())
+    common = common if common.is_absolute() else (top / common).resolve()
+
+    def read(path: Path) -> bytes | None:
+        return path.read_bytes() if path.exists() else None
+
+    refs = {
+        str(p.relative_to(common)): p.read_bytes()
+        for p in sorted((common / "refs").rglob("*")) if p.is_file()
+    }
+    return {
+        "work tree": tree_manifest(top),
+        "index": read(git_dir / "index"),
+        "HEAD": read(git_dir / "HEAD"),
+        "refs": refs,
+        "packed-refs": read(common / "packed-refs"),
+        "stash": git("stash", "list", cwd=top, env=env),
+        "config": read(common / "config"),
+        "worktree list": git("worktree", "list", "--porcelain", cwd=top, env=env),
+        "logs/HEAD": read(git_dir / "logs" / "HEAD"),
+    }
+
+
+def apply_to_clean_checkout(repo: Path, base: str, patch: Path, dest: Path,
+                            env: Mapping[str, str]) -> Path:
+    """Clone ``repo`` into ``dest``, check out ``base`` detached, and
+    ``git apply`` ``patch`` there; return ``dest``."""
+    git("clone", "-q", "--no-checkout", "--shared", repo, dest, cwd=repo.parent, env=env)
+    git("checkout", "-q", "--detach", base, cwd=dest, env=env)
+    if patch.stat().st_size:
+        git("apply", "--binary", "--whitespace=nowarn", patch, cwd=dest, env=env)
+    return dest
+
+
