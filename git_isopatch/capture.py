@@ -124,7 +124,9 @@ def _extract_patch(isolation: Isolation, env: Mapping[str, str], output: str | N
     try:
         if output is not None:
             handle = tempfile.NamedTemporaryFile(
-                dir=os.path.dirname(output) or ".", prefix=".isopatch-", suffix=".tmp",
+                dir=os.path.dirname(output) or ".",
+                prefix=".isopatch-",
+                suffix=".tmp",
                 delete=False,
             )
         else:
@@ -215,13 +217,19 @@ def capture(
     provider = provider or WorktreeProvider(git_env)
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
-        isolation = provider.create(
-            repository, commit, command=list(command), tmp_root=tmp_root
-        )
+        isolation = provider.create(repository, commit, command=list(command), tmp_root=tmp_root)
         return _run_and_extract(
-            isolation, provider, command, git_env, state,
-            environ=environ, output=output, keep=keep, timeout=timeout,
-            capture_output=capture_output, command_stdout=command_stdout,
+            isolation,
+            provider,
+            command,
+            git_env,
+            state,
+            environ=environ,
+            output=output,
+            keep=keep,
+            timeout=timeout,
+            capture_output=capture_output,
+            command_stdout=command_stdout,
         )
 
 
@@ -250,13 +258,23 @@ def _run_and_extract(
             stderr_path = os.path.join(isolation.tmpdir, "stderr")
             with _open_private(stdout_path) as out, _open_private(stderr_path) as err:
                 outcome = run_command(
-                    command, cwd=cwd, env=command_environment(environ),
-                    stdin=None, stdout=out, stderr=err, timeout=timeout, signal_state=state,
+                    command,
+                    cwd=cwd,
+                    env=command_environment(environ),
+                    stdin=None,
+                    stdout=out,
+                    stderr=err,
+                    timeout=timeout,
+                    signal_state=state,
                 )
         else:
             outcome = run_command(
-                command, cwd=cwd, env=command_environment(environ),
-                stdout=command_stdout, timeout=timeout, signal_state=state,
+                command,
+                cwd=cwd,
+                env=command_environment(environ),
+                stdout=command_stdout,
+                timeout=timeout,
+                signal_state=state,
             )
     except BaseException:
         provider.remove(isolation)
@@ -266,8 +284,15 @@ def _run_and_extract(
         files = count_patch_files(patch)
     except IsopatchError as failure:
         provider.keep(isolation)
-        return _result(isolation, outcome, state, stdout_path, stderr_path,
-                       worktree=isolation.worktree, error=failure)
+        return _result(
+            isolation,
+            outcome,
+            state,
+            stdout_path,
+            stderr_path,
+            worktree=isolation.worktree,
+            error=failure,
+        )
     except BaseException:
         provider.keep(isolation)
         raise
@@ -278,8 +303,9 @@ def _run_and_extract(
         kept = None
         if not provider.remove(isolation):
             kept = isolation.worktree
-    return _result(isolation, outcome, state, stdout_path, stderr_path,
-                   worktree=kept, patch=patch, files=files)
+    return _result(
+        isolation, outcome, state, stdout_path, stderr_path, worktree=kept, patch=patch, files=files
+    )
 
 
 def _result(

@@ -113,8 +113,9 @@ def isopatch(
     ] = None,
     to_stdout: Annotated[
         bool,
-        typer.Option("--stdout", help="write the patch to stdout; the command's stdout goes "
-                     "to stderr"),
+        typer.Option(
+            "--stdout", help="write the patch to stdout; the command's stdout goes to stderr"
+        ),
     ] = False,
     porcelain_output: Annotated[
         bool, typer.Option("--porcelain", help="machine-readable result on stdout")
@@ -130,24 +131,31 @@ def isopatch(
     ] = False,
     timeout: Annotated[
         float | None,
-        typer.Option("--timeout", metavar="<seconds>",
-                     help="stop the command after <seconds> (exit 124)"),
+        typer.Option(
+            "--timeout", metavar="<seconds>", help="stop the command after <seconds> (exit 124)"
+        ),
     ] = None,
     exit_code_option: Annotated[
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no summary on stderr")] = False,
     _short_help: Annotated[
-        bool, typer.Option("-h", help="show this usage", is_eager=True,
-                           callback=_show_short_help, expose_value=True)
+        bool,
+        typer.Option(
+            "-h",
+            help="show this usage",
+            is_eager=True,
+            callback=_show_short_help,
+            expose_value=True,
+        ),
     ] = False,
     _manual: Annotated[
-        bool, typer.Option("--help", help="open the manual page", is_eager=True,
-                           callback=_show_manual)
+        bool,
+        typer.Option("--help", help="open the manual page", is_eager=True, callback=_show_manual),
     ] = False,
     _version: Annotated[
-        bool, typer.Option("--version", help="print the version", is_eager=True,
-                           callback=_show_version)
+        bool,
+        typer.Option("--version", help="print the version", is_eager=True, callback=_show_version),
     ] = False,
 ) -> None:
     """Run a command in an ephemeral worktree and capture its changes as a patch."""
@@ -185,8 +193,9 @@ def _write_stdout(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _emit_fields(fields: dict[str, object], *, porcelain_output: bool, nul: bool,
-                 json_output: bool) -> None:
+def _emit_fields(
+    fields: dict[str, object], *, porcelain_output: bool, nul: bool, json_output: bool
+) -> None:
     if porcelain_output:
         _write_stdout(porcelain(fields, nul=nul))
     elif json_output:
@@ -227,16 +236,21 @@ def run_capture(
         _stderr(f"fatal: {failure.message}")
         if failure.hint:
             _stderr(f"hint: {failure.hint}")
-        _emit_fields({"error": failure.message, "error-code": failure.code},
-                     porcelain_output=porcelain_output, nul=nul, json_output=json_output)
+        _emit_fields(
+            {"error": failure.message, "error-code": failure.code},
+            porcelain_output=porcelain_output,
+            nul=nul,
+            json_output=json_output,
+        )
         return FATAL_STATUS
 
     if result.command_error:
         _stderr(f"error: {result.command_error}")
     if result.timed_out:
         _stderr(f"error: the command timed out after {timeout:g} seconds")
-    _emit_fields(result_fields(result), porcelain_output=porcelain_output, nul=nul,
-                 json_output=json_output)
+    _emit_fields(
+        result_fields(result), porcelain_output=porcelain_output, nul=nul, json_output=json_output
+    )
     if result.error is not None:
         _stderr(f"fatal: {result.error}")
         _stderr(f"hint: the worktree is kept for inspection at '{result.worktree_path}'")

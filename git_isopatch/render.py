@@ -11,15 +11,31 @@ import os
 from collections.abc import Iterable
 
 #: Porcelain v1 keys, in output order (design: Porcelain v1).
-PORCELAIN_KEYS = ("base", "exit", "patch", "files", "stdout", "stderr", "worktree",
-                  "error", "error-code")
+PORCELAIN_KEYS = (
+    "base",
+    "exit",
+    "patch",
+    "files",
+    "stdout",
+    "stderr",
+    "worktree",
+    "error",
+    "error-code",
+)
 
 #: Keys whose value is a path (quoted like git quotes paths without ``-z``).
 PATH_KEYS = frozenset({"patch", "stdout", "stderr", "worktree"})
 
 _C_ESCAPES = {
-    0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v",
-    0x0C: b"\\f", 0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\",
+    0x07: b"\\a",
+    0x08: b"\\b",
+    0x09: b"\\t",
+    0x0A: b"\\n",
+    0x0B: b"\\v",
+    0x0C: b"\\f",
+    0x0D: b"\\r",
+    0x22: b'\\"',
+    0x5C: b"\\\\",
 }
 
 
@@ -96,8 +112,10 @@ def summary_lines(result: object) -> Iterable[str]:
     patch = getattr(result, "patch_path")
     exit_code = getattr(result, "exit_code")
     if patch is not None:
-        yield (f"isopatch: {plural(files or 0, 'file', 'files')} changed, "
-               f"exit {exit_code}, patch {patch}")
+        yield (
+            f"isopatch: {plural(files or 0, 'file', 'files')} changed, "
+            f"exit {exit_code}, patch {patch}"
+        )
     worktree = getattr(result, "worktree_path")
     if worktree is not None and patch is not None:
         yield f"isopatch: worktree kept at {worktree}"

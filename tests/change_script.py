@@ -70,8 +70,7 @@ def apply_change(change: dict) -> None:
         os.rename(path, target)
     elif kind == "commit":
         subprocess.run(["git", "add", "-A"], check=True)
-        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "by the command"],
-                       check=True)
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "by the command"], check=True)
     elif kind == "ignored":
         os.makedirs("ignored", exist_ok=True)
         with open(os.path.join("ignored", "out.bin"), "wb") as handle:
@@ -87,8 +86,13 @@ def main() -> None:
     manifest = tree_manifest(os.getcwd(), exclude=(".git", "ignored"))
     with open(manifest_path, "w", encoding="utf-8") as handle:
         json.dump(
-            [[base64.b64encode(k).decode(), list(v if v[0] == "file" else
-              ("link", base64.b64encode(v[1]).decode()))] for k, v in sorted(manifest.items())],
+            [
+                [
+                    base64.b64encode(k).decode(),
+                    list(v if v[0] == "file" else ("link", base64.b64encode(v[1]).decode())),
+                ]
+                for k, v in sorted(manifest.items())
+            ],
             handle,
         )
 

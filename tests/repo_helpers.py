@@ -43,12 +43,22 @@ def hermetic_environ(home: Path, tmpdir: Path) -> dict[str, str]:
     return env
 
 
-def git(*args: str | os.PathLike[str], cwd: Path, env: Mapping[str, str] | None = None,
-        input: bytes | None = None, check: bool = True) -> bytes:
+def git(
+    *args: str | os.PathLike[str],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+) -> bytes:
     """Run real git; return stdout bytes (raises on failure when ``check``)."""
     done = subprocess.run(
-        ["git", *map(os.fspath, args)], cwd=cwd, env=dict(env or os.environ), input=input,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+        ["git", *map(os.fspath, args)],
+        cwd=cwd,
+        env=dict(env or os.environ),
+        input=input,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        check=False,
     )
     if check and done.returncode != 0:
         raise AssertionError(
@@ -65,7 +75,7 @@ def write_tree(top: Path, files: Mapping[str, bytes | str]) -> None:
         path = top / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, str) and content.startswith("symlink:"):
-            os.symlink(content[len("symlink:"):], path)
+            os.symlink(content[len("symlink:") :], path)
             continue
         data = content.encode() if isinstance(content, str) else content
         path.write_bytes(data)
@@ -90,13 +100,24 @@ class Run:
         return dict(line.split(" ", 1) for line in self.out.splitlines() if line)
 
 
-def isopatch(*args: str | os.PathLike[str], cwd: Path, env: Mapping[str, str],
-             input: bytes | None = None, timeout: float = 120, via_git: bool = False) -> Run:
+def isopatch(
+    *args: str | os.PathLike[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    input: bytes | None = None,
+    timeout: float = 120,
+    via_git: bool = False,
+) -> Run:
     """Run the installed ``git-isopatch`` executable (or ``git isopatch``)."""
     argv = ["git", "isopatch"] if via_git else [str(ISOPATCH)]
     done = subprocess.run(
-        [*argv, *map(os.fspath, args)], cwd=cwd, env=dict(env), input=input,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+        [*argv, *map(os.fspath, args)],
+        cwd=cwd,
+        env=dict(env),
+        input=input,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
     )
     return Run(done.returncode, done.stdout, done.stderr)
@@ -137,7 +158,8 @@ def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
 
     refs = {
         str(p.relative_to(common)): p.read_bytes()
-        for p in sorted((common / "refs").rglob("*")) if p.is_file()
+        for p in sorted((common / "refs").rglob("*"))
+        if p.is_file()
     }
     return {
         "work tree": tree_manifest(top),
@@ -152,8 +174,9 @@ def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
     }
 
 
-def apply_to_clean_checkout(repo: Path, base: str, patch: Path, dest: Path,
-                            env: Mapping[str, str]) -> Path:
+def apply_to_clean_checkout(
+    repo: Path, base: str, patch: Path, dest: Path, env: Mapping[str, str]
+) -> Path:
     """Clone ``repo`` into ``dest``, check out ``base`` detached, and
     ``git apply`` ``patch`` there; return ``dest``."""
     git("clone", "-q", "--no-checkout", "--shared", repo, dest, cwd=repo.parent, env=env)
@@ -161,5 +184,3 @@ def apply_to_clean_checkout(repo: Path, base: str, patch: Path, dest: Path,
     if patch.stat().st_size:
         git("apply", "--binary", "--whitespace=nowarn", patch, cwd=dest, env=env)
     return dest
-
-

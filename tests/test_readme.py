@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _test_command_in_ci() -> str:
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     marker = lines.index("# The README's test command, verbatim:")
-    return next(line for line in lines[marker + 1:] if "pytest" in line)
+    return next(line for line in lines[marker + 1 :] if "pytest" in line)
 
 
 def test_ci_runs_the_readme_test_command() -> None:

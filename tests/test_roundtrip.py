@@ -34,8 +34,9 @@ paths = st.lists(names, min_size=1, max_size=3).map("/".join)
 contents = st.one_of(
     st.just(b""),
     st.binary(max_size=48),
-    st.lists(st.sampled_from([b"alpha", b"beta", b"", b"\tgamma  ", b"\xff\xfe"]),
-             max_size=6).map(lambda lines: b"\n".join(lines) + b"\n"),
+    st.lists(st.sampled_from([b"alpha", b"beta", b"", b"\tgamma  ", b"\xff\xfe"]), max_size=6).map(
+        lambda lines: b"\n".join(lines) + b"\n"
+    ),
     st.lists(st.sampled_from([b"line", b"other"]), min_size=1, max_size=4).map(b"\n".join),
     st.binary(min_size=1, max_size=16).map(lambda b: b"\0" + b * 4),
 )
@@ -49,7 +50,8 @@ def _no_prefix_clash(tree: dict[str, bytes]) -> bool:
     names_ = set(tree)
     return not any(
         "/".join(name.split("/")[:i]) in names_
-        for name in names_ for i in range(1, name.count("/") + 1)
+        for name in names_
+        for i in range(1, name.count("/") + 1)
     )
 
 
@@ -61,15 +63,20 @@ def change_lists(draw: st.DrawFn, tree: dict[str, bytes]) -> list[dict]:
     existing = sorted(tree)
     any_path = st.one_of(st.sampled_from(existing), paths) if existing else paths
     change = st.one_of(
-        st.builds(lambda p, d, x: {"kind": "write", "path": _b64(p), "data": _b64(d), "exec": x},
-                  any_path, contents, st.booleans()),
+        st.builds(
+            lambda p, d, x: {"kind": "write", "path": _b64(p), "data": _b64(d), "exec": x},
+            any_path,
+            contents,
+            st.booleans(),
+        ),
         st.builds(lambda p: {"kind": "delete", "path": _b64(p)}, any_path),
-        st.builds(lambda p, x: {"kind": "chmod", "path": _b64(p), "exec": x},
-                  any_path, st.booleans()),
-        st.builds(lambda p, t: {"kind": "symlink", "path": _b64(p), "target": _b64(t)},
-                  any_path, paths),
-        st.builds(lambda p, t: {"kind": "rename", "path": _b64(p), "to": _b64(t)},
-                  any_path, paths),
+        st.builds(
+            lambda p, x: {"kind": "chmod", "path": _b64(p), "exec": x}, any_path, st.booleans()
+        ),
+        st.builds(
+            lambda p, t: {"kind": "symlink", "path": _b64(p), "target": _b64(t)}, any_path, paths
+        ),
+        st.builds(lambda p, t: {"kind": "rename", "path": _b64(p), "to": _b64(t)}, any_path, paths),
         st.just({"kind": "commit"}),
         st.just({"kind": "ignored"}),
     )
@@ -86,8 +93,13 @@ def _load_manifest(path: Path) -> dict[bytes, tuple]:
     return manifest
 
 
-def _check_roundtrip(root: Path, env: dict[str, str], tree: dict[str, bytes],
-                     changes: list[dict], extra_args: tuple[str, ...] = ()) -> None:
+def _check_roundtrip(
+    root: Path,
+    env: dict[str, str],
+    tree: dict[str, bytes],
+    changes: list[dict],
+    extra_args: tuple[str, ...] = (),
+) -> None:
     repo = root / "repo"
     repo.mkdir()
     git("init", "-q", "-b", "main", cwd=repo, env=env)
@@ -104,11 +116,21 @@ def _check_roundtrip(root: Path, env: dict[str, str], tree: dict[str, bytes],
     spec.write_text(json.dumps({"changes": changes}))
     manifest_file = root / "manifest.json"
     before = repo_state(repo, env)
-    run = isopatch("--porcelain", "--", sys.executable, CHANGE_SCRIPT, spec, manifest_file,
-                   *extra_args, cwd=repo, env=env)
+    run = isopatch(
+        "--porcelain",
+        "--",
+        sys.executable,
+        CHANGE_SCRIPT,
+        spec,
+        manifest_file,
+        *extra_args,
+        cwd=repo,
+        env=env,
+    )
     after = repo_state(repo, env)
-    assert run.returncode == 0, run.err + (Path(run.fields().get("stderr", "/dev/null"))
-                                           .read_text() if run.out else "")
+    assert run.returncode == 0, run.err + (
+        Path(run.fields().get("stderr", "/dev/null")).read_text() if run.out else ""
+    )
     assert before == after
     fields = run.fields()
     assert fields["base"] == base
@@ -122,8 +144,11 @@ def _check_roundtrip(root: Path, env: dict[str, str], tree: dict[str, bytes],
     assert not list(Path(fields["patch"]).parent.glob("*/.git")), "worktree left behind"
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                               HealthCheck.too_slow])
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data(), tree=base_trees)
 def test_patch_reproduces_the_worktree_and_repository_is_untouched(
     env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
@@ -150,8 +175,7 @@ def test_every_kind_of_change_round_trips(env: dict[str, str], tmp_path: Path) -
     changes = [
         {"kind": "write", "path": _b64("modified.txt"), "data": _b64(b"one\n2\n"), "exec": False},
         {"kind": "delete", "path": _b64("deleted.txt")},
-        {"kind": "write", "path": _b64("binary.bin"), "data": _b64(b"\0\xff" * 300),
-         "exec": False},
+        {"kind": "write", "path": _b64("binary.bin"), "data": _b64(b"\0\xff" * 300), "exec": False},
         {"kind": "chmod", "path": _b64("exec.sh"), "exec": True},
         {"kind": "symlink", "path": _b64("to-symlink"), "target": _b64("dir/nested.txt")},
         {"kind": "delete", "path": _b64("link")},
@@ -161,10 +185,13 @@ def test_every_kind_of_change_round_trips(env: dict[str, str], tmp_path: Path) -
         {"kind": "write", "path": _b64("new empty"), "data": _b64(b""), "exec": False},
         {"kind": "commit"},
         {"kind": "write", "path": _b64("-leading dash"), "data": _b64(b"x\n"), "exec": False},
-        {"kind": "write", "path": _b64('q"uo\\te\tand\nnewline'), "data": _b64(b"y\n"),
-         "exec": False},
-        {"kind": "write", "path": _b64("non-ascii é日.txt"), "data": _b64(b"\xff\n"),
-         "exec": True},
+        {
+            "kind": "write",
+            "path": _b64('q"uo\\te\tand\nnewline'),
+            "data": _b64(b"y\n"),
+            "exec": False,
+        },
+        {"kind": "write", "path": _b64("non-ascii é日.txt"), "data": _b64(b"\xff\n"), "exec": True},
         {"kind": "ignored"},
     ]
     tree_bytes = {k: v for k, v in tree.items()}

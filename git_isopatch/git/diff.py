@@ -132,5 +132,5 @@ def count_patch_files(path: str, chunk_size: int = 1 << 20) -> int:
         while chunk := handle.read(chunk_size):
             data = carry + chunk
             count += data.count(header)
-            carry = data[-(len(header) - 1):]
+            carry = data[-(len(header) - 1) :]
     return count

@@ -47,7 +47,7 @@ class GitError:
             if line.strip()
         ]
         for prefix in ("fatal: ", "error: "):
-            picked = [line[len(prefix):] for line in lines if line.startswith(prefix)]
+            picked = [line[len(prefix) :] for line in lines if line.startswith(prefix)]
             if picked:
                 return picked[-1]
         if lines:

@@ -79,11 +79,7 @@ def own_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
     ``LC_ALL=C`` (messages are parsed), ``GIT_TERMINAL_PROMPT=0`` and
     ``GIT_OPTIONAL_LOCKS=0`` (a status-like read must not rewrite the index).
     """
-    env = {
-        k: v
-        for k, v in environ.items()
-        if not k.startswith("GIT_") or k in _KEPT_FOR_OWN_CALLS
-    }
+    env = {k: v for k, v in environ.items() if not k.startswith("GIT_") or k in _KEPT_FOR_OWN_CALLS}
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"

@@ -97,10 +97,12 @@ def worktree_admin_dir(worktree: WorktreePath) -> GitResult[GitDirPath]:
         with open(os.path.join(worktree, ".git"), "rb") as handle:
             text = handle.read().decode("utf-8", "surrogateescape").strip()
     except OSError as exc:
-        return Err(GitError(reason=f"cannot read '{worktree}/.git': {exc.strerror}", errno=exc.errno))
+        return Err(
+            GitError(reason=f"cannot read '{worktree}/.git': {exc.strerror}", errno=exc.errno)
+        )
     if not text.startswith("gitdir: "):
         return Err(GitError(reason=f"'{worktree}/.git' is not a gitdir file"))
-    admin = text[len("gitdir: "):]
+    admin = text[len("gitdir: ") :]
     return Ok(GitDirPath(os.path.join(worktree, admin)))
 
 
@@ -183,7 +185,9 @@ def parse_worktree_list(output: bytes) -> list[WorktreeRecord]:
     return records
 
 
-def list_worktrees(git_dir: GitDirPath, *, env: Mapping[str, str]) -> GitResult[list[WorktreeRecord]]:
+def list_worktrees(
+    git_dir: GitDirPath, *, env: Mapping[str, str]
+) -> GitResult[list[WorktreeRecord]]:
     """``git worktree list --porcelain -z``, parsed; the main work tree first."""
     match run_git([f"--git-dir={git_dir}", "worktree", "list", "--porcelain", "-z"], env=env):
         case Ok(output):

@@ -175,11 +175,17 @@ def run_command(
             process_group=0,
         )
     except FileNotFoundError as exc:
-        return CommandOutcome(NOT_FOUND_EXIT, start_error=f"cannot run '{argv[0]}': "
-                              f"{exc.strerror}", received_signal=state["received"])
+        return CommandOutcome(
+            NOT_FOUND_EXIT,
+            start_error=f"cannot run '{argv[0]}': {exc.strerror}",
+            received_signal=state["received"],
+        )
     except OSError as exc:  # EACCES, ENOEXEC, EISDIR...
-        return CommandOutcome(NOT_EXECUTABLE_EXIT, start_error=f"cannot run '{argv[0]}': "
-                              f"{exc.strerror}", received_signal=state["received"])
+        return CommandOutcome(
+            NOT_EXECUTABLE_EXIT,
+            start_error=f"cannot run '{argv[0]}': {exc.strerror}",
+            received_signal=state["received"],
+        )
     if tty is not None:
         # Hand the terminal to the command's group, as a shell does; a read it
         # made before this stopped it (SIGTTIN), so let it go on.

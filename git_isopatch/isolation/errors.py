@@ -27,8 +27,9 @@ class IsopatchError(Exception):
 
     exit_status = 128
 
-    def __init__(self, code: str, message: str, *, hint: str | None = None,
-                 worktree: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, *, hint: str | None = None, worktree: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -75,8 +76,9 @@ class FailureKind:
         return self.pattern.search(text) is not None
 
 
-def _row(code: str, errnos: tuple[int, ...] = (), pattern: str | None = None,
-         timed_out: bool = False) -> FailureKind:
+def _row(
+    code: str, errnos: tuple[int, ...] = (), pattern: str | None = None, timed_out: bool = False
+) -> FailureKind:
     return FailureKind(
         code=code,
         errnos=frozenset(errnos),
@@ -88,16 +90,21 @@ def _row(code: str, errnos: tuple[int, ...] = (), pattern: str | None = None,
 #: Known git and OS failures, most specific first.
 FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("timeout", timed_out=True),
-    _row("no-space", (errno_codes.ENOSPC, errno_codes.EDQUOT),
-         r"No space left on device|Disk quota exceeded"),
+    _row(
+        "no-space",
+        (errno_codes.ENOSPC, errno_codes.EDQUOT),
+        r"No space left on device|Disk quota exceeded",
+    ),
     _row("read-only", (errno_codes.EROFS,), r"Read-only file system"),
     _row("permission-denied", (errno_codes.EACCES, errno_codes.EPERM), r"Permission denied"),
     _row("git-not-found", (errno_codes.ENOENT,), r"cannot run git: No such file"),
     _row("not-a-git-repository", pattern=r"not a git repository"),
     _row("not-a-work-tree", pattern=r"must be run in a work tree"),
     _row("unborn-head", pattern=r"unborn HEAD"),
-    _row("unknown-revision",
-         pattern=r"unknown revision|bad revision|invalid reference|is not a commit"),
+    _row(
+        "unknown-revision",
+        pattern=r"unknown revision|bad revision|invalid reference|is not a commit",
+    ),
     _row("worktree-locked", pattern=r"is locked|locked working tree|missing but locked"),
     _row("worktree-exists", pattern=r"already exists|already registered|already checked out"),
     _row("index-locked", pattern=r"index\.lock': File exists"),
@@ -121,8 +128,9 @@ def classify_os_error(exc: OSError) -> str | None:
     return classify(GitError(reason=exc.strerror or str(exc), errno=exc.errno))
 
 
-def known_failure(action: str, error: GitError, *, worktree: str | None = None,
-                  hint: str | None = None) -> IsopatchError:
+def known_failure(
+    action: str, error: GitError, *, worktree: str | None = None, hint: str | None = None
+) -> IsopatchError:
     """Turn ``error`` into an :class:`IsopatchError` for ``action``.
 
     ``action`` reads as the start of the message, e.g. ``"could not create

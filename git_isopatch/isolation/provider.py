@@ -60,8 +60,14 @@ class Isolation:
 
 
 class IsolationProvider(Protocol):
-    def create(self, repository: UserRepository, base: CommitId, *, command: list[str],
-               tmp_root: str | None = None) -> Isolation: ...
+    def create(
+        self,
+        repository: UserRepository,
+        base: CommitId,
+        *,
+        command: list[str],
+        tmp_root: str | None = None,
+    ) -> Isolation: ...
 
     def remove(self, isolation: Isolation) -> bool: ...
 
@@ -106,8 +112,14 @@ class WorktreeProvider:
         self.env = dict(env)
         self.store = store or GitMetadataStore()
 
-    def create(self, repository: UserRepository, base: CommitId, *, command: list[str],
-               tmp_root: str | None = None) -> Isolation:
+    def create(
+        self,
+        repository: UserRepository,
+        base: CommitId,
+        *,
+        command: list[str],
+        tmp_root: str | None = None,
+    ) -> Isolation:
         """Make ``<mkdtemp>/<name>`` a detached, locked worktree at ``base``.
 
         The temporary folder is made with mode 0700 under ``tmp_root``
@@ -215,7 +227,8 @@ class WorktreeProvider:
         with worktree_admin_lock(isolation.repository.common_dir):
             match unlock_worktree(isolation.repository.git_dir, isolation.worktree, env=self.env):
                 case Err(error):
-                    log.warning("could not unlock worktree '%s': %s",
-                                isolation.worktree, error.message())
+                    log.warning(
+                        "could not unlock worktree '%s': %s", isolation.worktree, error.message()
+                    )
                 case Ok():
                     pass
