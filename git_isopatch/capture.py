@@ -191,7 +191,10 @@ def capture(
         command_stdout: a file descriptor for the command's stdout (for
             ``--stdout``, which sends it to stderr); ignored with
             ``capture_output``.
-        tmp_root: folder for the private temporary folder (default ``$TMPDIR``).
+        tmp_root: folder for the private temporary folder (default:
+            ``$TMPDIR`` of ``environ``, else ``/tmp``).  Unlike Python's
+            ``tempfile.gettempdir()``, an unusable ``$TMPDIR`` is an error,
+            not a silent fall-back to another folder.
         environ: the environment to resolve the repository from and to give
             the command (default ``os.environ``); git's repository variables
             are removed before the command sees it.
@@ -217,6 +220,8 @@ def capture(
     provider = provider or WorktreeProvider(git_env)
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
+        if tmp_root is None:
+            tmp_root = environ.get("TMPDIR") or "/tmp"
         isolation = provider.create(repository, commit, command=list(command), tmp_root=tmp_root)
         return _run_and_extract(
             isolation,

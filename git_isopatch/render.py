@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .capture import CaptureResult
 
 #: Porcelain v1 keys, in output order (design: Porcelain v1).
 PORCELAIN_KEYS = (
@@ -61,19 +65,19 @@ def quote_c_style(path: bytes) -> bytes:
     return bytes(out)
 
 
-def result_fields(result: object) -> dict[str, object]:
+def result_fields(result: CaptureResult) -> dict[str, object]:
     """The porcelain/JSON fields of a ``CaptureResult``, in order, absent
     ones left out (design: Porcelain v1)."""
     fields: dict[str, object] = {
-        "base": getattr(result, "base"),
-        "exit": getattr(result, "exit_code"),
-        "patch": getattr(result, "patch_path"),
-        "files": getattr(result, "files"),
-        "stdout": getattr(result, "stdout"),
-        "stderr": getattr(result, "stderr"),
-        "worktree": getattr(result, "worktree_path"),
-        "error": getattr(result, "error"),
-        "error-code": getattr(result, "error_code"),
+        "base": result.base,
+        "exit": result.exit_code,
+        "patch": result.patch_path,
+        "files": result.files,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "worktree": result.worktree_path,
+        "error": result.error,
+        "error-code": result.error_code,
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -105,17 +109,17 @@ def plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def summary_lines(result: object) -> Iterable[str]:
+def summary_lines(result: CaptureResult) -> Iterable[str]:
     """The human summary for stderr (design: the first line is
     ``isopatch: 3 files changed, exit 0, patch <path>``)."""
-    files = getattr(result, "files")
-    patch = getattr(result, "patch_path")
-    exit_code = getattr(result, "exit_code")
+    files = result.files
+    patch = result.patch_path
+    exit_code = result.exit_code
     if patch is not None:
         yield (
             f"isopatch: {plural(files or 0, 'file', 'files')} changed, "
             f"exit {exit_code}, patch {patch}"
         )
-    worktree = getattr(result, "worktree_path")
+    worktree = result.worktree_path
     if worktree is not None and patch is not None:
         yield f"isopatch: worktree kept at {worktree}"

@@ -40,16 +40,23 @@ class GitError:
     timed_out: bool = False
 
     def message(self) -> str:
-        """One line: git's last ``fatal:``/``error:`` line, else ``reason``."""
+        """One line: ``reason`` when the failure has an ``errno`` (the OS
+        said why); else git's first ``error:`` line and its last ``fatal:``
+        line in parentheses, or whichever of the two there is; else the last
+        line git printed; else ``reason``."""
+        if self.errno is not None and self.reason:
+            return self.reason
         lines = [
             line.strip()
             for line in self.stderr.decode("utf-8", "replace").splitlines()
             if line.strip()
         ]
-        for prefix in ("fatal: ", "error: "):
-            picked = [line[len(prefix) :] for line in lines if line.startswith(prefix)]
-            if picked:
-                return picked[-1]
+        errors = [line[len("error: ") :] for line in lines if line.startswith("error: ")]
+        fatals = [line[len("fatal: ") :] for line in lines if line.startswith("fatal: ")]
+        if errors and fatals:  # "error: unable to write file x" says more than the fatal
+            return f"{errors[0]} ({fatals[-1].rstrip('.')})"
+        if fatals or errors:
+            return (fatals or errors)[-1]
         if lines:
             return lines[-1]
         return self.reason or f"git exited with status {self.returncode}"

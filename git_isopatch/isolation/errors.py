@@ -108,6 +108,8 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("worktree-locked", pattern=r"is locked|locked working tree|missing but locked"),
     _row("worktree-exists", pattern=r"already exists|already registered|already checked out"),
     _row("index-locked", pattern=r"index\.lock': File exists"),
+    # Checkout could not write a file; git does not say why (entry.c).
+    _row("checkout-failed", pattern=r"unable to (?:write|create) file"),
 )
 
 
