@@ -73,20 +73,59 @@ class RepoSpec:
 
 
 SPECS: dict[str, RepoSpec] = {
-    "tiny": RepoSpec("tiny", seed=1, files=5, text_size=(100, 2_000), binary_files=0,
-                     total_bytes=0, folders=1, max_depth=1),
-    "small": RepoSpec("small", seed=20, files=20, text_size=(200, 8_000), binary_files=0,
-                      total_bytes=0, folders=3, max_depth=2),
-    "medium": RepoSpec("medium", seed=5_000, files=5_000, text_size=(200, 32_000),
-                       binary_files=10, total_bytes=60 * MB, folders=120, max_depth=4),
-    "large": RepoSpec("large", seed=50_000, files=50_000, text_size=(100, 2_000),
-                      binary_files=0, total_bytes=0, folders=500, max_depth=3),
+    "tiny": RepoSpec(
+        "tiny",
+        seed=1,
+        files=5,
+        text_size=(100, 2_000),
+        binary_files=0,
+        total_bytes=0,
+        folders=1,
+        max_depth=1,
+    ),
+    "small": RepoSpec(
+        "small",
+        seed=20,
+        files=20,
+        text_size=(200, 8_000),
+        binary_files=0,
+        total_bytes=0,
+        folders=3,
+        max_depth=2,
+    ),
+    "medium": RepoSpec(
+        "medium",
+        seed=5_000,
+        files=5_000,
+        text_size=(200, 32_000),
+        binary_files=10,
+        total_bytes=60 * MB,
+        folders=120,
+        max_depth=4,
+    ),
+    "large": RepoSpec(
+        "large",
+        seed=50_000,
+        files=50_000,
+        text_size=(100, 2_000),
+        binary_files=0,
+        total_bytes=0,
+        folders=500,
+        max_depth=3,
+    ),
 }
 DEFAULT_ROUNDS = {"tiny": 1, "small": 5, "medium": 5, "large": 3}
+# Untimed rounds before the timed ones; none for large by default, where one
+# capture takes 10 s or more and a warm-up round would add minutes.
+DEFAULT_WARMUP = {"tiny": 0, "small": 1, "medium": 1, "large": 0}
 
 
 # --------------------------------------------------------------------------
 # Environment
+
+
+class SetupError(Exception):
+    """The bench cannot run: no tool, or git failed while preparing (exit 2)."""
 
 
 def hermetic_env(home: Path, tmpdir: Path) -> dict[str, str]:
@@ -113,11 +152,17 @@ def hermetic_env(home: Path, tmpdir: Path) -> dict[str, str]:
 
 def git(args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> str:
     """Run git, fail loudly, return its stdout."""
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        raise SystemExit(f"error: git {' '.join(args)} failed ({done.returncode}):\n"
-                         f"{done.stderr.strip()}")
+        raise SetupError(f"git {' '.join(args)} failed ({done.returncode}):\n{done.stderr.strip()}")
     return done.stdout
 
 
@@ -142,8 +187,9 @@ class TextMaker:
         self.rng = rng
         letters = "abcdefghijklmnopqrstuvwxyz"
         words = ["".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(2_000)]
-        self.lines = [" ".join(rng.choices(words, k=rng.randint(3, 14))) + "\n"
-                      for _ in range(5_000)]
+        self.lines = [
+            " ".join(rng.choices(words, k=rng.randint(3, 14))) + "\n" for _ in range(5_000)
+        ]
         self.mean_line = sum(map(len, self.lines)) / len(self.lines)
 
     def text(self, header: str, size: int) -> bytes:
@@ -198,8 +244,9 @@ def repository_files(spec: RepoSpec) -> Iterator[tuple[str, str, bytes]]:
 
 def fast_import(repo: Path, spec: RepoSpec, env: dict[str, str]) -> tuple[int, int]:
     """Write the repository's single commit on refs/heads/main; return (files, bytes)."""
-    importer = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=repo, env=env,
-                                stdin=subprocess.PIPE)
+    importer = subprocess.Popen(
+        ["git", "fast-import", "--quiet", "--done"], cwd=repo, env=env, stdin=subprocess.PIPE
+    )
     assert importer.stdin is not None
     stream = importer.stdin
     message = f"Generated {spec.name} repository\n".encode()
@@ -218,7 +265,7 @@ def fast_import(repo: Path, spec: RepoSpec, env: dict[str, str]) -> tuple[int, i
     stream.write(b"\ndone\n")
     stream.close()
     if importer.wait() != 0:
-        raise SystemExit(f"error: git fast-import failed ({importer.returncode})")
+        raise SetupError(f"git fast-import failed ({importer.returncode})")
     return files, total
 
 
@@ -261,8 +308,10 @@ def prepare_repository(spec: RepoSpec, workdir: Path, env: dict[str, str]) -> Pa
         "checkout_s": round(checked_out - imported, 2),
     }
     stamp.write_text(json.dumps(record, indent=2) + "\n")
-    progress(f"{spec.name}: {files:,} files, {total / MB:.1f} MB; "
-             f"fast-import {record['fast_import_s']} s, checkout {record['checkout_s']} s")
+    progress(
+        f"{spec.name}: {files:,} files, {total / MB:.1f} MB; "
+        f"fast-import {record['fast_import_s']} s, checkout {record['checkout_s']} s"
+    )
     return repo
 
 
@@ -271,11 +320,14 @@ def is_pristine(repo: Path, recorded: dict[str, object], env: dict[str, str]) ->
     if not (repo / ".git").is_dir():
         return False
     git(["worktree", "prune"], cwd=repo, env=env)  # forget worktrees of interrupted runs
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, env=env,
-                          capture_output=True, text=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, env=env, check=False, capture_output=True, text=True
+    )
     if head.returncode != 0 or head.stdout.strip() != recorded.get("commit"):
         return False
-    return git(["status", "--porcelain"], cwd=repo, env=env) == "" and worktree_count(repo, env) == 1
+    return (
+        git(["status", "--porcelain"], cwd=repo, env=env) == "" and worktree_count(repo, env) == 1
+    )
 
 
 def worktree_count(repo: Path, env: dict[str, str]) -> int:
@@ -303,8 +355,14 @@ def measure(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Measureme
     """Run argv to completion; wall time and peak RSS as reported by wait4."""
     with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -326,6 +384,13 @@ class Tool:
             return ["git", "isopatch", *args]
         return [str(self.executable), *args]
 
+    def argv_reporting_peak_rss(self, report: Path, args: Sequence[str]) -> list[str]:
+        """Run directly (not through git) under RSS_SHIM, which writes the peak
+        RSS of the tool's own process to report. Plain argv if not Python."""
+        if self.interpreter is None:
+            return [str(self.executable), *args]
+        return [self.interpreter, "-c", RSS_SHIM, str(report), str(self.executable), *args]
+
     def env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
         env["PATH"] = f"{self.executable.parent}{os.pathsep}{env.get('PATH', '')}"
@@ -338,7 +403,7 @@ def python_interpreter_of(executable: Path) -> str | None:
         head = executable.read_bytes()[:1024].decode(errors="replace")
     except OSError:
         return None
-    shebang = re.match(r"#!\s*(\S*python[\w.]*)\s*\n", head)
+    shebang = re.match(r"#!\s*(?:/usr/bin/env\s+)?(\S*python[\w.]*)\s*\n", head)
     if shebang:
         return shebang.group(1)
     # pip's launcher for interpreter paths too long for a shebang line.
@@ -347,18 +412,35 @@ def python_interpreter_of(executable: Path) -> str | None:
 
 
 # Runs a Python console script in this very process and, however it exits,
-# reports this process's own peak RSS (its git children excluded).
+# reports the peak RSS of this process alone: VmHWM, the high-water mark of its
+# own memory map since exec (getrusage's ru_maxrss would also count the RSS of
+# the process that spawned it, and wait4's that of its git children).
 RSS_SHIM = """\
-import os, resource, runpy, sys
+import os, runpy, sys
 report, script = sys.argv[1], sys.argv[2]
 sys.argv = sys.argv[2:]
 sys.path[0] = os.path.dirname(script)
 try:
     runpy.run_path(script, run_name="__main__")
 finally:
-    with open(report, "w") as f:
-        f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+    with open("/proc/self/status") as status:
+        peak_kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(report, "w") as out:
+        out.write(peak_kb)
 """
+
+
+def reset_peak_rss() -> None:
+    """Lower this process's RSS high-water mark to its current RSS (Linux 4.0+).
+
+    A child inherits its parent's high-water mark into ru_maxrss when it execs,
+    so this keeps what the bench itself once held (generating a repository)
+    out of wait4's figures for its children. Best effort.
+    """
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
 
 
 def find_tool(args: argparse.Namespace) -> Path | None:
@@ -377,11 +459,13 @@ def find_tool(args: argparse.Namespace) -> Path | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate.absolute()
     if args.tool or venv:
-        raise SystemExit(f"error: no executable git-isopatch at {candidates[0]}")
+        raise SetupError(f"no executable git-isopatch at {candidates[0]}")
     return None
 
 
 class Bench:
+    """The measurements, in one work folder and one hermetic environment."""
+
     def __init__(self, workdir: Path, tool: Tool | None) -> None:
         self.workdir = workdir
         self.tool = tool
@@ -396,13 +480,11 @@ class Bench:
 
     # One capture, either way --------------------------------------------------
 
-    def capture_argv(self, implementation: str, command: Sequence[str],
-                     patch: Path | None = None) -> list[str]:
-        output = ["-o", str(patch)] if patch else []
+    def capture_argv(self, implementation: str, command: Sequence[str]) -> list[str]:
         if implementation == "bare":
-            return ["sh", str(BARE_SCRIPT), *output, "--", *command]
+            return ["sh", str(BARE_SCRIPT), "--", *command]
         assert self.tool is not None
-        return self.tool.argv(["-q", *output, "--", *command])
+        return self.tool.argv(["-q", "--", *command])
 
     def env_for(self, implementation: str) -> dict[str, str]:
         return self.tool.env(self.env) if implementation == "tool" else self.env
@@ -410,17 +492,23 @@ class Bench:
     def capture(self, implementation: str, scenario: str, repo: Path, label: str) -> float | None:
         """Time one capture; check it and clean up after it. None if it failed."""
         command = SCENARIOS[scenario]
-        run = measure(self.capture_argv(implementation, command), cwd=repo,
-                      env=self.env_for(implementation))
-        patch_bytes = sum(path.stat().st_size for path in self.run_tmp.rglob("*")
-                          if path.is_file() and "patch" in path.name)
+        run = measure(
+            self.capture_argv(implementation, command), cwd=repo, env=self.env_for(implementation)
+        )
+        patch_bytes = sum(
+            path.stat().st_size
+            for path in self.run_tmp.rglob("*")
+            if path.is_file() and "patch" in path.name
+        )
         self.clean_up(repo, label)
         if run.exit_code != 0:
             self.fail(f"{label}: exit {run.exit_code}", run.stderr)
             return None
         if (patch_bytes > 0) != (scenario == "edit"):
-            self.warn(f"{label}: expected {'a non-empty' if scenario == 'edit' else 'an empty'}"
-                      f" patch under $TMPDIR, found {patch_bytes} bytes")
+            self.warn(
+                f"{label}: expected {'a non-empty' if scenario == 'edit' else 'an empty'}"
+                f" patch under $TMPDIR, found {patch_bytes} bytes"
+            )
         return run.seconds
 
     def clean_up(self, repo: Path, label: str) -> None:
@@ -430,11 +518,15 @@ class Bench:
         git(["worktree", "prune"], cwd=repo, env=self.env)
         if worktree_count(repo, self.env) != 1:
             self.warn(f"{label}: a worktree was left behind")
-            for line in git(["worktree", "list", "--porcelain"], cwd=repo,
-                            env=self.env).splitlines()[1:]:
+            for line in git(
+                ["worktree", "list", "--porcelain"], cwd=repo, env=self.env
+            ).splitlines()[1:]:
                 if line.startswith("worktree "):
-                    git(["worktree", "remove", "--force", line[len("worktree "):]],
-                        cwd=repo, env=self.env)
+                    git(
+                        ["worktree", "remove", "--force", line[len("worktree ") :]],
+                        cwd=repo,
+                        env=self.env,
+                    )
 
     def fail(self, what: str, stderr: str) -> None:
         tail = "\n".join(stderr.strip().splitlines()[-10:])
@@ -448,14 +540,17 @@ class Bench:
 
     # The measurements -----------------------------------------------------------
 
-    def time_captures(self, spec: RepoSpec, repo: Path, rounds: int,
-                      warmup: int) -> list[dict[str, object]]:
+    def time_captures(
+        self, spec: RepoSpec, repo: Path, rounds: int, warmup: int
+    ) -> list[dict[str, object]]:
         """Interleaved rounds: each round runs every scenario both ways, in
         alternating order, so that drift in the machine hits both alike."""
         implementations = ["bare", "tool"] if self.tool else ["bare"]
         samples: dict[tuple[str, str], list[float]] = {
             (scenario, implementation): []
-            for scenario in SCENARIOS for implementation in implementations}
+            for scenario in SCENARIOS
+            for implementation in implementations
+        }
         for round_number in range(-warmup, rounds):
             order = implementations if round_number % 2 == 0 else implementations[::-1]
             name = "warm-up" if round_number < 0 else f"round {round_number + 1}/{rounds}"
@@ -476,14 +571,20 @@ class Bench:
             tool = median_or_none(samples.get((scenario, "tool"), []))
             ratio = tool / bare if tool is not None and bare else None
             target = RATIO_TARGETS.get(spec.name)
-            results.append({
-                "size": spec.name, "files": spec.files, "scenario": scenario,
-                "bare_median_s": bare, "tool_median_s": tool, "ratio": ratio,
-                "target": target,
-                "met": None if target is None or ratio is None else ratio <= target,
-                "bare_samples_s": samples[scenario, "bare"],
-                "tool_samples_s": samples.get((scenario, "tool"), []),
-            })
+            results.append(
+                {
+                    "size": spec.name,
+                    "files": spec.files,
+                    "scenario": scenario,
+                    "bare_median_s": bare,
+                    "tool_median_s": tool,
+                    "ratio": ratio,
+                    "target": target,
+                    "met": None if target is None or ratio is None else ratio <= target,
+                    "bare_samples_s": samples[scenario, "bare"],
+                    "tool_samples_s": samples.get((scenario, "tool"), []),
+                }
+            )
         return results
 
     def startup(self, rounds: int) -> dict[str, float | None]:
@@ -493,11 +594,14 @@ class Bench:
         for option, expected_exit in (("-h", 129), ("--version", 0)):
             samples = []
             for _ in range(rounds + 1):  # the first run only warms the caches
-                run = measure(self.tool.argv([option]), cwd=self.workdir,
-                              env=self.tool.env(self.env))
+                run = measure(
+                    self.tool.argv([option]), cwd=self.workdir, env=self.tool.env(self.env)
+                )
                 if run.exit_code != expected_exit:
-                    self.fail(f"git isopatch {option}: exit {run.exit_code}, "
-                              f"expected {expected_exit}", run.stderr)
+                    self.fail(
+                        f"git isopatch {option}: exit {run.exit_code}, expected {expected_exit}",
+                        run.stderr,
+                    )
                     break
                 samples.append(run.seconds)
             results[option] = median_or_none(samples[1:])
@@ -508,21 +612,25 @@ class Bench:
         command = ["sh", "-c", f"head -c {size_mb * MB} /dev/urandom > big.bin"]
         patch = self.workdir / "rss.patch"
         results: dict[str, float | None] = {}
+        reset_peak_rss()
 
-        run = measure(self.capture_argv("bare", command, patch), cwd=repo, env=self.env)
+        bare = ["sh", str(BARE_SCRIPT), "-o", str(patch), "--", *command]
+        run = measure(bare, cwd=repo, env=self.env)
         results["bare_tree_mb"] = self.rss_result("peak RSS bare", run, patch, repo)
 
         if self.tool is not None:
             report = self.workdir / "rss-self.txt"
             report.unlink(missing_ok=True)
-            argv = self.capture_argv("tool", command, patch)
-            if self.tool.interpreter:  # run it under the shim, directly (not through git)
-                argv = [self.tool.interpreter, "-c", RSS_SHIM, str(report),
-                        str(self.tool.executable), *argv[argv.index("-q"):]]
+            argv = self.tool.argv_reporting_peak_rss(
+                report, ["-q", "-o", str(patch), "--", *command]
+            )
             run = measure(argv, cwd=repo, env=self.tool.env(self.env))
             results["tool_tree_mb"] = self.rss_result("peak RSS tool", run, patch, repo)
-            results["tool_self_mb"] = (int(report.read_text()) / 1024 if report.exists()
-                                       and results["tool_tree_mb"] is not None else None)
+            if report.exists() and results["tool_tree_mb"] is not None:
+                results["tool_self_mb"] = int(report.read_text()) / 1024
+                report.unlink()
+            else:
+                results["tool_self_mb"] = None
         return results
 
     def rss_result(self, label: str, run: Measurement, patch: Path, repo: Path) -> float | None:
@@ -532,8 +640,9 @@ class Bench:
         if run.exit_code != 0:
             self.fail(f"{label}: exit {run.exit_code}", run.stderr)
             return None
-        progress(f"{label}: {run.max_rss_kb / 1024:.1f} MB, {run.seconds:.2f} s, "
-                 f"patch {patch_mb:.1f} MB")
+        progress(
+            f"{label}: {run.max_rss_kb / 1024:.1f} MB, {run.seconds:.2f} s, patch {patch_mb:.1f} MB"
+        )
         if patch_mb == 0:
             self.warn(f"{label}: the patch is empty")
         return run.max_rss_kb / 1024
@@ -555,41 +664,73 @@ def verdict(met: bool | None) -> str:
     return {True: "met", False: "missed", None: "n/a"}[met]
 
 
-def print_report(results: list[dict[str, object]], startup: dict[str, float | None] | None,
-                 rss: dict[str, float | None] | None, rss_size_mb: int) -> None:
-    header = ["size", "files", "scenario", "bare median s", "tool median s",
-              "ratio tool/bare", "target", "result"]
-    rows = [[str(r["size"]), f"{r['files']:,}", str(r["scenario"]),
-             fmt(r["bare_median_s"], ".3f"), fmt(r["tool_median_s"], ".3f"),
-             fmt(r["ratio"], ".2f"),
-             "-" if r["target"] is None else f"<= {r['target']:.2f}", verdict(r["met"])]
-            for r in results]
+def print_report(
+    results: list[dict[str, object]],
+    startup: dict[str, float | None] | None,
+    rss: dict[str, float | None] | None,
+    rss_size_mb: int,
+) -> None:
+    header = [
+        "size",
+        "files",
+        "scenario",
+        "bare median s",
+        "tool median s",
+        "ratio tool/bare",
+        "target",
+        "result",
+    ]
+    rows = [
+        [
+            str(r["size"]),
+            f"{r['files']:,}",
+            str(r["scenario"]),
+            fmt(r["bare_median_s"], ".3f"),
+            fmt(r["tool_median_s"], ".3f"),
+            fmt(r["ratio"], ".2f"),
+            "-" if r["target"] is None else f"<= {r['target']:.2f}",
+            verdict(r["met"]),
+        ]
+        for r in results
+    ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     print()
     for row in [header, ["-" * width for width in widths], *rows]:
-        print("  ".join(cell.ljust(width) if i in (0, 2) else cell.rjust(width)
-                        for i, (cell, width) in enumerate(zip(row, widths))).rstrip())
+        print(
+            "  ".join(
+                cell.ljust(width) if i in (0, 2) else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+        )
 
     print()
     if startup is not None:
-        print(f"startup: git isopatch -h {fmt(ms(startup['-h']), '.1f')} ms, "
-              f"git isopatch --version {fmt(ms(startup['--version']), '.1f')} ms (medians)")
+        print(
+            f"startup: git isopatch -h {fmt(ms(startup['-h']), '.1f')} ms, "
+            f"git isopatch --version {fmt(ms(startup['--version']), '.1f')} ms (medians)"
+        )
     if rss is not None:
-        print(f"peak RSS capturing a new {rss_size_mb} MB binary file: "
-              f"tool process {fmt(rss.get('tool_self_mb'), '.1f')} MB, "
-              f"tool with its git children {fmt(rss.get('tool_tree_mb'), '.1f')} MB, "
-              f"bare git sequence {fmt(rss.get('bare_tree_mb'), '.1f')} MB")
+        print(
+            f"peak RSS capturing a new {rss_size_mb} MB binary file: "
+            f"tool process {fmt(rss.get('tool_self_mb'), '.1f')} MB, "
+            f"tool with its git children {fmt(rss.get('tool_tree_mb'), '.1f')} MB, "
+            f"bare git sequence {fmt(rss.get('bare_tree_mb'), '.1f')} MB"
+        )
 
     print()
     for r in results:
         if r["target"] is not None:
-            print(f"target {r['size']} {r['scenario']}: ratio {fmt(r['ratio'], '.2f')} "
-                  f"<= {r['target']:.2f}: {verdict(r['met'])}")
+            print(
+                f"target {r['size']} {r['scenario']}: ratio {fmt(r['ratio'], '.2f')} "
+                f"<= {r['target']:.2f}: {verdict(r['met'])}"
+            )
     if rss is not None:
         tool_mb = rss.get("tool_self_mb")
         met = None if tool_mb is None else tool_mb <= PEAK_RSS_TARGET_MB
-        print(f"target peak RSS of the tool process: {fmt(tool_mb, '.1f')} MB "
-              f"<= {PEAK_RSS_TARGET_MB:.0f} MB: {verdict(met)}")
+        print(
+            f"target peak RSS of the tool process: {fmt(tool_mb, '.1f')} MB "
+            f"<= {PEAK_RSS_TARGET_MB:.0f} MB: {verdict(met)}"
+        )
 
 
 def ms(seconds: float | None) -> float | None:
@@ -603,28 +744,46 @@ def ms(seconds: float | None) -> float | None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python bench/run.py",
-        description="Benchmark git isopatch against the plain git worktree sequence.")
-    parser.add_argument("--sizes", default="small,medium,large",
-                        help="comma-separated repository sizes: small, medium, large "
-                             "(default: all three)")
-    parser.add_argument("--rounds", type=int,
-                        help="timed rounds per size (default: 5 small/medium, 3 large)")
-    parser.add_argument("--warmup", type=int, default=1,
-                        help="untimed rounds before the timed ones (default: 1)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a few seconds on a tiny repository: checks that the harness runs")
-    parser.add_argument("--workdir", type=Path,
-                        help="where repositories are generated and reused "
-                             "(default: $TMPDIR/git-isopatch-bench)")
-    parser.add_argument("--venv", help="virtual environment with git-isopatch installed "
-                                       "(default: $ISOPATCH_BENCH_VENV, then PATH, then .venv)")
+        description="Benchmark git isopatch against the plain git worktree sequence.",
+    )
+    parser.add_argument(
+        "--sizes",
+        default="small,medium,large",
+        help="comma-separated repository sizes: small, medium, large (default: all three)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, help="timed rounds per size (default: 5 small/medium, 3 large)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, help="untimed rounds before the timed ones (default: 1, 0 for large)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few seconds on a tiny repository: checks that the harness runs",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="where repositories are generated and reused (default: $TMPDIR/git-isopatch-bench)",
+    )
+    parser.add_argument(
+        "--venv",
+        help="virtual environment with git-isopatch installed "
+        "(default: $ISOPATCH_BENCH_VENV, then PATH, then .venv)",
+    )
     parser.add_argument("--tool", help="path of the git-isopatch executable (overrides --venv)")
-    parser.add_argument("--bare-only", action="store_true",
-                        help="time only the bare git sequence (no tool needed)")
-    parser.add_argument("--rss-mb", type=int, default=200,
-                        help="size of the binary change for the peak RSS case (default: 200)")
-    parser.add_argument("--startup-rounds", type=int, default=10,
-                        help="runs of -h and --version (default: 10)")
+    parser.add_argument(
+        "--bare-only", action="store_true", help="time only the bare git sequence (no tool needed)"
+    )
+    parser.add_argument(
+        "--rss-mb",
+        type=int,
+        help="size of the binary change for the peak RSS case (default: 200, 2 with --quick)",
+    )
+    parser.add_argument(
+        "--startup-rounds", type=int, default=10, help="runs of -h and --version (default: 10)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON there")
     args = parser.parse_args(argv)
 
@@ -633,11 +792,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown size(s): {', '.join(unknown)}")
     if args.quick:
-        args.sizes, args.warmup, args.startup_rounds = ["tiny"], 0, 1
+        args.sizes, args.startup_rounds = ["tiny"], 1
         args.rounds = args.rounds or 1
-        args.rss_mb = min(args.rss_mb, 2)
+        args.rss_mb = args.rss_mb or 2
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    args.rss_mb = args.rss_mb or 200
     if args.workdir is None:
         args.workdir = Path(tempfile.gettempdir()) / "git-isopatch-bench"
     return args
@@ -645,6 +805,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        return run_bench(args)
+    except SetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def run_bench(args: argparse.Namespace) -> int:
     if shutil.which("git") is None:
         print("error: git not found on PATH", file=sys.stderr)
         return 2
@@ -652,9 +820,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.bare_only:
         executable = find_tool(args)
         if executable is None:
-            print("error: git-isopatch not found (install it with `python -m venv .venv && "
-                  ".venv/bin/pip install -e .`, or pass --venv/--tool, or --bare-only)",
-                  file=sys.stderr)
+            print(
+                "error: git-isopatch not found (install it with `python -m venv .venv && "
+                ".venv/bin/pip install -e .`, or pass --venv/--tool, or --bare-only)",
+                file=sys.stderr,
+            )
             return 2
         tool = Tool(executable)
         progress(f"tool: {executable}")
@@ -673,7 +843,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         repo = prepare_repository(spec, workdir, bench.env)
         repositories[size] = repository_summary(spec, workdir)
         rounds = args.rounds or DEFAULT_ROUNDS[size]
-        results += bench.time_captures(spec, repo, rounds, args.warmup)
+        warmup = DEFAULT_WARMUP[size] if args.warmup is None else args.warmup
+        results += bench.time_captures(spec, repo, rounds, warmup)
 
     rss_spec = SPECS["tiny" if args.quick else "small"]
     rss = bench.peak_rss(prepare_repository(rss_spec, workdir, bench.env), args.rss_mb)
@@ -682,11 +853,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in sorted(bench.warnings):
         print(f"warning: {warning}")
     if args.json:
-        args.json.write_text(json.dumps({
-            "tool": str(tool.executable) if tool else None,
-            "repositories": repositories, "captures": results, "startup_s": startup,
-            "peak_rss_mb": rss, "rss_change_mb": args.rss_mb, "failures": bench.failures,
-        }, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "tool": str(tool.executable) if tool else None,
+                    "repositories": repositories,
+                    "captures": results,
+                    "startup_s": startup,
+                    "peak_rss_mb": rss,
+                    "rss_change_mb": args.rss_mb,
+                    "failures": bench.failures,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     if bench.failures:
         print(f"error: {len(bench.failures)} measured command(s) failed", file=sys.stderr)
         return 1
