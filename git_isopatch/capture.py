@@ -22,6 +22,7 @@ from .git.types import CommitId, Ref
 from .isolation.command import CommandOutcome, forward_signals, run_command
 from .isolation.errors import IsopatchError, classify, classify_os_error, known_failure
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
+from .settings import resolve_settings
 
 PATCH_NAME = "isopatch.patch"
 
@@ -47,6 +48,8 @@ class CaptureResult:
         timed_out: the timeout expired.
         signal: the signal git-isopatch received and forwarded, else ``None``.
         command_error: why the command could not be started, else ``None``.
+        timeout: the timeout in force, in seconds (``timeout`` or
+            ``isopatch.timeout``), or ``None`` for no limit.
     """
 
     base: CommitId
@@ -62,6 +65,7 @@ class CaptureResult:
     timed_out: bool = False
     signal: int | None = None
     command_error: str | None = None
+    timeout: float | None = None
 
 
 def _repository_error(error: GitError) -> IsopatchError:
@@ -166,7 +170,7 @@ def capture(
     base: str = "HEAD",
     repo_path: str = ".",
     output: str | None = None,
-    keep: bool = False,
+    keep: bool | None = None,
     timeout: float | None = None,
     capture_output: bool = False,
     command_stdout: int | None = None,
@@ -183,18 +187,20 @@ def capture(
             runs in the worktree folder that mirrors it.
         output: write the patch to this file (relative to the current
             folder) instead of ``<tmpdir>/isopatch.patch``.
-        keep: keep the worktree after a successful run.
+        keep: keep the worktree after a successful run; ``None``: as
+            ``isopatch.keep`` says (default no).
         timeout: seconds before the command's process group is stopped
-            (exit code 124; the patch is still captured).
+            (exit code 124; the patch is still captured); 0 for no limit;
+            ``None``: as ``isopatch.timeout`` says (default no limit).
         capture_output: send the command's stdout and stderr to
             ``<tmpdir>/stdout`` and ``<tmpdir>/stderr`` (mode 0600).
         command_stdout: a file descriptor for the command's stdout (for
             ``--stdout``, which sends it to stderr); ignored with
             ``capture_output``.
-        tmp_root: folder for the private temporary folder (default:
-            ``$TMPDIR`` of ``environ``, else ``/tmp``).  Unlike Python's
-            ``tempfile.gettempdir()``, an unusable ``$TMPDIR`` is an error,
-            not a silent fall-back to another folder.
+        tmp_root: folder for the private temporary folder; ``None``: as
+            ``isopatch.tmpdir`` says, else ``$TMPDIR`` of ``environ``, else
+            ``/tmp``.  Unlike Python's ``tempfile.gettempdir()``, an
+            unusable folder is an error, not a silent fall-back to another.
         environ: the environment to resolve the repository from and to give
             the command (default ``os.environ``); git's repository variables
             are removed before the command sees it.
@@ -207,21 +213,24 @@ def capture(
 
     Raises:
         ValueError: ``command`` is empty.
-        IsopatchError: the path is not in a work tree, the base does not
-            resolve, or the worktree could not be made; nothing was created.
+        IsopatchError: the path is not in a work tree, a configuration
+            value is bad (``bad-config``), the base does not resolve, or the
+            worktree could not be made; nothing was created.
     """
     if not command:
         raise ValueError("no command given")
     environ = os.environ if environ is None else environ
     output = os.path.abspath(output) if output is not None else None
     repository = open_repository(repo_path, environ)
+    settings = resolve_settings(
+        repository, environ, {"keep": keep, "timeout": timeout, "tmpdir": tmp_root}
+    )
     commit = resolve_base(repository, base)
     git_env = own_git_environment(environ)
     provider = provider or WorktreeProvider(git_env)
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
-        if tmp_root is None:
-            tmp_root = environ.get("TMPDIR") or "/tmp"
+        tmp_root = settings.tmpdir or environ.get("TMPDIR") or "/tmp"
         isolation = provider.create(repository, commit, command=list(command), tmp_root=tmp_root)
         return _run_and_extract(
             isolation,
@@ -231,8 +240,8 @@ def capture(
             state,
             environ=environ,
             output=output,
-            keep=keep,
-            timeout=timeout,
+            keep=settings.keep,
+            timeout=settings.timeout,
             capture_output=capture_output,
             command_stdout=command_stdout,
         )
@@ -297,6 +306,7 @@ def _run_and_extract(
             stderr_path,
             worktree=isolation.worktree,
             error=failure,
+            timeout=timeout,
         )
     except BaseException:
         provider.keep(isolation)
@@ -309,7 +319,15 @@ def _run_and_extract(
         if not provider.remove(isolation):
             kept = isolation.worktree
     return _result(
-        isolation, outcome, state, stdout_path, stderr_path, worktree=kept, patch=patch, files=files
+        isolation,
+        outcome,
+        state,
+        stdout_path,
+        stderr_path,
+        worktree=kept,
+        patch=patch,
+        files=files,
+        timeout=timeout,
     )
 
 
@@ -324,6 +342,7 @@ def _result(
     patch: str | None = None,
     files: int | None = None,
     error: IsopatchError | None = None,
+    timeout: float | None = None,
 ) -> CaptureResult:
     received = state.get("received")
     exit_code = 128 + received if received is not None else outcome.exit_code
@@ -341,4 +360,5 @@ def _result(
         timed_out=outcome.timed_out,
         signal=received,
         command_error=outcome.start_error,
+        timeout=timeout,
     )

@@ -8,11 +8,12 @@ Documentation/CodingGuidelines, "Error Messages").
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
 import traceback
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TextIO
 
 import typer
 
@@ -24,6 +25,11 @@ FATAL_STATUS = 128
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 
+#: parse-options.c: the option column is this wide, then a gap of 2; longer
+#: names put their help on the next line.
+_USAGE_OPTS_WIDTH = 24
+_USAGE_GAP = 2
+
 
 class UsageFailure(Exception):
     """A usage error found after parsing (conflicting options, bad values)."""
@@ -34,9 +40,11 @@ def _stderr(line: str) -> None:
     sys.stderr.flush()
 
 
-def short_usage() -> str:
-    """The ``-h`` text: synopsis and one line per option, from the typer
-    command's own parameters so that it cannot drift from them."""
+def option_rows() -> list[tuple[str, str]]:
+    """``(names, help)`` for every option of the typer command, in order:
+    ``("-o, --output <file>", "write the patch to <file>")``; a boolean
+    with a negation reads ``--[no-]keep``.  The ``-h`` text, and the tests
+    that keep the man page, README and completion in step, use this."""
     import typer.main
 
     command = typer.main.get_command(app)
@@ -51,16 +59,33 @@ def short_usage() -> str:
         if not param.is_flag and metavar:
             names += f" {metavar}"
         rows.append((names, param.help or ""))
-    width = max(len(names) for names, _ in rows) + 2
+    return rows
+
+
+def short_usage() -> str:
+    """The ``-h`` text, laid out as git's parse-options prints it: the
+    synopsis, a blank line, one line per option indented by four (help at
+    column 30, or on the next line after a long name), a blank line."""
     lines = [SYNOPSIS, ""]
-    lines += [f"    {names.ljust(width)}{text}" for names, text in rows]
-    return "\n".join(lines) + "\n"
+    for names, text in option_rows():
+        column = f"    {names}"
+        if len(column) <= _USAGE_OPTS_WIDTH:
+            lines.append(f"{column.ljust(_USAGE_OPTS_WIDTH + _USAGE_GAP)}{text}")
+        else:
+            lines += [column, " " * (_USAGE_OPTS_WIDTH + _USAGE_GAP) + text]
+    return "\n".join(lines) + "\n\n"
+
+
+def print_usage_error(message: str) -> None:
+    """``error: <message>`` and the usage on stderr (git's usage_with_options)."""
+    _stderr(f"error: {message}")
+    sys.stderr.write(short_usage())
+    sys.stderr.flush()
 
 
 def usage_error(message: str) -> NoReturn:
-    """``error: <message>``, the usage, exit 129 (git's usage_with_options)."""
-    _stderr(f"error: {message}")
-    sys.stderr.write(short_usage())
+    """:func:`print_usage_error`, then exit 129."""
+    print_usage_error(message)
     raise SystemExit(USAGE_STATUS)
 
 
@@ -71,13 +96,43 @@ def _show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
         raise SystemExit(USAGE_STATUS)
 
 
+MAN_PAGE = "git-isopatch"
+
+
+def manual_directories() -> list[str]:
+    """The ``share/man`` folders of this installation that hold our page:
+    the interpreter's prefix (a virtual environment, pipx's) and the user
+    base (``pip install --user``), where the wheel's shared data goes."""
+    import site
+    import sysconfig
+
+    found = []
+    for prefix in (sysconfig.get_path("data"), site.getuserbase()):
+        folder = os.path.join(prefix, "share", "man")
+        if os.path.isfile(os.path.join(folder, "man1", f"{MAN_PAGE}.1")) and folder not in found:
+            found.append(folder)
+    return found
+
+
 def _show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
-    """``--help`` opens the man page, as ``git help isopatch`` does."""
+    """``--help`` opens the man page, as ``git help isopatch`` does.
+
+    man-db finds pages beside the folders of ``PATH`` (``<bin>/../share/man``);
+    the folders of this installation are put first in ``MANPATH`` too, so
+    that ``/path/to/venv/bin/git-isopatch --help`` works off ``PATH``.  A
+    trailing ``:`` keeps man's own search path (manpath(5)).
+    """
     if not value or ctx.resilient_parsing:
         return
     man = shutil.which("man")
     if man is not None:
-        os.execv(man, [man, "git-isopatch"])
+        env = dict(os.environ)
+        folders = manual_directories()
+        if folders:
+            env["MANPATH"] = ":".join([*folders, env.get("MANPATH", "")])
+        sys.stdout.flush()
+        os.execve(man, [man, MAN_PAGE], env)
+    _stderr("warning: no 'man' program found; showing the short usage")
     sys.stdout.write(short_usage())
     raise SystemExit(0)
 
@@ -127,12 +182,15 @@ def isopatch(
         bool, typer.Option("--json", help="the result as one JSON object on stdout")
     ] = False,
     keep: Annotated[
-        bool, typer.Option("--keep", help="keep the worktree after a successful run")
-    ] = False,
+        bool | None,
+        typer.Option("--keep/--no-keep", help="keep the worktree after a successful run"),
+    ] = None,
     timeout: Annotated[
-        float | None,
+        str | None,
         typer.Option(
-            "--timeout", metavar="<seconds>", help="stop the command after <seconds> (exit 124)"
+            "--timeout",
+            metavar="<seconds>",
+            help="stop the command after <seconds> (exit 124); 0: no limit",
         ),
     ] = None,
     exit_code_option: Annotated[
@@ -158,17 +216,28 @@ def isopatch(
         typer.Option("--version", help="print the version", is_eager=True, callback=_show_version),
     ] = False,
 ) -> None:
-    """Run a command in an ephemeral worktree and capture its changes as a patch."""
+    """Run a command in an ephemeral worktree and capture its changes as a patch.
+
+    Options the user did not give are ``None``: the configuration decides
+    (:mod:`git_isopatch.settings`).
+    """
     if not command:
         raise UsageFailure("no command given")
     if nul and not porcelain_output:
-        raise UsageFailure("-z needs --porcelain")
+        raise UsageFailure("the option '-z' requires '--porcelain'")
     if porcelain_output and json_output:
-        raise UsageFailure("--porcelain and --json cannot be used together")
+        raise UsageFailure("options '--porcelain' and '--json' cannot be used together")
     if to_stdout and (porcelain_output or json_output):
-        raise UsageFailure("--stdout cannot be used with --porcelain or --json")
-    if timeout is not None and not timeout > 0:
-        raise UsageFailure(f"--timeout takes a positive number of seconds, not '{timeout:g}'")
+        other = "--porcelain" if porcelain_output else "--json"
+        raise UsageFailure(f"options '--stdout' and '{other}' cannot be used together")
+    seconds = None
+    if timeout is not None:
+        from .settings import parse_seconds
+
+        try:
+            seconds = parse_seconds(timeout)
+        except ValueError:
+            raise UsageFailure("option 'timeout' expects a number of seconds") from None
     machine = porcelain_output or json_output
     status = run_capture(
         command,
@@ -180,7 +249,7 @@ def isopatch(
         nul=nul,
         json_output=json_output,
         keep=keep,
-        timeout=timeout,
+        timeout=seconds,
         exit_code_option=exit_code_option,
         quiet=quiet or machine,
     )
@@ -212,12 +281,15 @@ def run_capture(
     porcelain_output: bool,
     nul: bool,
     json_output: bool,
-    keep: bool,
+    keep: bool | None,
     timeout: float | None,
     exit_code_option: bool,
     quiet: bool,
 ) -> int:
-    """Run :func:`capture` and render its result; return the exit status."""
+    """Run :func:`capture` and render its result; return the exit status.
+
+    ``keep`` and ``timeout`` are ``None`` when not given (configuration
+    decides); ``timeout`` 0 means no limit."""
     from .capture import capture
     from .isolation.errors import IsopatchError
 
@@ -247,7 +319,7 @@ def run_capture(
     if result.command_error:
         _stderr(f"error: {result.command_error}")
     if result.timed_out:
-        _stderr(f"error: the command timed out after {timeout:g} seconds")
+        _stderr(f"error: the command timed out after {result.timeout or 0:g} seconds")
     _emit_fields(
         result_fields(result), porcelain_output=porcelain_output, nul=nul, json_output=json_output
     )
@@ -274,6 +346,51 @@ def run_capture(
     return result.exit_code
 
 
+def _usage_message(exc: Exception) -> str:
+    """Git's parse-options wording for a parser error of typer's click
+    (parse-options.c; quoted with '...' as git's CodingGuidelines ask)."""
+    kind = type(exc).__name__
+    name = getattr(exc, "option_name", None) or ""
+    long = name.startswith("--")
+    what = f"option '{name[2:]}'" if long else f"switch '{name[1:]}'"
+    if kind == "NoSuchOption":
+        return f"unknown {what}"
+    if kind == "BadOptionUsage":
+        message = str(getattr(exc, "message", exc))
+        if "does not take a value" in message:
+            return f"{what} takes no value"
+        if "requires" in message:
+            return f"{what} requires a value"
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = message.rstrip(".")
+    return message[0].lower() + message[1:] if message else "bad usage"
+
+
+class _GitStyleFormatter(logging.Formatter):
+    """``warning: <message>`` / ``error: <message>``, one line, as git prints."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = "error" if record.levelno >= logging.ERROR else "warning"
+        if record.levelno < logging.WARNING:
+            prefix = "debug"
+        return f"{prefix}: {record.getMessage()}"
+
+
+def configure_logging(stream: TextIO | None = None) -> logging.Handler:
+    """Send the ``git_isopatch`` logger's warnings and errors to ``stream``
+    (default: stderr) with git's prefixes; without this, Python would print
+    them bare.  Returns the handler."""
+    logger = logging.getLogger("git_isopatch")
+    for old in [h for h in logger.handlers if isinstance(h.formatter, _GitStyleFormatter)]:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(_GitStyleFormatter())
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+    return handler
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the ``git-isopatch`` executable.
 
@@ -284,21 +401,21 @@ def main(argv: list[str] | None = None) -> NoReturn:
     import typer.main
 
     args = sys.argv[1:] if argv is None else argv
+    configure_logging()
     command = typer.main.get_command(app)
     try:
         command.main(args=args, prog_name="git isopatch", standalone_mode=False)
     except UsageFailure as exc:
         usage_error(str(exc))
-    except typer.TyperException as exc:
-        if getattr(exc, "exit_code", 1) == 2:  # click's UsageError and its kind
-            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-            usage_error(message[0].lower() + message[1:] if message else "bad usage")
-        raise
     except SystemExit:
         raise
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-    except Exception:
+    except Exception as exc:
+        if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+            # click's UsageError and its kind (typer's parser)
+            print_usage_error(_usage_message(exc))
+            raise SystemExit(USAGE_STATUS) from None
         traceback.print_exc()
         _stderr("hint: this is a bug in git-isopatch; please report it with the output above")
         raise SystemExit(FATAL_STATUS) from None

@@ -8,6 +8,7 @@ files itself (git-config(1), FILES).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from .result import Err, GitError, GitResult, Ok
@@ -18,11 +19,23 @@ from .types import GitDirPath
 SECTION = "isopatch"
 
 
+#: Variables dropped before ``git config`` runs: ``git_dir`` names the
+#: repository, and ``GIT_CONFIG`` is honoured by the ``git config`` command
+#: alone (git-config(1), ENVIRONMENT), so keeping it would make git-isopatch
+#: read another file than every other git command does.
+_NOT_FOR_CONFIG = frozenset({"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CONFIG"})
+
+
 def read_section(
     git_dir: GitDirPath, environ: Mapping[str, str], section: str = SECTION
-) -> GitResult[dict[str, list[str]]]:
+) -> GitResult[dict[str, list[str | None]]]:
     """All values of ``<section>.*``: lower-cased key -> values in the order
     git reads them (the last one wins for single-valued keys).
+
+    A key written without ``=`` (``[isopatch] keep``, or ``git -c
+    isopatch.keep``) has the value ``None``, which git reads as true for a
+    boolean; ``keep =`` has the value ``""``, which git reads as false
+    (git-config(1), "Values").
 
     Args:
         git_dir: the repository whose configuration counts (with the
@@ -33,11 +46,10 @@ def read_section(
 
     Returns:
         ``Ok({"isopatch.keep": ["true"], ...})`` (empty when nothing is set),
-        or ``Err`` when git cannot read the configuration (a malformed file).
+        or ``Err`` when git cannot read the configuration (a malformed file:
+        git's ``bad config line N in file F``).
     """
-    env = {
-        k: v for k, v in environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
-    }
+    env = {k: v for k, v in environ.items() if k not in _NOT_FOR_CONFIG}
     env["LC_ALL"] = "C"
     args = [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", rf"^{section}\."]
     match run_git(args, env=env):
@@ -47,25 +59,36 @@ def read_section(
             return Ok({})  # no key matched
         case Err() as err:
             return err
-    values: dict[str, list[str]] = {}
+    values: dict[str, list[str | None]] = {}
     for record in output.split(b"\0"):
         if not record:
             continue
-        key, _, value = record.decode("utf-8", "surrogateescape").partition("\n")
-        values.setdefault(key.lower(), []).append(value)
+        key, newline, value = record.decode("utf-8", "surrogateescape").partition("\n")
+        values.setdefault(key.lower(), []).append(value if newline else None)
     return Ok(values)
 
 
-_TRUE = frozenset({"true", "yes", "on", "1", ""})
-_FALSE = frozenset({"false", "no", "off", "0"})
+_TRUE = frozenset({"true", "yes", "on"})
+_FALSE = frozenset({"false", "no", "off", ""})
+_INTEGER = re.compile(r"\A[+-]?[0-9]+[kmg]?\Z")
 
 
-def parse_bool(key: str, value: str) -> GitResult[bool]:
-    """A boolean as git reads one (git-config(1), "Values": true/yes/on/1,
-    false/no/off/0, case-insensitive; a key with no ``=`` is true)."""
+def parse_bool(key: str, value: str | None) -> GitResult[bool]:
+    """A boolean as git reads one (git-config(1), "Values"): true/yes/on and
+    false/no/off (any case), an integer (non-zero is true, with git's
+    optional k/m/g suffix), the empty string (false), and a key with no
+    ``=`` at all (``value is None``: true).
+
+    Returns:
+        ``Ok(bool)``, or ``Err`` whose reason is ``bad config value for '<key>'``.
+    """
+    if value is None:
+        return Ok(True)
     folded = value.strip().lower()
     if folded in _TRUE:
         return Ok(True)
     if folded in _FALSE:
         return Ok(False)
+    if _INTEGER.match(folded):
+        return Ok(int(folded.rstrip("kmg")) != 0)
     return Err(GitError(reason=f"bad config value for '{key}'"))

@@ -68,7 +68,8 @@ def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[Use
         ``Ok(UserRepository)``, or ``Err`` whose ``reason`` is one of
         ``"cannot change to '<path>'"``, ``"not a git repository (or any of
         the parent directories): .git"``, ``"this operation must be run in a
-        work tree"``.
+        work tree"``, or ``"bad config file: <libgit2's reason>"`` when the
+        repository's configuration cannot be parsed.
     """
     if not os.path.isdir(path):
         return _error(f"cannot change to '{path}': No such file or directory")
@@ -84,7 +85,12 @@ def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[Use
                 return _error("not a git repository (or any of the parent directories): .git")
             git_dir = found
             repo = pygit2.Repository(git_dir)
-    except pygit2.GitError:
+    except pygit2.GitError as exc:
+        # libgit2 reads the repository's config file when it opens it:
+        # "<dir>: failed to parse config file: <what> (in <file>:<line>)"
+        _, parse_error, detail = str(exc).partition("failed to parse config file: ")
+        if parse_error:
+            return _error(f"bad config file: {detail}")
         return _error("not a git repository (or any of the parent directories): .git")
     git_dir = os.path.normpath(os.path.abspath(git_dir))
     env_work_tree = environ.get("GIT_WORK_TREE")
@@ -116,10 +122,12 @@ def resolve_commit(repository: UserRepository, revision: Ref) -> GitResult[Commi
     Tags are peeled; a revision naming a tree or blob is refused.
 
     Returns:
-        ``Ok(CommitId)``, or ``Err`` whose ``reason`` is git's wording:
-        ``"ambiguous argument 'X': unknown revision or path not in the working
-        tree."``, ``"'X' is not a commit"``, or, for ``HEAD`` on a branch
-        with no commits yet, ``"unborn HEAD: 'HEAD' has no commits yet"``.
+        ``Ok(CommitId)``, or ``Err`` whose ``reason`` is ``"unknown revision
+        'X'"`` (git's "ambiguous argument 'X': unknown revision or path not in
+        the working tree." without the part about paths, which a base never
+        is, and without the full stop, as git's CodingGuidelines ask),
+        ``"'X' is not a commit"``, or, for ``HEAD`` on a branch with no
+        commits yet, ``"unborn HEAD: 'HEAD' has no commits yet"``.
     """
     try:
         repo = pygit2.Repository(repository.git_dir, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
@@ -127,9 +135,7 @@ def resolve_commit(repository: UserRepository, revision: Ref) -> GitResult[Commi
             return _error(f"unborn HEAD: '{revision}' has no commits yet")
         target = repo.revparse_single(str(revision))
     except (KeyError, ValueError, pygit2.GitError):
-        return _error(
-            f"ambiguous argument '{revision}': unknown revision or path not in the working tree."
-        )
+        return _error(f"unknown revision '{revision}'")
     try:
         commit = target.peel(pygit2.Commit)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):

@@ -98,6 +98,10 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("read-only", (errno_codes.EROFS,), r"Read-only file system"),
     _row("permission-denied", (errno_codes.EACCES, errno_codes.EPERM), r"Permission denied"),
     _row("git-not-found", (errno_codes.ENOENT,), r"cannot run git: No such file"),
+    _row(
+        "bad-config",
+        pattern=r"bad config (?:line|value|file)|bad (?:numeric|boolean) config value",
+    ),
     _row("not-a-git-repository", pattern=r"not a git repository"),
     _row("not-a-work-tree", pattern=r"must be run in a work tree"),
     _row("unborn-head", pattern=r"unborn HEAD"),
