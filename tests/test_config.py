@@ -57,6 +57,7 @@ def test_git_dash_c_reaches_isopatch_through_real_git(env, make_repo) -> None:
             env=env,
             capture_output=True,
             text=True,
+            check=False,
         )
         assert done.returncode == 0, done.stderr
         assert "\nworktree " in done.stdout, setting
@@ -66,6 +67,7 @@ def test_git_dash_c_reaches_isopatch_through_real_git(env, make_repo) -> None:
         env=env,
         capture_output=True,
         text=True,
+        check=False,
     )
     assert done.returncode == 0 and "worktree" not in done.stdout
 
