@@ -1,0 +1,79 @@
+# bash and zsh completion for `git isopatch`                -*- shell-script -*-
+#
+# git's completion script (git-completion.bash) completes `git isopatch ...`
+# by calling _git_isopatch.  bash-completion loads this file by itself when
+# it is installed as .../bash-completion/completions/git-isopatch in one of
+# the folders it searches (~/.local/share/bash-completion/completions, or
+# <prefix>/share/bash-completion/completions for a prefix in XDG_DATA_DIRS);
+# otherwise source it from ~/.bashrc.  zsh: git's git-completion.zsh bridge
+# runs _git_isopatch too; source this file from ~/.zshrc.
+#
+# Completes options (and --base's revisions) before the command, then the
+# command's name; its arguments are left to file name completion.  Keep the
+# options in step with `git isopatch -h` (tests/test_completion.py checks).
+
+_git_isopatch ()
+{
+	local i=$(( ${__git_cmd_idx:-1} + 1 )) command_at=0
+	while [ "$i" -lt "$cword" ]; do
+		case "${words[i]}" in
+		--)
+			command_at=$((i + 1))
+			break
+			;;
+		--base|-C|-o|--output|--timeout)
+			i=$((i + 1)) # its value
+			;;
+		-*)
+			;;
+		*)
+			command_at=$i
+			break
+			;;
+		esac
+		i=$((i + 1))
+	done
+
+	if [ "$command_at" -eq 0 ]; then
+		case "$prev" in
+		--base)
+			__git_complete_refs
+			return
+			;;
+		-C|-o|--output|--timeout)
+			return # a folder, a file (file name completion), seconds
+			;;
+		esac
+		case "$cur" in
+		--base=*)
+			__git_complete_refs --cur="${cur#--base=}"
+			return
+			;;
+		--output=*|--timeout=*)
+			return
+			;;
+		-*)
+			__gitcomp "
+				--base= -C --output= --stdout --porcelain -z --json --keep
+				--timeout= --exit-code --quiet --help --version -- --no-keep
+				"
+			return
+			;;
+		esac
+		command_at=$cword # no option: this word is the command
+	fi
+
+	if [ "$command_at" -eq "$cword" ]; then
+		case "$cur" in
+		*/*)
+			return # a path: file name completion
+			;;
+		esac
+		if [ -n "${ZSH_VERSION-}" ]; then
+			emulate zsh -c '_command_names -e' && _ret=0
+		else
+			__gitcomp_nl "$(compgen -c -- "$cur" | sort -u)"
+		fi
+	fi
+	# the command's arguments: file name completion
+}
