@@ -183,19 +183,26 @@ def test_bad_config_value_in_porcelain_and_when_a_flag_overrides_it(env, make_re
     assert run.returncode == 0, run.err
 
 
-@pytest.mark.parametrize("where", ["repository", "global"])
-def test_malformed_config_file_is_fatal_128(env, make_repo, where: str) -> None:
+@pytest.mark.parametrize("where", ["repository", "global", "environment"])
+def test_unreadable_configuration_is_fatal_128_bad_config(env, make_repo, where: str) -> None:
+    """A malformed file, or `git -c` variables git cannot parse: one
+    `fatal:` line and the `bad-config` code, never 'not a git repository'
+    or a crash."""
     repo = make_repo()
-    path = repo / ".git" / "config" if where == "repository" else Path(env["HOME"]) / ".gitconfig"
-    with open(path, "a") as handle:
-        handle.write("[isopatch\n")
-    run = isopatch("--", "touch", "x", cwd=repo, env=env)
+    if where == "environment":
+        env = {**env, "GIT_CONFIG_COUNT": "1"}  # and no GIT_CONFIG_KEY_0
+    else:
+        path = (
+            repo / ".git" / "config" if where == "repository" else Path(env["HOME"]) / ".gitconfig"
+        )
+        with open(path, "a") as handle:
+            handle.write("[isopatch\n")
+    run = isopatch("--porcelain", "--", "touch", "x", cwd=repo, env=env)
     assert run.returncode == 128
-    assert run.out == ""
-    assert run.err.startswith("fatal: ")
-    assert "bad config" in run.err
-    assert "Traceback" not in run.err
+    assert run.err.startswith("fatal: ") and len(run.err.splitlines()) == 1, run.err
+    assert "config" in run.err
     assert "not a git repository" not in run.err
+    assert run.fields()["error-code"] == "bad-config"
     assert list(Path(env["TMPDIR"]).iterdir()) == []
 
 

@@ -100,7 +100,8 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("git-not-found", (errno_codes.ENOENT,), r"cannot run git: No such file"),
     _row(
         "bad-config",
-        pattern=r"bad config (?:line|value|file)|bad (?:numeric|boolean) config value",
+        pattern=r"bad config (?:line|value|file)|bad (?:numeric|boolean) config value"
+        r"|unable to parse command-line config",
     ),
     _row("not-a-git-repository", pattern=r"not a git repository"),
     _row("not-a-work-tree", pattern=r"must be run in a work tree"),
