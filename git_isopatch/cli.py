@@ -230,6 +230,8 @@ def isopatch(
     if to_stdout and (porcelain_output or json_output):
         other = "--porcelain" if porcelain_output else "--json"
         raise UsageFailure(f"options '--stdout' and '{other}' cannot be used together")
+    if output == "":
+        raise UsageFailure("option 'output' expects a file name")
     seconds = None
     if timeout is not None:
         from .settings import parse_seconds

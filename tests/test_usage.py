@@ -97,6 +97,8 @@ USAGE_ERRORS = [
     (["--timeout", "inf", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
     (["--timeout", "nan", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
     (["--timeout", "", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["-o", "", "--", "touch", "x"], "option 'output' expects a file name"),
+    (["--output=", "--", "touch", "x"], "option 'output' expects a file name"),
     (["-z", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
     (["-z", "--json", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
     (
