@@ -43,7 +43,7 @@ def _plain(roff: str) -> str:
 
 def _sections(roff: str) -> dict[str, str]:
     parts = re.split(r"^\.SH (.+)$", roff, flags=re.MULTILINE)
-    return {name.strip('"'): body for name, body in zip(parts[1::2], parts[2::2])}
+    return {name.strip('"'): body for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def _all_option_names() -> list[str]:
