@@ -8,14 +8,16 @@ Documentation/CodingGuidelines, "Error Messages").
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import sys
 import traceback
-from typing import Annotated, NoReturn, TextIO
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
 import typer
+
+if TYPE_CHECKING:
+    import logging
 
 from . import __version__
 from .render import as_json, porcelain, result_fields, summary_lines
@@ -295,6 +297,7 @@ def run_capture(
     from .capture import capture
     from .isolation.errors import IsopatchError
 
+    configure_logging()
     try:
         result = capture(
             command,
@@ -368,26 +371,26 @@ def _usage_message(exc: Exception) -> str:
     return message[0].lower() + message[1:] if message else "bad usage"
 
 
-class _GitStyleFormatter(logging.Formatter):
-    """``warning: <message>`` / ``error: <message>``, one line, as git prints."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        prefix = "error" if record.levelno >= logging.ERROR else "warning"
-        if record.levelno < logging.WARNING:
-            prefix = "debug"
-        return f"{prefix}: {record.getMessage()}"
-
-
 def configure_logging(stream: TextIO | None = None) -> logging.Handler:
     """Send the ``git_isopatch`` logger's warnings and errors to ``stream``
-    (default: stderr) with git's prefixes; without this, Python would print
-    them bare.  Returns the handler."""
+    (default: stderr) as one ``warning: ...`` / ``error: ...`` line each, as
+    git prints them; without this, Python would print them bare.  Called
+    before a capture, not for ``-h``/``--version`` (``logging`` costs a few
+    milliseconds to import).  Returns the handler."""
+    import logging
+
+    class GitStyleFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            prefix = "error" if record.levelno >= logging.ERROR else "warning"
+            return f"{prefix}: {record.getMessage()}"
+
     logger = logging.getLogger("git_isopatch")
-    for old in [h for h in logger.handlers if isinstance(h.formatter, _GitStyleFormatter)]:
+    for old in [h for h in logger.handlers if getattr(h, "git_style", False)]:
         logger.removeHandler(old)
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(_GitStyleFormatter())
+    handler.setFormatter(GitStyleFormatter())
     handler.setLevel(logging.WARNING)
+    handler.git_style = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.propagate = False
     return handler
@@ -403,7 +406,6 @@ def main(argv: list[str] | None = None) -> NoReturn:
     import typer.main
 
     args = sys.argv[1:] if argv is None else argv
-    configure_logging()
     command = typer.main.get_command(app)
     try:
         command.main(args=args, prog_name="git isopatch", standalone_mode=False)
