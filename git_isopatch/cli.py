@@ -66,8 +66,9 @@ def option_rows() -> list[tuple[str, str]]:
 
 def short_usage() -> str:
     """The ``-h`` text, laid out as git's parse-options prints it: the
-    synopsis, a blank line, one line per option indented by four (help at
-    column 30, or on the next line after a long name), a blank line."""
+    synopsis, a blank line, one line per option indented by four (its help
+    after 26 characters, or on the next line after a long name), a blank
+    line."""
     lines = [SYNOPSIS, ""]
     for names, text in option_rows():
         column = f"    {names}"

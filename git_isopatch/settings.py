@@ -19,12 +19,14 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .git.config import SECTION, parse_bool, read_section
-from .git.repo import UserRepository
 from .git.result import Err, Ok
 from .isolation.errors import IsopatchError, known_failure
+
+if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
+    from .git.repo import UserRepository
 
 
 @dataclass(frozen=True)
