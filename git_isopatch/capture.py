@@ -8,21 +8,35 @@ and removes the worktree (or keeps it when asked, or when extraction failed).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
 from .git.diff import count_patch_files, mark_untracked_intent_to_add, write_binary_diff
+from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
 from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, Ok
 from .git.run import command_environment, own_git_environment
+from .git.snapshot import snapshot_work_tree
 from .git.types import CommitId, Ref
 from .isolation.command import CommandOutcome, forward_signals, run_command
 from .isolation.errors import IsopatchError, classify, classify_os_error, known_failure
+from .isolation.include import (
+    COPY,
+    LINK,
+    Include,
+    IncludeRequest,
+    bring_in,
+    refuse_tracked,
+    resolve_includes,
+)
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
-from .settings import resolve_settings
+from .settings import Settings, resolve_settings
+
+log = logging.getLogger("git_isopatch")
 
 PATCH_NAME = "isopatch.patch"
 
@@ -107,11 +121,17 @@ def _open_private(path: str) -> IO[bytes]:
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
 
 
-def _extract_patch(isolation: Isolation, env: Mapping[str, str], output: str | None) -> str:
+def _extract_patch(
+    isolation: Isolation,
+    env: Mapping[str, str],
+    output: str | None,
+    exclude: Sequence[str] = (),
+) -> str:
     """Steps 5: intent-to-add, then the binary diff into a 0600 file.
 
     With ``output``, the patch is written beside it and renamed over it, so a
-    failure never leaves a half-written file there.
+    failure never leaves a half-written file there.  ``exclude`` (paths from
+    the top: the linked and copied ones) never enters the patch.
 
     Returns:
         the patch path.
@@ -119,7 +139,7 @@ def _extract_patch(isolation: Isolation, env: Mapping[str, str], output: str | N
         IsopatchError: a classified git or OS failure.
     """
     worktree = isolation.worktree
-    match mark_untracked_intent_to_add(worktree, env=env):
+    match mark_untracked_intent_to_add(worktree, env=env, exclude=exclude):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
         case Ok():
@@ -143,7 +163,7 @@ def _extract_patch(isolation: Isolation, env: Mapping[str, str], output: str | N
     written = handle.name
     try:
         with handle:
-            match write_binary_diff(worktree, isolation.base, handle, env=env):
+            match write_binary_diff(worktree, isolation.base, handle, env=env, exclude=exclude):
                 case Err(error):
                     raise known_failure(f"could not write patch '{target}'", error)
                 case Ok():
@@ -164,6 +184,70 @@ def _extract_patch(isolation: Isolation, env: Mapping[str, str], output: str | N
     return target
 
 
+def include_requests(
+    repository: UserRepository,
+    settings: Settings,
+    *,
+    link: Sequence[str],
+    copy: Sequence[str],
+    worktree_include: bool,
+    env: Mapping[str, str],
+) -> list[IncludeRequest]:
+    """What to bring into the worktree, weakest origin first: the ignored
+    files ``.worktreeinclude`` names (copied; unless ``worktree_include`` is
+    false), ``isopatch.copy`` and ``isopatch.link`` (``settings``), then
+    ``link`` and ``copy`` (relative to the caller's folder, as git takes
+    paths on the command line).
+
+    Raises:
+        IsopatchError: git could not list the ignored files.
+    """
+    requests: list[IncludeRequest] = []
+    if worktree_include:
+        match worktree_include_paths(repository.git_dir, repository.top, env=env):
+            case Ok(paths):
+                requests += [IncludeRequest(p, COPY, WORKTREE_INCLUDE_FILE) for p in paths]
+            case Err(error):
+                raise known_failure(f"could not read '{WORKTREE_INCLUDE_FILE}'", error)
+    requests += [IncludeRequest(p, COPY, "isopatch.copy") for p in settings.copies]
+    requests += [IncludeRequest(p, LINK, "isopatch.link") for p in settings.links]
+    requests += [IncludeRequest(p, LINK, "--link", repository.prefix) for p in link]
+    requests += [IncludeRequest(p, COPY, "--copy", repository.prefix) for p in copy]
+    return requests
+
+
+def snapshot_base(
+    repository: UserRepository, env: Mapping[str, str], tmp_root: str | None
+) -> CommitId:
+    """``--include-uncommitted``: a commit of the work tree as it is, on top
+    of ``HEAD`` (or parentless on an unborn branch); nothing of the user's
+    is written (:func:`.git.snapshot.snapshot_work_tree`).
+
+    Raises:
+        IsopatchError: a classified failure (no space, permission...).
+    """
+    try:
+        head: CommitId | None = resolve_base(repository, "HEAD")
+    except IsopatchError as failure:
+        if failure.code != "unborn-head":
+            raise
+        head = None
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="isopatch-index-", dir=tmp_root)
+    except OSError as exc:
+        code = classify_os_error(exc)
+        if code is None:
+            raise
+        raise IsopatchError(code, f"could not create a temporary folder: {exc.strerror}") from exc
+    with scratch as folder:
+        result = snapshot_work_tree(repository.git_dir, repository.top, head, folder, env=env)
+    match result:
+        case Ok(commit):
+            return commit
+        case Err(error):
+            raise known_failure("could not snapshot the work tree", error)
+
+
 def capture(
     command: Sequence[str],
     *,
@@ -177,6 +261,12 @@ def capture(
     tmp_root: str | None = None,
     environ: Mapping[str, str] | None = None,
     provider: IsolationProvider | None = None,
+    link: Sequence[str] = (),
+    copy: Sequence[str] = (),
+    configured_links: bool = True,
+    configured_copies: bool = True,
+    include_uncommitted: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> CaptureResult:
     """Run ``command`` in an ephemeral worktree at ``base`` and capture its changes.
 
@@ -204,33 +294,78 @@ def capture(
         environ: the environment to resolve the repository from and to give
             the command (default ``os.environ``); git's repository variables
             are removed before the command sees it.
-        provider: the isolation provider (default :class:`WorktreeProvider`).
+        provider: the isolation provider (default :class:`WorktreeProvider`
+            with ``isopatch.maxWorktrees``).
+        link: paths (relative to ``repo_path``) to bring into the worktree as
+            symbolic links to the originals: writes go through to them
+            (issue 5, ``--link``).
+        copy: paths to bring in as copies (reflinks where the filesystem can).
+        configured_links: also link the ``isopatch.link`` paths.
+        configured_copies: also copy the ``isopatch.copy`` paths and the
+            ignored files ``.worktreeinclude`` names.
+        include_uncommitted: start from a snapshot of the work tree (staged,
+            unstaged and untracked files that are not ignored) on top of
+            ``HEAD``; the result's ``base`` is the snapshot's commit id.
+            Needs ``base="HEAD"``.
+        warn: called with each one-line warning (a linked or copied path
+            that does not exist, a kept worktree removed at
+            ``isopatch.maxWorktrees``); default: the ``git_isopatch`` logger.
 
     Returns:
         A :class:`CaptureResult`.  When extraction fails, ``error`` and
         ``error_code`` are set, ``patch_path`` is ``None`` and the worktree is
-        kept (``worktree_path``).
+        kept (``worktree_path``).  Linked and copied paths are never in the
+        patch.
 
     Raises:
-        ValueError: ``command`` is empty.
+        ValueError: ``command`` is empty, or ``include_uncommitted`` with a
+            ``base`` other than ``HEAD``.
         IsopatchError: the path is not in a work tree, a configuration
-            value is bad (``bad-config``), the base does not resolve, or the
-            worktree could not be made; nothing was created.
+            value is bad (``bad-config``), the base does not resolve, a
+            linked or copied path leaves the work tree or is tracked
+            (``bad-include-path``), every worktree ``isopatch.maxWorktrees``
+            allows is running (``too-many-worktrees``), or the worktree could
+            not be made; no worktree was created.
     """
     if not command:
         raise ValueError("no command given")
+    if include_uncommitted and base != "HEAD":
+        raise ValueError("include_uncommitted starts from HEAD; base must be 'HEAD'")
     environ = os.environ if environ is None else environ
+    warn = warn or log.warning
     output = os.path.abspath(output) if output is not None else None
     repository = open_repository(repo_path, environ)
     settings = resolve_settings(
-        repository, environ, {"keep": keep, "timeout": timeout, "tmpdir": tmp_root}
+        repository,
+        environ,
+        {
+            "keep": keep,
+            "timeout": timeout,
+            "tmpdir": tmp_root,
+            "links": None if configured_links else (),
+            "copies": None if configured_copies else (),
+        },
     )
-    commit = resolve_base(repository, base)
+    tmp_root = settings.tmpdir or environ.get("TMPDIR") or "/tmp"
+    commit = None if include_uncommitted else resolve_base(repository, base)
     git_env = own_git_environment(environ)
-    provider = provider or WorktreeProvider(git_env)
+    requests = include_requests(
+        repository,
+        settings,
+        link=link,
+        copy=copy,
+        worktree_include=configured_copies,
+        env=git_env,
+    )
+    includes = resolve_includes(repository, requests, warn=warn)
+    if commit is None:
+        commit = snapshot_base(repository, git_env, tmp_root)
+    refuse_tracked(repository, commit, includes)
+    provider = provider or WorktreeProvider(
+        git_env, max_worktrees=settings.max_worktrees, warn=warn
+    )
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
-        tmp_root = settings.tmpdir or environ.get("TMPDIR") or "/tmp"
         isolation = provider.create(repository, commit, command=list(command), tmp_root=tmp_root)
         return _run_and_extract(
             isolation,
@@ -244,6 +379,7 @@ def capture(
             timeout=settings.timeout,
             capture_output=capture_output,
             command_stdout=command_stdout,
+            includes=includes,
         )
 
 
@@ -260,12 +396,15 @@ def _run_and_extract(
     timeout: float | None,
     capture_output: bool,
     command_stdout: int | None,
+    includes: Sequence[Include] = (),
 ) -> CaptureResult:
-    """Steps 4-7 on a made worktree; the worktree never outlives an error
-    unless it is kept and reported."""
+    """Steps 4-7 on a made worktree (after linking and copying ``includes``
+    into it); the worktree never outlives an error unless it is kept and
+    reported."""
     cwd = os.path.join(isolation.worktree, isolation.repository.prefix)
     stdout_path = stderr_path = None
     try:
+        bring_in(isolation.repository, isolation.worktree, includes, env=git_env)
         os.makedirs(cwd, exist_ok=True)
         if capture_output:
             stdout_path = os.path.join(isolation.tmpdir, "stdout")
@@ -294,7 +433,7 @@ def _run_and_extract(
         provider.remove(isolation)
         raise
     try:
-        patch = _extract_patch(isolation, git_env, output)
+        patch = _extract_patch(isolation, git_env, output, [i.path for i in includes])
         files = count_patch_files(patch)
     except IsopatchError as failure:
         provider.keep(isolation)

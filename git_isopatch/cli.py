@@ -20,12 +20,21 @@ if TYPE_CHECKING:
     import logging
 
 from . import __version__
-from .render import as_json, porcelain, result_fields, summary_lines
+from .render import (
+    as_json,
+    porcelain,
+    result_fields,
+    summary_lines,
+    worktree_list_lines,
+    worktree_list_porcelain,
+)
 
 USAGE_STATUS = 129
 FATAL_STATUS = 128
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
+LIST_SYNOPSIS = "git isopatch list [--porcelain [-z]] [-C <path>]"
+PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
 
 #: parse-options.c: the option column is this wide, then a gap of 2; longer
 #: names put their help on the next line.
@@ -42,14 +51,15 @@ def _stderr(line: str) -> None:
     sys.stderr.flush()
 
 
-def option_rows() -> list[tuple[str, str]]:
-    """``(names, help)`` for every option of the typer command, in order:
+def option_rows(name: str = "isopatch") -> list[tuple[str, str]]:
+    """``(names, help)`` for every option of the typer command ``name``
+    (``isopatch``, or the subcommand ``list`` or ``prune``), in order:
     ``("-o, --output <file>", "write the patch to <file>")``; a boolean
     with a negation reads ``--[no-]keep``.  The ``-h`` text, and the tests
     that keep the man page, README and completion in step, use this."""
     import typer.main
 
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(_COMMANDS[name][0])
     rows: list[tuple[str, str]] = []
     for param in command.params:
         if param.param_type_name != "option" or param.hidden:
@@ -64,13 +74,13 @@ def option_rows() -> list[tuple[str, str]]:
     return rows
 
 
-def short_usage() -> str:
-    """The ``-h`` text, laid out as git's parse-options prints it: the
-    synopsis, a blank line, one line per option indented by four (its help
-    after 26 characters, or on the next line after a long name), a blank
-    line."""
-    lines = [SYNOPSIS, ""]
-    for names, text in option_rows():
+def short_usage(name: str = "isopatch") -> str:
+    """The ``-h`` text of the command ``name`` (see :func:`option_rows`),
+    laid out as git's parse-options prints it: the synopsis, a blank line,
+    one line per option indented by four (its help after 26 characters, or
+    on the next line after a long name), a blank line."""
+    lines = [*_COMMANDS[name][1], ""]
+    for names, text in option_rows(name):
         column = f"    {names}"
         if len(column) <= _USAGE_OPTS_WIDTH:
             lines.append(f"{column.ljust(_USAGE_OPTS_WIDTH + _USAGE_GAP)}{text}")
@@ -79,22 +89,23 @@ def short_usage() -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def print_usage_error(message: str) -> None:
-    """``error: <message>`` and the usage on stderr (git's usage_with_options)."""
+def print_usage_error(message: str, name: str = "isopatch") -> None:
+    """``error: <message>`` and the usage of the command ``name`` on stderr
+    (git's usage_with_options)."""
     _stderr(f"error: {message}")
-    sys.stderr.write(short_usage())
+    sys.stderr.write(short_usage(name))
     sys.stderr.flush()
 
 
-def usage_error(message: str) -> NoReturn:
+def usage_error(message: str, name: str = "isopatch") -> NoReturn:
     """:func:`print_usage_error`, then exit 129."""
-    print_usage_error(message)
+    print_usage_error(message, name)
     raise SystemExit(USAGE_STATUS)
 
 
 def _show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        sys.stdout.write(short_usage())
+        sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
         sys.stdout.flush()
         raise SystemExit(USAGE_STATUS)
 
@@ -147,13 +158,16 @@ def _show_version(ctx: typer.Context, _param: object, value: bool) -> None:
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+list_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+prune_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
 @app.command(
+    name="isopatch",
     context_settings={
         "allow_interspersed_args": False,
         "help_option_names": [],
-    }
+    },
 )
 def isopatch(
     command: Annotated[
@@ -162,9 +176,37 @@ def isopatch(
     base: Annotated[
         str, typer.Option("--base", metavar="<ref>", help="commit to start from (default HEAD)")
     ] = "HEAD",
+    include_uncommitted: Annotated[
+        bool,
+        typer.Option(
+            "--include-uncommitted",
+            help="start from HEAD plus the staged, unstaged and untracked changes",
+        ),
+    ] = False,
     repo_path: Annotated[
         str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
     ] = ".",
+    link: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--link",
+            metavar="<path>",
+            help="symlink <path> into the worktree; writes reach the original",
+        ),
+    ] = None,
+    copy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--copy", metavar="<path>", help="copy <path> into the worktree (a reflink if it can)"
+        ),
+    ] = None,
+    no_link: Annotated[
+        bool, typer.Option("--no-link", help="do not link the isopatch.link paths")
+    ] = False,
+    no_copy: Annotated[
+        bool,
+        typer.Option("--no-copy", help="do not copy the isopatch.copy and .worktreeinclude paths"),
+    ] = False,
     output: Annotated[
         str | None,
         typer.Option("-o", "--output", metavar="<file>", help="write the patch to <file>"),
@@ -235,6 +277,8 @@ def isopatch(
         raise UsageFailure(f"options '--stdout' and '{other}' cannot be used together")
     if output == "":
         raise UsageFailure("option 'output' expects a file name")
+    if include_uncommitted and base != "HEAD":
+        raise UsageFailure("options '--include-uncommitted' and '--base' cannot be used together")
     seconds = None
     if timeout is not None:
         from .settings import parse_seconds
@@ -247,6 +291,11 @@ def isopatch(
     status = run_capture(
         command,
         base=base,
+        include_uncommitted=include_uncommitted,
+        link=link or [],
+        copy=copy or [],
+        configured_links=not no_link,
+        configured_copies=not no_copy,
         repo_path=repo_path,
         output=output,
         to_stdout=to_stdout,
@@ -280,6 +329,11 @@ def run_capture(
     command: list[str],
     *,
     base: str,
+    include_uncommitted: bool = False,
+    link: list[str] | None = None,
+    copy: list[str] | None = None,
+    configured_links: bool = True,
+    configured_copies: bool = True,
     repo_path: str,
     output: str | None,
     to_stdout: bool,
@@ -309,6 +363,11 @@ def run_capture(
             timeout=timeout,
             capture_output=porcelain_output or json_output,
             command_stdout=2 if to_stdout else None,
+            include_uncommitted=include_uncommitted,
+            link=link or [],
+            copy=copy or [],
+            configured_links=configured_links,
+            configured_copies=configured_copies,
         )
     except IsopatchError as failure:
         _stderr(f"fatal: {failure.message}")
@@ -397,6 +456,106 @@ def configure_logging(stream: TextIO | None = None) -> logging.Handler:
     return handler
 
 
+def _fatal(failure: Exception) -> NoReturn:
+    """``fatal: <message>`` (and ``hint: <hint>``) of an ``IsopatchError``, exit 128."""
+    _stderr(f"fatal: {getattr(failure, 'message', str(failure))}")
+    hint = getattr(failure, "hint", None)
+    if hint:
+        _stderr(f"hint: {hint}")
+    raise SystemExit(FATAL_STATUS)
+
+
+@list_app.command(name="list", context_settings={"help_option_names": []})
+def list_command(
+    porcelain_output: Annotated[
+        bool, typer.Option("--porcelain", help="machine-readable output on stdout")
+    ] = False,
+    nul: Annotated[
+        bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
+    ] = False,
+    repo_path: Annotated[
+        str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
+    ] = ".",
+    _short_help: Annotated[
+        bool,
+        typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
+    ] = False,
+) -> None:
+    """List the worktrees git-isopatch made: running, kept, orphaned (issue 5)."""
+    import time
+
+    from .isolation.errors import IsopatchError
+    from .manage import list_worktrees
+
+    if nul and not porcelain_output:
+        raise UsageFailure("the option '-z' requires '--porcelain'")
+    try:
+        worktrees = list_worktrees(repo_path)
+    except IsopatchError as failure:
+        _fatal(failure)
+    if porcelain_output:
+        _write_stdout(worktree_list_porcelain(worktrees, nul=nul))
+    else:
+        for line in worktree_list_lines(worktrees, time.time()):
+            sys.stdout.write(line + "\n")
+    raise SystemExit(0)
+
+
+@prune_app.command(name="prune", context_settings={"help_option_names": []})
+def prune_command(
+    expire: Annotated[
+        str | None,
+        typer.Option(
+            "--expire", metavar="<time>", help="only those made before <time> (2.weeks.ago)"
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("-n", "--dry-run", help="remove nothing, show what would go")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="show each worktree removed")
+    ] = False,
+    repo_path: Annotated[
+        str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
+    ] = ".",
+    _short_help: Annotated[
+        bool,
+        typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
+    ] = False,
+) -> None:
+    """Remove kept and orphaned worktrees git-isopatch made; never a
+    running one, never one it did not make (issue 5)."""
+    from .isolation.errors import IsopatchError
+    from .manage import prune_worktrees
+
+    configure_logging()
+    try:
+        removed = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
+    except ValueError as exc:
+        raise UsageFailure(f"option 'expire': {exc}") from exc
+    except IsopatchError as failure:
+        _fatal(failure)
+    if dry_run or verbose:
+        for worktree in removed:
+            sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
+    raise SystemExit(0)
+
+
+#: Command name -> (typer app, synopsis lines of its ``-h``).
+_COMMANDS: dict[str, tuple[typer.Typer, list[str]]] = {
+    "isopatch": (
+        app,
+        [SYNOPSIS, f"   or: {LIST_SYNOPSIS}", f"   or: {PRUNE_SYNOPSIS}"],
+    ),
+    "list": (list_app, [f"usage: {LIST_SYNOPSIS}"]),
+    "prune": (prune_app, [f"usage: {PRUNE_SYNOPSIS}"]),
+}
+
+#: Words recognised as a subcommand when they are the first argument;
+#: ``git isopatch -- list`` runs a program called ``list``.
+SUBCOMMANDS = ("list", "prune")
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the ``git-isopatch`` executable.
 
@@ -407,11 +566,14 @@ def main(argv: list[str] | None = None) -> NoReturn:
     import typer.main
 
     args = sys.argv[1:] if argv is None else argv
-    command = typer.main.get_command(app)
+    name, prog = "isopatch", "git isopatch"
+    if args and args[0] in SUBCOMMANDS:
+        name, prog, args = args[0], f"git isopatch {args[0]}", args[1:]
+    command = typer.main.get_command(_COMMANDS[name][0])
     try:
-        command.main(args=args, prog_name="git isopatch", standalone_mode=False)
+        command.main(args=args, prog_name=prog, standalone_mode=False)
     except UsageFailure as exc:
-        usage_error(str(exc))
+        usage_error(str(exc), name)
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -419,7 +581,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except Exception as exc:
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             # click's UsageError and its kind (typer's parser)
-            print_usage_error(_usage_message(exc))
+            print_usage_error(_usage_message(exc), name)
             raise SystemExit(USAGE_STATUS) from None
         traceback.print_exc()
         _stderr("hint: this is a bug in git-isopatch; please report it with the output above")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .capture import CaptureResult
+    from .isolation.inventory import OwnedWorktree
 
 #: Porcelain v1 keys, in output order (design: Porcelain v1).
 PORCELAIN_KEYS = (
@@ -123,3 +125,75 @@ def summary_lines(result: CaptureResult) -> Iterable[str]:
     worktree = result.worktree_path
     if worktree is not None and patch is not None:
         yield f"isopatch: worktree kept at {worktree}"
+
+
+def relative_age(seconds: float | None) -> str:
+    """``5 seconds ago``, ``3 minutes ago``, ``2 hours ago``, ``4 days ago``
+    (the largest whole unit, as git's relative dates read); ``unknown age``
+    for ``None``."""
+    if seconds is None:
+        return "unknown age"
+    value = int(seconds)
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if value >= size:
+            return f"{plural(value // size, unit, unit + 's')} ago"
+    return f"{plural(value, 'second', 'seconds')} ago"
+
+
+def worktree_list_lines(worktrees: Iterable[OwnedWorktree], now: float) -> list[str]:
+    """``git isopatch list``: one line per worktree, ``<path>  <state>
+    <age>  <command>``, columns aligned; a running one shows its pid."""
+    rows = []
+    for worktree in worktrees:
+        state = worktree.state
+        if worktree.pid is not None and state == "running":
+            state = f"running (pid {worktree.pid})"
+        path = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
+        rows.append((path, state, relative_age(worktree.age(now)), shlex.join(worktree.command)))
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3]
+        for row in rows
+    ]
+
+
+def worktree_list_porcelain(worktrees: Iterable[OwnedWorktree], *, nul: bool) -> bytes:
+    """``git isopatch list --porcelain``: per worktree, ``key value``
+    records in this order, then an empty record:
+
+    ``worktree <path>``, ``state <running|kept|orphaned|locked>``,
+    ``pid <pid>`` (when known), ``created <seconds since the epoch>`` (when
+    known), ``head <commit id>`` (when git reports one), ``command <the
+    command, shell-quoted>`` (when known), ``prunable <reason>`` (its folder
+    is gone).
+
+    Records end with ``\\n``; with ``nul`` they end with NUL and nothing is
+    quoted, else ``worktree``, ``command`` and ``prunable`` values are quoted
+    as git quotes paths (as ``git worktree list --porcelain [-z]``).
+    """
+    end = b"\0" if nul else b"\n"
+    out = bytearray()
+
+    def record(key: str, value: str, quoted: bool = False) -> None:
+        raw = os.fsencode(value)
+        if quoted and not nul:
+            raw = quote_c_style(raw)
+        out.extend(key.encode() + b" " + raw + end)
+
+    for worktree in worktrees:
+        record("worktree", worktree.path, quoted=True)
+        record("state", worktree.state)
+        if worktree.pid is not None:
+            record("pid", str(worktree.pid))
+        if worktree.created is not None:
+            record("created", str(int(worktree.created)))
+        if worktree.head:
+            record("head", worktree.head)
+        if worktree.command:
+            record("command", shlex.join(worktree.command), quoted=True)
+        if worktree.prunable is not None:
+            record("prunable", worktree.prunable, quoted=True)
+        out.extend(end)
+    return bytes(out)

@@ -1,7 +1,11 @@
 """Defaults for a run from ``isopatch.*`` configuration; the command line wins.
 
 Issue 3: ``isopatch.keep`` (boolean), ``isopatch.timeout`` (seconds) and
-``isopatch.tmpdir`` (path) are read through git's whole chain: system,
+``isopatch.tmpdir`` (path); issue 5: ``isopatch.link`` and ``isopatch.copy``
+(multi-valued paths, from the top of the work tree; an empty value clears
+the values read before it, as git does for ``push.pushOption``) and
+``isopatch.maxWorktrees`` (a count, 0 for no limit).  All are read through
+git's whole chain: system,
 global, repository and worktree files, and ``git -c`` (which git passes to
 ``git-isopatch`` in ``GIT_CONFIG_PARAMETERS``); see
 :func:`git_isopatch.git.config.read_section`.
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .git.config import SECTION, parse_bool, read_section
 from .git.result import Err, Ok
 from .isolation.errors import IsopatchError, known_failure
+from .isolation.store import DEFAULT_MAX_WORKTREES
 
 if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
     from .git.repo import UserRepository
@@ -41,11 +46,20 @@ class Settings:
             means no limit).
         tmpdir: the folder to make the private temporary folder in, or
             ``None`` for ``$TMPDIR`` (``isopatch.tmpdir``).
+        links: paths to link into every worktree (``isopatch.link``;
+            ``--no-link`` gives ``()``); ``--link`` adds to them.
+        copies: paths to copy into every worktree (``isopatch.copy``;
+            ``--no-copy`` gives ``()``); ``--copy`` adds to them.
+        max_worktrees: how many git-isopatch worktrees may stay registered
+            (``isopatch.maxWorktrees``; 0: no limit).
     """
 
     keep: bool = False
     timeout: float | None = None
     tmpdir: str | None = None
+    links: tuple[str, ...] = ()
+    copies: tuple[str, ...] = ()
+    max_worktrees: int = DEFAULT_MAX_WORKTREES
 
 
 class BadValue(ValueError):
@@ -91,6 +105,34 @@ def _path(key: str, value: str | None, repository: UserRepository) -> str:
     return os.path.join(repository.top, os.path.expanduser(value))
 
 
+def _include_path(key: str, value: str | None, _repository: UserRepository) -> str:
+    """A path to link or copy, as written (relative to the top of the work
+    tree); it is checked when a run brings it in (:mod:`.isolation.include`)."""
+    if value is None:
+        raise BadValue(f"{key} needs a path")
+    return value
+
+
+_COUNT = re.compile(r"\A\s*([0-9]+)([kmg]?)\s*\Z", re.IGNORECASE)
+
+
+def _count(_key: str, value: str | None, _repository: UserRepository) -> int:
+    """A non-negative integer as git reads one (git-config(1), ``--type=int``:
+    an optional ``k``, ``m`` or ``g`` suffix multiplies by 1024...)."""
+    match = _COUNT.match(value or "")
+    if match is None:
+        raise BadValue(f"'{value or ''}' is not a number of worktrees (0 for no limit)")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2).lower()]
+    return int(match.group(1)) * scale
+
+
+def after_last_reset(values: list[str | None]) -> list[str | None]:
+    """The values of a multi-valued key after its last empty one: an empty
+    value clears the list (git-config(1), ``push.pushOption``)."""
+    resets = [i for i, value in enumerate(values) if value == ""]
+    return values[resets[-1] + 1 :] if resets else values
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     """One ``isopatch.<name>`` key.
@@ -120,6 +162,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("keep", "keep", _bool),
     ConfigKey("timeout", "timeout", _seconds),
     ConfigKey("tmpdir", "tmpdir", _path),
+    ConfigKey("link", "links", _include_path, multi=True),
+    ConfigKey("copy", "copies", _include_path, multi=True),
+    ConfigKey("maxWorktrees", "max_worktrees", _count),
 )
 
 
@@ -164,7 +209,8 @@ def resolve_settings(
                 continue
             try:
                 if row.multi:
-                    parsed = tuple(row.parse(row.key, value, repository) for value in raw)
+                    kept = after_last_reset(raw)
+                    parsed = tuple(row.parse(row.key, value, repository) for value in kept)
                 else:
                     parsed = row.parse(row.key, raw[-1], repository)
             except BadValue as bad:

@@ -107,9 +107,11 @@ def isopatch(
     input: bytes | None = None,
     timeout: float = 120,
     via_git: bool = False,
+    git_options: tuple[str, ...] = (),
 ) -> Run:
-    """Run the installed ``git-isopatch`` executable (or ``git isopatch``)."""
-    argv = ["git", "isopatch"] if via_git else [str(ISOPATCH)]
+    """Run the installed ``git-isopatch`` executable (or ``git [<git_options>]
+    isopatch``, e.g. ``git_options=("-c", "isopatch.link=x")``)."""
+    argv = ["git", *git_options, "isopatch"] if via_git or git_options else [str(ISOPATCH)]
     done = subprocess.run(
         [*argv, *map(os.fspath, args)],
         cwd=cwd,
@@ -156,6 +158,10 @@ def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
     def read(path: Path) -> bytes | None:
         return path.read_bytes() if path.exists() else None
 
+    def stat(path: Path) -> tuple[int, int] | None:
+        """(inode, mtime in ns): a rewrite or a refresh of the index shows."""
+        return (path.stat().st_ino, path.stat().st_mtime_ns) if path.exists() else None
+
     refs = {
         str(p.relative_to(common)): p.read_bytes()
         for p in sorted((common / "refs").rglob("*"))
@@ -164,6 +170,7 @@ def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
     return {
         "work tree": tree_manifest(top),
         "index": read(git_dir / "index"),
+        "index stat": stat(git_dir / "index"),
         "HEAD": read(git_dir / "HEAD"),
         "refs": refs,
         "packed-refs": read(common / "packed-refs"),

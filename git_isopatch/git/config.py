@@ -8,6 +8,7 @@ files itself (git-config(1), FILES).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
@@ -92,3 +93,26 @@ def parse_bool(key: str, value: str | None) -> GitResult[bool]:
     if _INTEGER.match(folded):
         return Ok(int(folded.rstrip("kmg")) != 0)
     return Err(GitError(reason=f"bad config value for '{key}'"))
+
+
+def parse_expiry_date(text: str, env: Mapping[str, str]) -> GitResult[int]:
+    """A time as git's ``--expire <time>`` options read it, in seconds since
+    the epoch: an approxidate such as ``2.weeks.ago``, ``yesterday`` or
+    ``2024-01-31``, ``now``/``all`` (every time: the largest value) or
+    ``never`` (0).  Git itself parses it (git-config(1), ``--type=expiry-date``;
+    ``--file /dev/null`` so that no configuration is read).
+
+    Returns:
+        ``Ok(seconds)``, or ``Err`` whose reason says the time is malformed.
+    """
+    key = f"{SECTION}.expire"
+    args = ["config", "--file", os.devnull, "--type=expiry-date", "--default", text, "--get", key]
+    match run_git(args, env=env):
+        case Ok(output):
+            try:
+                return Ok(int(output.strip()))
+            except ValueError:
+                pass
+        case Err():
+            pass
+    return Err(GitError(reason=f"malformed expiration date '{text}'"))

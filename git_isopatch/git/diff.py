@@ -8,7 +8,7 @@ few that have no command-line form are forced with ``-c``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 from .result import Err, GitResult, Ok
@@ -48,8 +48,19 @@ DIFF_OPTIONS: tuple[str, ...] = (
 )
 
 
+def exclude_pathspecs(paths: Sequence[str]) -> list[str]:
+    """Pathspecs that leave out each of ``paths`` and everything under it.
+
+    Each path (relative to the top of the work tree, ``/``-separated) becomes
+    ``:(top,exclude,literal)<path>`` (gitglossary(7), "pathspec": ``top``
+    anchors it at the root, ``literal`` turns off wildcards, ``exclude``
+    subtracts it).  A pathspec naming a folder covers the files under it.
+    """
+    return [f":(top,exclude,literal){path}" for path in paths]
+
+
 def mark_untracked_intent_to_add(
-    worktree: WorktreePath, *, env: Mapping[str, str]
+    worktree: WorktreePath, *, env: Mapping[str, str], exclude: Sequence[str] = ()
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -58,13 +69,27 @@ def mark_untracked_intent_to_add(
     ``git diff`` shows new files.  Only new files are touched: ``add --all``
     would hash every modified file into the object store shared with the
     user's repository.  Ignored files stay out (``.gitignore``,
-    ``.git/info/exclude``, ``core.excludesFile``).
+    ``.git/info/exclude``, ``core.excludesFile``), and so do ``exclude``
+    (paths relative to the top, see :func:`exclude_pathspecs`) whatever the
+    ignore rules say: a symbolic link named ``node_modules`` is not matched by
+    a ``node_modules/`` pattern (gitignore(5)), yet it is not the command's
+    doing (issue 5, ``--link``).
 
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
     listed = run_git(
-        ["-C", worktree, "ls-files", "-z", "--others", "--exclude-standard", "--full-name"],
+        [
+            "-C",
+            worktree,
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+            "--full-name",
+            "--",
+            *exclude_pathspecs(exclude),
+        ],
         env=env,
         config=DIFF_CONFIG,
     )
@@ -97,15 +122,31 @@ def mark_untracked_intent_to_add(
 
 
 def write_binary_diff(
-    worktree: WorktreePath, base: CommitId, out: IO[bytes], *, env: Mapping[str, str]
+    worktree: WorktreePath,
+    base: CommitId,
+    out: IO[bytes],
+    *,
+    env: Mapping[str, str],
+    exclude: Sequence[str] = (),
 ) -> GitResult[None]:
     """Stream ``git diff --binary <base>`` of the worktree into ``out``.
 
     The patch is never held in memory.  ``git apply`` of it on a clean
-    checkout of ``base`` reproduces the worktree (design: The patch).
+    checkout of ``base`` reproduces the worktree (design: The patch), but
+    for ``exclude``: paths relative to the top left out of the patch even if
+    the command ``git add``-ed them (:func:`exclude_pathspecs`).
     """
     result = run_git(
-        ["--no-pager", "-C", worktree, "diff", *DIFF_OPTIONS, base, "--"],
+        [
+            "--no-pager",
+            "-C",
+            worktree,
+            "diff",
+            *DIFF_OPTIONS,
+            base,
+            "--",
+            *exclude_pathspecs(exclude),
+        ],
         env=env,
         config=DIFF_CONFIG,
         stdout=out,

@@ -141,3 +141,29 @@ def resolve_commit(repository: UserRepository, revision: Ref) -> GitResult[Commi
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         return _error(f"'{revision}' is not a commit")
     return Ok(CommitId(str(commit.id)))
+
+
+def tracked_path_in_commit(git_dir: GitDirPath, commit: CommitId, path: str) -> str | None:
+    """The path of ``commit``'s tree that is in the way of an untracked
+    ``path``: ``path`` itself when the tree has it (a file, a symbolic link,
+    a gitlink or a folder), or the first of its parent folders that the tree
+    holds as something other than a folder; ``None`` when the tree has
+    neither, so ``path`` is not tracked there.
+
+    Args:
+        git_dir: the repository's git directory.
+        commit: a full commit id of that repository.
+        path: relative to the top, ``/``-separated, normalised.
+    """
+    repo = pygit2.Repository(git_dir, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    tree = repo[commit].peel(pygit2.Tree)
+    parts = path.split("/")
+    for end in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:end])
+        try:
+            entry = tree[prefix]
+        except KeyError:
+            return None
+        if end == len(parts) or entry.type_str != "tree":
+            return prefix
+    return None

@@ -194,3 +194,32 @@ def list_worktrees(
             return Ok(parse_worktree_list(output))
         case Err() as err:
             return err
+
+
+def worktree_admin_dirs(common_dir: GitDirPath) -> dict[str, GitDirPath]:
+    """Map each linked worktree's top folder to its private folder.
+
+    Reads ``$GIT_COMMON_DIR/worktrees/<id>/gitdir``, which holds the path of
+    the worktree's ``.git`` file (gitrepository-layout(5), ``worktrees/<id>/
+    gitdir``); the top folder is that path without ``/.git``, as
+    ``git worktree list`` shows it (a relative one is taken from the
+    private folder).  Paths are normalised
+    (:func:`os.path.normpath`).  Unreadable entries are left out.
+    """
+    folder = os.path.join(common_dir, "worktrees")
+    try:
+        ids = os.listdir(folder)
+    except OSError:
+        return {}
+    found: dict[str, GitDirPath] = {}
+    for name in ids:
+        admin = os.path.join(folder, name)
+        try:
+            with open(os.path.join(admin, "gitdir"), "rb") as handle:
+                dotgit = handle.read().decode("utf-8", "surrogateescape").strip()
+        except OSError:
+            continue
+        if dotgit:  # relative with worktree.useRelativePaths (git 2.48)
+            top = os.path.dirname(os.path.join(admin, dotgit))
+            found[os.path.normpath(top)] = GitDirPath(admin)
+    return found

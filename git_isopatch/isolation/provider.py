@@ -12,7 +12,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +28,7 @@ from ..git.worktree import (
     worktree_admin_dir,
 )
 from .errors import IsopatchError, classify_os_error, known_failure
+from .inventory import DEFAULT_MAX_WORKTREES, make_room
 from .store import GitMetadataStore, IsolationStore, WorktreeRecord
 
 log = logging.getLogger("git_isopatch")
@@ -106,11 +107,25 @@ class WorktreeProvider:
         env: environment for git-isopatch's own git calls
             (:func:`git_isopatch.git.run.own_git_environment`).
         store: where the worktrees made are recorded.
+        max_worktrees: ``isopatch.maxWorktrees``: at most this many of our
+            worktrees stay registered; before one more is made, orphaned and
+            then the oldest kept ones are removed (:func:`.inventory.make_room`).
+            0 or less: no limit.
+        warn: called with a one-line warning (a kept worktree removed).
     """
 
-    def __init__(self, env: Mapping[str, str], store: IsolationStore | None = None) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        store: IsolationStore | None = None,
+        *,
+        max_worktrees: int = DEFAULT_MAX_WORKTREES,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.env = dict(env)
         self.store = store or GitMetadataStore()
+        self.max_worktrees = max_worktrees
+        self.warn = warn or log.warning
 
     def create(
         self,
@@ -128,7 +143,9 @@ class WorktreeProvider:
 
         Raises:
             IsopatchError: the folder or the worktree could not be made
-                (codes of :data:`.errors.FAILURE_TABLE`); nothing is left behind.
+                (codes of :data:`.errors.FAILURE_TABLE`), or
+                ``too-many-worktrees`` (``max_worktrees``); nothing is left
+                behind.
         """
         try:
             tmpdir = tempfile.mkdtemp(prefix="git-isopatch-", dir=tmp_root)
@@ -143,6 +160,17 @@ class WorktreeProvider:
         path = os.path.join(tmpdir, _worktree_name(repository))
         record = WorktreeRecord.for_this_process(tmpdir=tmpdir, base=base, command=command)
         with worktree_admin_lock(repository.common_dir):
+            try:
+                make_room(
+                    repository,
+                    self.store,
+                    env=self.env,
+                    limit=self.max_worktrees,
+                    warn=self.warn,
+                )
+            except BaseException:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+                raise
             added = add_detached_worktree(
                 repository.git_dir, path, base, lock_reason=record.lock_reason(), env=self.env
             )

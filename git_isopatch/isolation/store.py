@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,17 @@ from ..git.types import GitDirPath
 
 RECORD_FILE = "isopatch.json"
 LOCK_REASON_PREFIX = "git-isopatch"
+
+#: Default of ``isopatch.maxWorktrees``: how many worktrees git-isopatch
+#: keeps registered in one repository at most (:func:`.inventory.make_room`).
+#: Here, not in ``inventory``, so that the settings can name it without
+#: loading pygit2.
+DEFAULT_MAX_WORKTREES = 25
+
+
+#: ``git worktree add --lock --reason`` text of a worktree git-isopatch is
+#: making or running in; see :meth:`WorktreeRecord.lock_reason`.
+_LOCK_REASON = re.compile(r"\Agit-isopatch pid (\d+) on (\S+) started (\d+|None)\Z")
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -84,12 +96,42 @@ class WorktreeRecord:
     def owner_is_running(self) -> bool:
         """True when the owning process still runs on this host (same pid and
         same start time, so a reused pid does not count)."""
-        if self.host != socket.gethostname():
-            return True  # cannot tell from here: treat as running, never prune it
-        ticks = process_start_ticks(self.pid)
-        if ticks is None:
-            return False
-        return self.start_ticks is None or ticks == self.start_ticks
+        return owner_is_running(self.pid, self.host, self.start_ticks)
+
+
+def owner_is_running(pid: int, host: str, start_ticks: int | None) -> bool:
+    """True when process ``pid`` started at ``start_ticks`` still runs on
+    ``host``.  A process on another host cannot be seen from here: it counts
+    as running, so that nothing of it is ever pruned."""
+    if host != socket.gethostname():
+        return True
+    ticks = process_start_ticks(pid)
+    if ticks is None:
+        return False
+    return start_ticks is None or ticks == start_ticks
+
+
+@dataclass(frozen=True)
+class LockOwner:
+    """The process named by a git-isopatch lock reason."""
+
+    pid: int
+    host: str
+    start_ticks: int | None
+
+    def is_running(self) -> bool:
+        return owner_is_running(self.pid, self.host, self.start_ticks)
+
+
+def parse_lock_reason(reason: str | None) -> LockOwner | None:
+    """The owner named by a ``git worktree lock`` reason that
+    :meth:`WorktreeRecord.lock_reason` wrote, or ``None`` for any other
+    reason (a worktree someone else locked)."""
+    match = _LOCK_REASON.match(reason or "")
+    if match is None:
+        return None
+    ticks = None if match.group(3) == "None" else int(match.group(3))
+    return LockOwner(pid=int(match.group(1)), host=match.group(2), start_ticks=ticks)
 
 
 class IsolationStore(Protocol):

@@ -1,0 +1,333 @@
+"""Files git does not track, brought into the worktree (issue 5): ``--link``,
+``--copy``, ``isopatch.link``/``isopatch.copy`` and ``.worktreeinclude``;
+paths that leave the repository are refused before anything is made, and
+linked or copied paths never reach the patch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from repo_helpers import apply_to_clean_checkout, git, isopatch, repo_state, write_tree
+
+#: A command that needs its dependency: it runs a script from node_modules.
+TOOL = "#!/bin/sh\nprintf 'formatted by tool\\n' > src/app.txt\n"
+
+
+def _node_repo(make_repo, gitignore: str = "node_modules/\n") -> Path:
+    repo = make_repo({".gitignore": gitignore, "src/app.txt": "unformatted\n"})
+    write_tree(repo, {"node_modules/tool/run": TOOL, "node_modules/tool/data": "x\n"})
+    os.chmod(repo / "node_modules/tool/run", 0o755)
+    return repo
+
+
+def _patch(run) -> bytes:
+    assert run.returncode == 0, run.err
+    return Path(run.fields()["patch"]).read_bytes()
+
+
+def _worktree_folders(env: dict[str, str]) -> list[Path]:
+    return sorted(Path(env["TMPDIR"]).glob("git-isopatch-*"))
+
+
+def test_without_link_the_dependency_is_missing(env, make_repo, no_leftovers) -> None:
+    repo = _node_repo(make_repo)
+    run = isopatch("--porcelain", "--", "node_modules/tool/run", cwd=repo, env=env)
+    assert run.fields()["exit"] == "127"
+
+
+def test_link_brings_in_the_dependency_and_leaves_it_out_of_the_patch(
+    env, make_repo, tmp_path, no_leftovers
+) -> None:
+    repo = _node_repo(make_repo)
+    before = repo_state(repo, env)
+    run = isopatch(
+        "--porcelain",
+        "--link",
+        "node_modules",
+        "--",
+        "sh",
+        "-c",
+        "test -L node_modules && node_modules/tool/run",
+        cwd=repo,
+        env=env,
+    )
+    patch = _patch(run)
+    assert repo_state(repo, env) == before
+    assert b"node_modules" not in patch
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "c", env
+    )
+    assert (checkout / "src/app.txt").read_text() == "formatted by tool\n"
+
+
+@pytest.mark.parametrize(
+    "gitignore", ["node_modules/\n", "", "!node_modules\n"], ids=["dir-pattern", "none", "negated"]
+)
+def test_linked_path_stays_out_of_the_patch_whatever_gitignore_says(
+    env, make_repo, gitignore
+) -> None:
+    """A ``node_modules/`` pattern does not match a symbolic link, and a
+    command may even ``git add`` it: it is still not in the patch."""
+    repo = _node_repo(make_repo, gitignore)
+    if not gitignore.startswith("node_modules/"):
+        (repo / ".gitignore").write_text("")
+    for command in (["true"], ["git", "add", "-A"]):
+        run = isopatch("--porcelain", "--link", "node_modules", "--", *command, cwd=repo, env=env)
+        assert b"node_modules" not in _patch(run), command
+
+
+def test_writes_through_a_link_reach_the_original(env, make_repo) -> None:
+    """Documented: a link is the original (README, ``--link``)."""
+    repo = _node_repo(make_repo)
+    run = isopatch(
+        "--link",
+        "node_modules",
+        "--",
+        "sh",
+        "-c",
+        "echo cached > node_modules/cache",
+        cwd=repo,
+        env=env,
+    )
+    assert run.returncode == 0, run.err
+    assert (repo / "node_modules/cache").read_text() == "cached\n"
+
+
+def test_copy_is_independent_of_the_original(env, make_repo, tmp_path, no_leftovers) -> None:
+    repo = make_repo({".gitignore": ".env\nconf.d/\n", "out.txt": "\n"})
+    write_tree(
+        repo,
+        {
+            ".env": "TOKEN=1\n",
+            "conf.d/a.conf": "a\n",
+            "conf.d/deep/b.conf": "b\n",
+            "conf.d/l": "symlink:a.conf",
+        },
+    )
+    before = repo_state(repo, env)
+    script = (
+        "cat .env conf.d/a.conf conf.d/deep/b.conf > out.txt; readlink conf.d/l >> out.txt; "
+        "test ! -L .env && test ! -L conf.d && echo TOKEN=2 > .env && rm conf.d/a.conf"
+    )
+    run = isopatch(
+        "--porcelain",
+        "--copy",
+        ".env",
+        "--copy",
+        "conf.d",
+        "--",
+        "sh",
+        "-c",
+        script,
+        cwd=repo,
+        env=env,
+    )
+    patch = _patch(run)
+    assert repo_state(repo, env) == before
+    assert b".env" not in patch and b"conf.d" not in patch
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "c", env
+    )
+    assert (checkout / "out.txt").read_text() == "TOKEN=1\na\nb\na.conf\n"
+
+
+def test_worktreeinclude_copies_the_ignored_files_it_names(env, make_repo, tmp_path) -> None:
+    repo = make_repo(
+        {
+            ".gitignore": ".env\n*.local\nbuild/\n",
+            ".worktreeinclude": ".env\nconfig/\nnotes.txt\nsrc/\n",
+            "config/app.yml": "tracked\n",
+            "src/main.txt": "tracked\n",
+            "seen": "\n",
+        }
+    )
+    write_tree(
+        repo,
+        {
+            ".env": "E\n",
+            "config/dev.local": "L\n",
+            "config/untracked.yml": "not ignored\n",
+            "notes.txt": "not ignored\n",
+            "build/out": "ignored, not named\n",
+        },
+    )
+    names = ".env config/dev.local config/untracked.yml notes.txt build/out"
+    script = f"for f in {names}; do test -e $f && echo $f; done > seen; true"
+    for options, seen in (((), ".env\nconfig/dev.local\n"), (("--no-copy",), "")):
+        run = isopatch("--porcelain", *options, "--", "sh", "-c", script, cwd=repo, env=env)
+        assert _patch(run).count(b"diff --git ") == 1, "only 'seen' changed"
+        checkout = apply_to_clean_checkout(
+            repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / str(options), env
+        )
+        assert (checkout / "seen").read_text() == seen
+
+
+def test_configured_links_and_copies(env, make_repo, tmp_path) -> None:
+    repo = _node_repo(make_repo)
+    (repo / ".gitignore").write_text("node_modules/\n.env\n")
+    (repo / ".env").write_text("E\n")
+    git("config", "--add", "isopatch.link", "node_modules", cwd=repo, env=env)
+    script = "node_modules/tool/run && test -L node_modules && test -f .env && test ! -L .env"
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env, via_git=True)
+    assert run.fields()["exit"] == "1", "no .env yet"
+    run = isopatch(
+        "--porcelain",
+        "--",
+        "sh",
+        "-c",
+        script,
+        cwd=repo,
+        env=env,
+        git_options=("-c", "isopatch.copy=.env"),
+    )
+    assert run.fields()["exit"] == "0", run.err
+    assert b"node_modules" not in _patch(run) and b".env" not in _patch(run)
+    run = isopatch("--porcelain", "--no-link", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.fields()["exit"] == "127"
+
+
+def test_paths_are_taken_from_the_current_folder(env, make_repo, tmp_path) -> None:
+    repo = make_repo({".gitignore": "node_modules/\n", "web/app.txt": "x\n"})
+    write_tree(repo, {"node_modules/root": "r\n", "web/node_modules/web": "w\n"})
+    script = "cat node_modules/web ../node_modules/root > app.txt"
+    run = isopatch(
+        "--porcelain",
+        "--link",
+        "node_modules",
+        "--copy",
+        "../node_modules",
+        "--",
+        "sh",
+        "-c",
+        script,
+        cwd=repo / "web",
+        env=env,
+    )
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "c", env
+    )
+    assert (checkout / "web/app.txt").read_text() == "w\nr\n"
+
+
+def test_missing_source_is_a_warning(env, make_repo, no_leftovers) -> None:
+    repo = make_repo()
+    run = isopatch("--porcelain", "--link", "node_modules", "--", "true", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "warning: --link 'node_modules' does not exist; not linked\n" in run.err
+
+
+def test_a_path_inside_a_linked_one_is_not_copied_on_its_own(env, make_repo) -> None:
+    repo = _node_repo(make_repo)
+    run = isopatch(
+        "--porcelain",
+        "--link",
+        "node_modules",
+        "--copy",
+        "node_modules/tool",
+        "--",
+        "sh",
+        "-c",
+        "test -L node_modules",
+        cwd=repo,
+        env=env,
+    )
+    assert run.fields()["exit"] == "0", run.err
+    assert (
+        "warning: --copy 'node_modules/tool' is inside linked 'node_modules'; "
+        "not copied on its own\n" in run.err
+    )
+
+
+def _bad_input_repo(make_repo, tmp_path: Path, env: dict[str, str]) -> Path:
+    repo = make_repo({".gitignore": "ignored/\nescape\nold/\n", "src/a.txt": "a\n", "old": "o\n"})
+    git("rm", "-q", "old", cwd=repo, env=env)
+    git("commit", "-q", "-m", "'old' goes, and becomes an ignored folder", cwd=repo, env=env)
+    outside = tmp_path / "outside"
+    write_tree(outside, {"secret": "s\n"})
+    write_tree(
+        repo,
+        {
+            "ignored/file": "f\n",
+            "escape": f"symlink:{outside}",
+            "ignored/up": f"symlink:{outside}",
+            "ignored/gitdir": "symlink:../.git",
+            "old/x": "x\n",
+        },
+    )
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--link", "/etc"], "fatal: --link '/etc' is outside the repository (an absolute path)"),
+        (["--copy", "../outside"], "fatal: --copy '../outside' is outside the repository"),
+        (["--link", "ignored/../../outside"], "is outside the repository"),
+        (["--link", "escape"], "fatal: --link 'escape' resolves to '"),
+        (["--copy", "ignored/up/secret"], "outside the repository"),
+        (["--link", ".git"], "fatal: --link '.git' is inside a git directory"),
+        (["--copy", "ignored/gitdir"], "inside the git directory"),
+        (["--link", "."], "fatal: --link '.' is the whole work tree"),
+        (["--link", "src"], "fatal: --link 'src' is tracked in the base commit"),
+        (["--copy", "src/a.txt"], "fatal: --copy 'src/a.txt' is tracked in the base commit"),
+        (
+            ["--base", "HEAD~1", "--copy", "old/x"],
+            "fatal: --copy 'old/x' is tracked in the base commit ('old' is)",
+        ),
+        (
+            ["--link", "ignored", "--copy", "ignored"],
+            "fatal: --copy 'ignored' is both linked and copied",
+        ),
+        (["-c", "isopatch.link=/etc"], "fatal: isopatch.link '/etc' is outside the repository"),
+        (["-c", "isopatch.maxWorktrees=many"], "fatal: bad numeric config value 'many'"),
+    ],
+)
+def test_bad_paths_are_refused_before_anything_is_made(
+    env, make_repo, tmp_path, args, message, no_leftovers
+) -> None:
+    repo = _bad_input_repo(make_repo, tmp_path, env)
+    before = repo_state(repo, env)
+    if args[0] == "-c":
+        run = isopatch("--", "touch", "made", cwd=repo, env=env, git_options=tuple(args))
+    else:
+        run = isopatch(*args, "--", "touch", "made", cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    assert message in run.err
+    assert run.err.startswith("fatal: ") and "Traceback" not in run.err
+    assert repo_state(repo, env) == before
+    assert _worktree_folders(env) == []
+
+
+def test_worktreeinclude_symlink_out_of_the_repository_is_refused(
+    env, make_repo, tmp_path, no_leftovers
+) -> None:
+    repo = make_repo({".gitignore": ".env\n", ".worktreeinclude": ".env\n"})
+    write_tree(tmp_path, {"home-secret": "s\n"})
+    os.symlink(tmp_path / "home-secret", repo / ".env")
+    run = isopatch("--", "true", cwd=repo, env=env)
+    assert run.returncode == 128
+    assert run.err.startswith("fatal: .worktreeinclude '.env' resolves to '")
+    assert _worktree_folders(env) == []
+
+
+def test_copy_that_runs_out_of_space_is_fatal_and_leaves_nothing(
+    env, make_repo, tmp_path, no_leftovers
+) -> None:
+    repo = make_repo({".gitignore": "big\n"})
+    (repo / "big").write_bytes(os.urandom(3 << 20))
+    small = tmp_path / "small-tmp"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small], check=True)
+    try:
+        run = isopatch("--copy", "big", "--", "true", cwd=repo, env={**env, "TMPDIR": str(small)})
+        assert run.returncode == 128, run.err
+        assert run.err.startswith("fatal: could not copy '")
+        assert "No space left on device" in run.err
+        assert "Traceback" not in run.err
+        assert git("worktree", "list", "--porcelain", cwd=repo, env=env).count(b"worktree ") == 1
+        assert not [p for p in small.glob("git-isopatch-*/*")]
+    finally:
+        subprocess.run(["umount", small], check=True)
