@@ -22,7 +22,7 @@ def list_worktrees(
     repo_path: str = ".", environ: Mapping[str, str] | None = None
 ) -> list[OwnedWorktree]:
     """Every worktree git-isopatch made for the repository at ``repo_path``
-    (running, kept, orphaned or locked), in ``git worktree list`` order.
+    (running, kept, orphaned or locked), oldest first.
 
     Raises:
         IsopatchError: not a git repository, or git could not list worktrees.

@@ -95,8 +95,8 @@ class OwnedWorktree:
 def owned_worktrees(
     repository: UserRepository, store: IsolationStore, *, env: Mapping[str, str]
 ) -> list[OwnedWorktree]:
-    """Every worktree of the repository that git-isopatch made, in
-    ``git worktree list`` order.
+    """Every worktree of the repository that git-isopatch made, oldest
+    first (those of unknown age last).
 
     Raises:
         IsopatchError: git could not list the worktrees (a classified failure).
@@ -149,6 +149,7 @@ def owned_worktrees(
                 prunable=entry.prunable,
             )
         )
+    owned.sort(key=lambda w: (w.created is None, w.created or 0.0))
     return owned
 
 
