@@ -331,3 +331,27 @@ def test_copy_that_runs_out_of_space_is_fatal_and_leaves_nothing(
         assert not [p for p in small.glob("git-isopatch-*/*")]
     finally:
         subprocess.run(["umount", small], check=True)
+
+
+def test_linked_names_are_literal_not_patterns(env, make_repo, tmp_path) -> None:
+    """``--link 'dep*'`` leaves out exactly ``dep*``: a tracked ``depot.txt``
+    that the command changes is still in the patch."""
+    repo = make_repo({".gitignore": "dep[*]\n", "depot.txt": "old\n"})
+    write_tree(repo, {"dep*/file": "f\n"})
+    run = isopatch(
+        "--porcelain",
+        "--link",
+        "dep*",
+        "--",
+        "sh",
+        "-c",
+        "cat 'dep*/file' > depot.txt && git add -A",
+        cwd=repo,
+        env=env,
+    )
+    patch = _patch(run)
+    assert patch.count(b"diff --git ") == 1
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "c", env
+    )
+    assert (checkout / "depot.txt").read_text() == "f\n"
