@@ -154,7 +154,9 @@ def worktree_list_lines(worktrees: Iterable[OwnedWorktree], now: float) -> list[
         return []
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3]
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
+        + "  "
+        + row[3]
         for row in rows
     ]
 
