@@ -216,9 +216,7 @@ def include_requests(
     return requests
 
 
-def snapshot_base(
-    repository: UserRepository, env: Mapping[str, str], tmp_root: str | None
-) -> CommitId:
+def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: str) -> CommitId:
     """``--include-uncommitted``: a commit of the work tree as it is, on top
     of ``HEAD`` (or parentless on an unborn branch); nothing of the user's
     is written (:func:`.git.snapshot.snapshot_work_tree`).
@@ -238,7 +236,9 @@ def snapshot_base(
         code = classify_os_error(exc)
         if code is None:
             raise
-        raise IsopatchError(code, f"could not create a temporary folder: {exc.strerror}") from exc
+        raise IsopatchError(
+            code, f"could not create a temporary folder in '{tmp_root}': {exc.strerror}"
+        ) from exc
     with scratch as folder:
         result = snapshot_work_tree(repository.git_dir, repository.top, head, folder, env=env)
     match result:
@@ -333,6 +333,8 @@ def capture(
         raise ValueError("include_uncommitted starts from HEAD; base must be 'HEAD'")
     environ = os.environ if environ is None else environ
     warn = warn or log.warning
+    if tmp_root is None:
+        tmp_root = environ.get("TMPDIR") or "/tmp"
     output = os.path.abspath(output) if output is not None else None
     repository = open_repository(repo_path, environ)
     settings = resolve_settings(

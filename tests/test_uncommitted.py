@@ -177,3 +177,26 @@ def test_read_only_object_store_is_fatal(env, make_repo, no_leftovers) -> None:
         assert repo_state(repo, env) == before
     finally:
         subprocess.run(["umount", objects], check=True)
+
+
+def test_no_space_in_tmpdir_for_the_temporary_index_is_fatal(
+    env, make_repo, tmp_path, no_leftovers
+) -> None:
+    repo = make_repo({"a": "a\n"})
+    (repo / "a").write_text("b\n")
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", full], check=True)
+    try:
+        (full / "filler").write_bytes(b"x" * 4096)
+        before = repo_state(repo, env)
+        run = isopatch(
+            "--include-uncommitted", "--", "true", cwd=repo, env={**env, "TMPDIR": str(full)}
+        )
+        assert run.returncode == 128, run.err
+        assert run.err.startswith("fatal: could not snapshot the work tree: cannot copy the index")
+        assert run.err.endswith(": No space left on device\n")
+        assert repo_state(repo, env) == before
+        assert sorted(p.name for p in full.iterdir()) == ["filler"]
+    finally:
+        subprocess.run(["umount", full], check=True)
