@@ -282,3 +282,18 @@ def test_list_outside_a_repository_is_fatal(env, tmp_path) -> None:
     run = isopatch("list", cwd=tmp_path, env=env)
     assert run.returncode == 128
     assert run.err == "fatal: not a git repository (or any of the parent directories): .git\n"
+
+
+def test_prune_removes_a_kept_worktree_whose_folder_is_gone(env, make_repo) -> None:
+    repo = make_repo()
+    kept = _kept(repo, env)
+    shutil.rmtree(Path(kept).parent)
+    [entry] = _listed(repo, env)
+    assert (entry["state"], entry["prunable"]) == (
+        "kept",
+        "gitdir file points to non-existent location",
+    )
+    run = isopatch("prune", cwd=repo, env=env)
+    assert (run.returncode, run.out, run.err) == (0, "", "")
+    assert _listed(repo, env) == []
+    assert _git_list(repo, env).count(b"worktree ") == 1
