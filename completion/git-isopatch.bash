@@ -15,13 +15,29 @@
 _git_isopatch ()
 {
 	local i=$(( ${__git_cmd_idx:-1} + 1 )) command_at=0
+	# `list` and `prune` are subcommands only as the first word
+	if [ "$i" -lt "$cword" ]; then
+		case "${words[i]}" in
+		list)
+			case "$prev" in -C) return ;; esac
+			__gitcomp "--porcelain -z -C"
+			return
+			;;
+		prune)
+			case "$prev" in -C|--expire) return ;; esac
+			case "$cur" in --expire=*) return ;; esac
+			__gitcomp "--expire= --dry-run --verbose -C"
+			return
+			;;
+		esac
+	fi
 	while [ "$i" -lt "$cword" ]; do
 		case "${words[i]}" in
 		--)
 			command_at=$((i + 1))
 			break
 			;;
-		--base|-C|-o|--output|--timeout)
+		--base|-C|-o|--output|--timeout|--link|--copy)
 			i=$((i + 1)) # its value
 			;;
 		-*)
@@ -40,8 +56,8 @@ _git_isopatch ()
 			__git_complete_refs
 			return
 			;;
-		-C|-o|--output|--timeout)
-			return # a folder, a file (file name completion), seconds
+		-C|-o|--output|--timeout|--link|--copy)
+			return # a folder, a file or path (file name completion), seconds
 			;;
 		esac
 		case "$cur" in
@@ -49,13 +65,14 @@ _git_isopatch ()
 			__git_complete_refs --cur="${cur#--base=}"
 			return
 			;;
-		--output=*|--timeout=*)
+		--output=*|--timeout=*|--link=*|--copy=*)
 			return
 			;;
 		-*)
 			__gitcomp "
-				--base= -C --output= --stdout --porcelain -z --json --keep
-				--timeout= --exit-code --quiet --help --version -- --no-keep
+				--base= --include-uncommitted -C --link= --copy= --output=
+				--stdout --porcelain -z --json --keep --timeout= --exit-code
+				--quiet --help --version -- --no-keep --no-link --no-copy
 				"
 			return
 			;;

@@ -333,8 +333,6 @@ def capture(
         raise ValueError("include_uncommitted starts from HEAD; base must be 'HEAD'")
     environ = os.environ if environ is None else environ
     warn = warn or log.warning
-    if tmp_root is None:
-        tmp_root = environ.get("TMPDIR") or "/tmp"
     output = os.path.abspath(output) if output is not None else None
     repository = open_repository(repo_path, environ)
     settings = resolve_settings(

@@ -187,6 +187,29 @@ def test_configured_links_and_copies(env, make_repo, tmp_path) -> None:
     assert b"node_modules" not in _patch(run) and b".env" not in _patch(run)
     run = isopatch("--porcelain", "--no-link", "--", "sh", "-c", script, cwd=repo, env=env)
     assert run.fields()["exit"] == "127"
+    # an empty value clears the values before it, as for push.pushOption
+    run = isopatch(
+        "--porcelain",
+        "--",
+        "sh",
+        "-c",
+        "test -L node_modules",
+        cwd=repo,
+        env=env,
+        git_options=("-c", "isopatch.link="),
+    )
+    assert run.fields()["exit"] == "1"
+    run = isopatch(
+        "--porcelain",
+        "--",
+        "sh",
+        "-c",
+        "test -L node_modules",
+        cwd=repo,
+        env=env,
+        git_options=("-c", "isopatch.link=", "-c", "isopatch.link=node_modules"),
+    )
+    assert run.fields()["exit"] == "0"
 
 
 def test_paths_are_taken_from_the_current_folder(env, make_repo, tmp_path) -> None:
@@ -282,7 +305,11 @@ def _bad_input_repo(make_repo, tmp_path: Path, env: dict[str, str]) -> Path:
             "fatal: --copy 'ignored' is both linked and copied",
         ),
         (["-c", "isopatch.link=/etc"], "fatal: isopatch.link '/etc' is outside the repository"),
-        (["-c", "isopatch.maxWorktrees=many"], "fatal: bad numeric config value 'many'"),
+        (
+            ["-c", "isopatch.maxWorktrees=many"],
+            "fatal: bad config value for 'isopatch.maxWorktrees'\n"
+            "hint: 'many' is not a number of worktrees (0 for no limit)\n",
+        ),
     ],
 )
 def test_bad_paths_are_refused_before_anything_is_made(

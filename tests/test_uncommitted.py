@@ -155,7 +155,9 @@ def test_include_uncommitted_with_base_is_a_usage_error(env, make_repo) -> None:
     assert run.returncode == 0, run.err
     run = isopatch("--include-uncommitted", "--base", "main", "--", "true", cwd=repo, env=env)
     assert run.returncode == 129
-    assert run.err.startswith("error: --include-uncommitted cannot be used with --base\n")
+    assert run.err.startswith(
+        "error: options '--include-uncommitted' and '--base' cannot be used together\n"
+    )
 
 
 def test_read_only_object_store_is_fatal(env, make_repo, no_leftovers) -> None:

@@ -32,7 +32,12 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         assert run.err == ""
         lines = run.out.split("\n")
         assert lines[0] == SYNOPSIS
-        assert lines[1] == ""
+        # the subcommands' forms follow, as git prints them ("   or: ...")
+        assert lines[1:4] == [
+            "   or: git isopatch list [--porcelain [-z]] [-C <path>]",
+            "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
+            "",
+        ]
         assert run.out.endswith("\n\n"), "git ends the usage with a blank line"
         assert "    --base <ref>          commit to start from (default HEAD)" in lines
         assert "    -o, --output <file>   write the patch to <file>" in lines

@@ -188,7 +188,7 @@ def test_prune_bad_expire_is_a_usage_error(env, make_repo) -> None:
     kept = _kept(repo, env)
     run = isopatch("prune", "--expire", "garbage", cwd=repo, env=env)
     assert run.returncode == 129
-    assert run.err.startswith("error: --expire: malformed expiration date 'garbage'\n")
+    assert run.err.startswith("error: option 'expire': malformed expiration date 'garbage'\n")
     assert "usage: git isopatch prune" in run.err
     assert Path(kept).is_dir()
 
@@ -263,11 +263,11 @@ def test_subcommands_are_only_recognised_first(env, make_repo, tmp_path) -> None
 @pytest.mark.parametrize(
     ("args", "status", "first_line"),
     [
-        (["list", "-h"], 129, "usage: git isopatch list [--porcelain [-z]]"),
-        (["prune", "-h"], 129, "usage: git isopatch prune [--expire <time>] [-n] [-v]"),
+        (["list", "-h"], 129, "usage: git isopatch list [--porcelain [-z]] [-C <path>]"),
+        (["prune", "-h"], 129, "usage: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"),
         (["list", "extra"], 129, "error: got unexpected extra argument(s) (extra)"),
-        (["list", "-z"], 129, "error: -z needs --porcelain"),
-        (["prune", "--expire"], 129, "error: option '--expire' requires an argument."),
+        (["list", "-z"], 129, "error: the option '-z' requires '--porcelain'"),
+        (["prune", "--expire"], 129, "error: option 'expire' requires a value"),
     ],
 )
 def test_subcommand_usage(env, make_repo, args, status, first_line) -> None:
