@@ -51,6 +51,15 @@ def _read_common_dir(git_dir: str) -> str:
     return os.path.normpath(os.path.join(git_dir, common))
 
 
+def _config_bool(repo: pygit2.Repository, key: str) -> bool:
+    """``key`` of the repository's configuration as a boolean (false when
+    unset or not a boolean)."""
+    try:
+        return bool(repo.config.get_bool(key))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+
+
 def _inside(path: str, folder: str) -> bool:
     path, folder = os.path.realpath(path), os.path.realpath(folder)
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
@@ -61,8 +70,12 @@ def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[Use
 
     ``GIT_DIR`` and ``GIT_WORK_TREE`` in ``environ`` are honoured the way git
     honours them (git(1), ENVIRONMENT; they are exported to hooks and to
-    ``!`` aliases): relative values are taken from ``path``; with ``GIT_DIR``
-    and no work tree given, ``path`` is the top of the work tree.
+    ``!`` aliases): relative values are taken from ``path``; ``GIT_WORK_TREE``
+    names the top of the work tree, with or without ``GIT_DIR``; with
+    ``GIT_DIR`` and neither ``GIT_WORK_TREE`` nor ``core.worktree``, ``path``
+    is the top, and a ``core.bare`` repository has no work tree.
+    ``GIT_PREFIX`` is not read: like every git command in a ``!`` alias,
+    git-isopatch acts on its own working folder.
 
     Returns:
         ``Ok(UserRepository)``, or ``Err`` whose ``reason`` is one of
@@ -94,10 +107,14 @@ def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[Use
         return _error("not a git repository (or any of the parent directories): .git")
     git_dir = os.path.normpath(os.path.abspath(git_dir))
     env_work_tree = environ.get("GIT_WORK_TREE")
-    if env_git_dir:
-        top = os.path.join(path, env_work_tree) if env_work_tree else (repo.workdir or path)
-        if env_work_tree is None and repo.workdir is None:
-            top = path
+    if env_work_tree:
+        top = os.path.join(path, env_work_tree)
+    elif env_git_dir:
+        # git(1), GIT_DIR: without GIT_WORK_TREE or core.worktree the current
+        # folder is the top of the work tree, unless core.bare says none.
+        if _config_bool(repo, "core.bare"):
+            return _error("this operation must be run in a work tree")
+        top = repo.workdir if "core.worktree" in repo.config and repo.workdir else path
     else:
         if repo.is_bare or repo.workdir is None:
             return _error("this operation must be run in a work tree")

@@ -63,13 +63,20 @@ _KEPT_FOR_OWN_CALLS = frozenset(
 )
 
 
+#: Variables of :data:`LOCAL_REPO_ENV` the command keeps: the ``git -c``
+#: settings of the ``git isopatch`` invocation, which git itself passes on
+#: to commands it runs in another repository (``prepare_other_repo_env``).
+_KEPT_FOR_COMMAND = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"})
+
+
 def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """Return ``environ`` without the variables of :data:`LOCAL_REPO_ENV`.
+    """Return ``environ`` without the variables of :data:`LOCAL_REPO_ENV`
+    (but with ``git -c`` settings, as git keeps them for a submodule).
 
     This is the environment the user's command runs with, so that a ``git``
     it runs acts on the worktree it stands in, never on the user's index.
     """
-    return {k: v for k, v in environ.items() if k not in LOCAL_REPO_ENV}
+    return {k: v for k, v in environ.items() if k not in LOCAL_REPO_ENV or k in _KEPT_FOR_COMMAND}
 
 
 def own_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
