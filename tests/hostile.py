@@ -1,6 +1,6 @@
-"""Helpers for the hostile-environment tests (issue 4): small file systems,
-process checks, and the profile of diff configuration that must not change
-the patch.  Repository helpers are in ``repo_helpers.py``."""
+"""Helpers for the hostile-environment tests (issue 4): read-only mounts,
+process checks, hooks and scripts.  Repository helpers (and ``tmpfs``) are
+in ``repo_helpers.py``."""
 
 from __future__ import annotations
 
@@ -18,27 +18,6 @@ from repo_helpers import git
 
 def _mount(args: list[str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["mount", *args], capture_output=True, check=False)
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, *, size: str | None = None, readonly: bool = False) -> Iterator[Path]:
-    """Mount a tmpfs at ``path`` (made if missing), of ``size`` bytes
-    (``mount -o size=``, e.g. ``"64k"``), read-only with ``readonly``; always
-    unmounted afterwards.  Fails the test when mounting is refused (the tests
-    run as root, where it works)."""
-    path.mkdir(parents=True, exist_ok=True)
-    options = ["mode=0755"]
-    if size is not None:
-        options.append(f"size={size}")
-    if readonly:
-        options.append("ro")
-    done = _mount(["-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(path)])
-    assert done.returncode == 0, f"cannot mount a tmpfs: {done.stderr.decode(errors='replace')}"
-    try:
-        yield path
-    finally:
-        if subprocess.run(["umount", str(path)], capture_output=True, check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(path)], capture_output=True, check=True)
 
 
 @contextlib.contextmanager

@@ -5,13 +5,16 @@ repository that git-isopatch must never write to.  Fixtures are in
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 BIN_DIR = Path(sys.executable).parent
 ISOPATCH = BIN_DIR / "git-isopatch"
@@ -191,3 +194,22 @@ def apply_to_clean_checkout(
     if patch.stat().st_size:
         git("apply", "--binary", "--whitespace=nowarn", patch, cwd=dest, env=env)
     return dest
+
+
+@contextlib.contextmanager
+def tmpfs(mountpoint: Path, size: str, *options: str) -> Iterator[Path]:
+    """Mount a tmpfs of ``size`` (e.g. ``"256k"``) at ``mountpoint``; we
+    run as root, so a full or read-only file system is how writes fail."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    opts = ",".join((f"size={size}", "mode=0777", *options))
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mountpoint)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root and mount): {done.stderr.strip()}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=False)

@@ -3,14 +3,11 @@ installed executable, each checking what is left behind."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, repo_state
+from repo_helpers import git, isopatch, repo_state, tmpfs
 
 
 def _temp_entries(env: dict[str, str]) -> list[Path]:
@@ -20,25 +17,6 @@ def _temp_entries(env: dict[str, str]) -> list[Path]:
 def _registered_worktrees(repo: Path, env: dict[str, str]) -> list[str]:
     out = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
     return [line for line in out.splitlines() if line.startswith("worktree ")][1:]
-
-
-@contextlib.contextmanager
-def tmpfs(mountpoint: Path, size: str, *options: str) -> Iterator[Path]:
-    """Mount a tmpfs of ``size`` (e.g. ``"256k"``) at ``mountpoint``; we
-    run as root, so a full or read-only file system is how writes fail."""
-    mountpoint.mkdir(parents=True, exist_ok=True)
-    opts = ",".join((f"size={size}", "mode=0777", *options))
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mountpoint)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root and mount): {done.stderr.strip()}")
-    try:
-        yield mountpoint
-    finally:
-        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
 def test_the_commands_own_exit_code_with_the_patch(env, make_repo, no_leftovers) -> None:

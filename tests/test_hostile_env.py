@@ -15,8 +15,13 @@ from repo_helpers import apply_to_clean_checkout, git, isopatch, repo_state, tre
 from git_isopatch.git.run import LOCAL_REPO_ENV
 
 #: What the command in the hook or alias does: rewrites a tracked file, adds
-#: a file, stages everything and commits, in the worktree.
-COMMAND = "printf 'formatted\\n' > README; echo new > new.txt; git add -A; git commit --no-verify -qm inside"
+#: a file, stages everything and commits, in the worktree (``--no-verify``:
+#: the hook that runs git isopatch would otherwise fire again for this
+#: commit, and again, without end).
+COMMAND = (
+    "printf 'formatted\\n' > README; echo new > new.txt; git add -A; "
+    "git commit --no-verify -qm inside"
+)
 
 
 def _head(repo: Path, env: dict[str, str]) -> str:

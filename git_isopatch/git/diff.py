@@ -16,20 +16,34 @@ from .run import run_git
 from .types import CommitId, WorktreePath
 
 #: ``-c`` settings for the diff that have no command-line option (git-config(1)).
+#: ``core.fsmonitor`` is off: a file system monitor hook (a stale watcher)
+#: could tell git that files the command changed are unchanged, and it is a
+#: hook the user did not ask to run here (issue 4).
 DIFF_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.quotePath", "true"),
     ("diff.noprefix", "false"),
     ("diff.mnemonicPrefix", "false"),
     ("diff.suppressBlankEmpty", "false"),
     ("core.fileMode", "true"),
+    ("core.fsmonitor", "false"),
     ("diff.ignoreSubmodules", "none"),
     ("core.hooksPath", os.devnull),
 )
 
+#: Rename detection gives up above this many candidates (git's own default
+#: of ``diff.renameLimit``, diff.c); pinned so that the setting cannot
+#: change which renames the patch shows.
+RENAME_LIMIT = 1000
+
 #: ``git diff`` options that pin the patch format (git-diff(1)): binary
 #: patches with full ids, ``a/`` and ``b/`` prefixes, no colour, no external
-#: driver, no textconv, paths from the top, rename detection, submodules as
-#: gitlinks, three lines of context and no file ordering.
+#: driver, no textconv, paths from the top, rename detection with git's
+#: default limit, submodules as gitlinks, three lines of context, no file
+#: ordering, and the default (Myers) algorithm with the indent heuristic
+#: (``diff.algorithm``, ``diff.indentHeuristic``).  What stays the
+#: repository's own: the text after ``@@ ... @@`` in a hunk header, which
+#: the ``diff`` attribute's driver (``diff.<driver>.xfuncname``) chooses and
+#: ``git apply`` ignores.
 DIFF_OPTIONS: tuple[str, ...] = (
     "--binary",
     "--full-index",
@@ -40,6 +54,9 @@ DIFF_OPTIONS: tuple[str, ...] = (
     "--dst-prefix=b/",
     "--no-relative",
     "--find-renames",
+    f"-l{RENAME_LIMIT}",
+    "--diff-algorithm=myers",
+    "--indent-heuristic",
     "--submodule=short",
     "--ignore-submodules=none",
     "--unified=3",

@@ -16,10 +16,12 @@ from .types import CommitId, GitDirPath, WorktreePath
 
 #: Configuration for ``git worktree add``: no repository hook runs
 #: (githooks(5), ``core.hooksPath``; a husky or LFS ``post-checkout`` must not
-#: fire), and checkout uses git's parallel workers (git-config(1),
-#: ``checkout.workers``; 0 means one per core).
+#: fire), nor a file system monitor hook (``core.fsmonitor``), and checkout
+#: uses git's parallel workers (git-config(1), ``checkout.workers``; 0 means
+#: one per core).
 WORKTREE_ADD_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", os.devnull),
+    ("core.fsmonitor", "false"),
     ("checkout.workers", "0"),
 )
 
