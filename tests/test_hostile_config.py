@@ -9,7 +9,6 @@ changes what ``git diff`` prints, so the comparison can fail.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -344,3 +343,48 @@ def test_each_setting_changes_plain_git_diff(world: World, tmp_path: Path) -> No
     plain = diff((), {})
     unchanged = [s.name for s in world.settings if s.witness and diff(s.config, s.environ) == plain]
     assert unchanged == []
+
+
+@pytest.mark.parametrize("level", ["global", "environment"])
+def test_autocrlf_patch_holds_the_content_git_stores(env, make_repo, tmp_path, level) -> None:
+    """``core.autocrlf`` is not diff output but content conversion: the
+    worktree is checked out as the user's own checkout is (CRLF here), and
+    the patch holds what git would store (LF), like ``git diff``.  ``git
+    apply`` on a checkout made with the same configuration reproduces the
+    command's files byte for byte, except a change of line endings alone,
+    which is no change for git either (gitattributes(5), ``text``)."""
+    repo = make_repo({"t.txt": "a\nb\n", "u.txt": "x\n"})
+    if level == "global":
+        git("config", "--global", "core.autocrlf", "true", cwd=repo, env=env)
+        crlf_env = env
+    else:
+        crlf_env = {
+            **env,
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "core.autocrlf",
+            "GIT_CONFIG_VALUE_0": "true",
+        }
+    command = "od -c t.txt > \"$OUT\"; printf 'c\\r\\n' >> t.txt; printf 'new\\r\\n' > n.txt; "
+    command += "printf 'x\\n' > u.txt"
+    seen = tmp_path / "seen"
+    run = isopatch(
+        "--keep", "--porcelain", "--", "sh", "-c", command,
+        cwd=repo, env={**crlf_env, "OUT": str(seen)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    worktree = Path(fields["worktree"])
+    try:
+        assert "\\r" in seen.read_text()  # the command saw CRLF, as in a checkout
+        patch = Path(fields["patch"])
+        assert b"\r" not in patch.read_bytes()
+        assert b"u.txt" not in patch.read_bytes()
+        checkout = apply_to_clean_checkout(
+            repo, fields["base"], patch, tmp_path / "checkout", crlf_env
+        )
+        for name in ("t.txt", "n.txt"):
+            assert (checkout / name).read_bytes() == (worktree / name).read_bytes()
+        assert (worktree / "t.txt").read_bytes() == b"a\r\nb\r\nc\r\n"
+        assert (checkout / "u.txt").read_bytes() == b"x\r\n"  # the line-ending-only change
+    finally:
+        git("worktree", "remove", "--force", worktree, cwd=repo, env=env)

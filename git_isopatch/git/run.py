@@ -45,7 +45,8 @@ LOCAL_REPO_ENV = frozenset(
 #: ``GIT_*`` variables kept for git-isopatch's own git calls: where git and
 #: its configuration live, and tracing.  Every other ``GIT_*`` variable
 #: (``GIT_DIFF_OPTS``, ``GIT_EXTERNAL_DIFF``, ``GIT_*_PATHSPECS``, ...) could
-#: change the patch or the paths git acts on, so it is dropped.
+#: change the patch or the paths git acts on, so it is dropped; but see
+#: :func:`is_config_variable`.
 _KEPT_FOR_OWN_CALLS = frozenset(
     {
         "GIT_EXEC_PATH",
@@ -63,30 +64,44 @@ _KEPT_FOR_OWN_CALLS = frozenset(
 )
 
 
-#: Variables of :data:`LOCAL_REPO_ENV` the command keeps: the ``git -c``
-#: settings of the ``git isopatch`` invocation, which git itself passes on
-#: to commands it runs in another repository (``prepare_other_repo_env``).
-_KEPT_FOR_COMMAND = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"})
+def is_config_variable(name: str) -> bool:
+    """True for the variables that carry ``git -c`` settings
+    (``GIT_CONFIG_PARAMETERS``) and ``GIT_CONFIG_COUNT`` with its
+    ``GIT_CONFIG_KEY_<n>``/``GIT_CONFIG_VALUE_<n>`` (git-config(1)).
+
+    Both git-isopatch's own git calls and the command keep them: they are
+    configuration like the files, and git itself passes them on to commands
+    it runs in another repository (``prepare_other_repo_env``).  The diff's
+    pinned settings still win: ``-c`` on the command line comes after them.
+    """
+    return name in ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT") or name.startswith(
+        ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+    )
 
 
 def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """Return ``environ`` without the variables of :data:`LOCAL_REPO_ENV`
-    (but with ``git -c`` settings, as git keeps them for a submodule).
+    (but with the ``git -c`` settings, see :func:`is_config_variable`).
 
     This is the environment the user's command runs with, so that a ``git``
     it runs acts on the worktree it stands in, never on the user's index.
     """
-    return {k: v for k, v in environ.items() if k not in LOCAL_REPO_ENV or k in _KEPT_FOR_COMMAND}
+    return {k: v for k, v in environ.items() if k not in LOCAL_REPO_ENV or is_config_variable(k)}
 
 
 def own_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """Return the environment for git-isopatch's own git calls.
 
-    Drops every ``GIT_*`` variable but those of ``_KEPT_FOR_OWN_CALLS``, sets
-    ``LC_ALL=C`` (messages are parsed), ``GIT_TERMINAL_PROMPT=0`` and
+    Drops every ``GIT_*`` variable but those of ``_KEPT_FOR_OWN_CALLS`` and
+    the ``git -c`` settings (:func:`is_config_variable`), sets ``LC_ALL=C``
+    (messages are parsed), ``GIT_TERMINAL_PROMPT=0`` and
     ``GIT_OPTIONAL_LOCKS=0`` (a status-like read must not rewrite the index).
     """
-    env = {k: v for k, v in environ.items() if not k.startswith("GIT_") or k in _KEPT_FOR_OWN_CALLS}
+    env = {
+        k: v
+        for k, v in environ.items()
+        if not k.startswith("GIT_") or k in _KEPT_FOR_OWN_CALLS or is_config_variable(k)
+    }
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"
