@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hostile import script
+from hostile import Setting, hostile_settings, write_hostile_scripts
 from repo_helpers import apply_to_clean_checkout, git, isopatch, repo_state, tree_manifest
 
 README = "".join(f"line {n}\n" if n % 4 else "\n" for n in range(1, 31))
@@ -114,96 +114,8 @@ git -c core.fsmonitor=false update-index --cacheinfo "160000,$SUBMODULE_NEXT,sm"
 """
 
 
-@dataclass(frozen=True)
-class Setting:
-    """A hostile setting: configuration pairs, environment variables, and
-    whether plain ``git diff`` shows its effect (``witness``).
-
-    ``funcname``: the setting may change the text after ``@@ ... @@`` in
-    hunk headers, and nothing else.  That text is chosen by the ``diff``
-    attribute's driver (``diff.<driver>.xfuncname``), which git-isopatch
-    cannot turn off for drivers it does not know; ``git apply`` ignores it.
-    """
-
-    name: str
-    config: tuple[tuple[str, str], ...] = ()
-    environ: dict[str, str] = field(default_factory=dict)
-    witness: bool = True
-    funcname: bool = False
-
-
 def _without_funcname(patch: bytes) -> bytes:
     return re.sub(rb"(?m)^(@@ [^@\n]* @@).*$", rb"\1", patch)
-
-
-def hostile_settings(scripts: Path) -> list[Setting]:
-    """The family of the issue; ``scripts`` holds the drivers and files."""
-    attributes = scripts / "attributes"
-    order = scripts / "order"
-    return [
-        Setting("noprefix", (("diff.noprefix", "true"),)),
-        Setting("mnemonicPrefix", (("diff.mnemonicPrefix", "true"),)),
-        # diff.srcPrefix/dstPrefix came with git 2.45; 2.39 ignores them
-        Setting(
-            "srcPrefix/dstPrefix",
-            (("diff.srcPrefix", "SRC/"), ("diff.dstPrefix", "DST/")),
-            witness=False,
-        ),
-        Setting("color.ui", (("color.ui", "always"),)),
-        Setting("color.diff", (("color.diff", "always"), ("diff.colorMoved", "zebra"))),
-        Setting("context", (("diff.context", "0"),)),
-        Setting("interHunkContext", (("diff.interHunkContext", "10"),)),
-        Setting("relative", (("diff.relative", "true"),)),
-        Setting("external", (("diff.external", str(scripts / "external")),)),
-        Setting(
-            "textconv",
-            (
-                ("diff.hostile.textconv", str(scripts / "textconv")),
-                ("core.attributesFile", str(attributes)),
-            ),
-        ),
-        Setting("xfuncname", (("diff.hostile.xfuncname", "^(l.*)$"),), funcname=True),
-        Setting(
-            "attribute external driver", (("diff.hostile.command", str(scripts / "external")),)
-        ),
-        Setting("renames=copies", (("diff.renames", "copies"),)),
-        Setting("renames=false", (("diff.renames", "false"),)),
-        Setting("renameLimit", (("diff.renameLimit", "1"),)),
-        Setting("quotePath", (("core.quotePath", "false"),)),
-        Setting("submodule=log", (("diff.submodule", "log"),)),
-        Setting("submodule=diff", (("diff.submodule", "diff"),)),
-        Setting("ignoreSubmodules", (("diff.ignoreSubmodules", "all"),)),
-        Setting("submodule.sm.ignore", (("submodule.sm.ignore", "all"),)),
-        Setting("orderFile", (("diff.orderFile", str(order)),)),
-        Setting("suppressBlankEmpty", (("diff.suppressBlankEmpty", "true"),)),
-        Setting("algorithm=patience", (("diff.algorithm", "patience"),)),
-        Setting("algorithm=histogram", (("diff.algorithm", "histogram"),)),
-        Setting("indentHeuristic", (("diff.indentHeuristic", "false"),)),
-        Setting("bigFileThreshold", (("core.bigFileThreshold", "1"),)),
-        Setting("abbrev", (("core.abbrev", "4"),)),
-        Setting("fileMode", (("core.fileMode", "false"),)),
-        # no pager runs on a pipe, so plain git diff shows nothing either
-        Setting(
-            "pager",
-            (("core.pager", str(scripts / "pager")), ("pager.diff", str(scripts / "pager"))),
-            witness=False,
-        ),
-        # an fsmonitor hook that says nothing changed (a stale watcher)
-        Setting("fsmonitor", (("core.fsmonitor", str(scripts / "fsmonitor")),), witness=False),
-        Setting("GIT_DIFF_OPTS", environ={"GIT_DIFF_OPTS": "--unified=0"}),
-        Setting("GIT_EXTERNAL_DIFF", environ={"GIT_EXTERNAL_DIFF": str(scripts / "external")}),
-    ]
-
-
-def _write_scripts(scripts: Path) -> None:
-    """Drivers that leave a mark in $HOSTILE_MARKS when git runs them."""
-    mark = 'echo "$0 $* from $(ps -o args= $PPID)" >> "$HOSTILE_MARKS/$(basename "$0")"\n'
-    script(scripts / "external", mark + 'echo "external diff of $1"\n')
-    script(scripts / "textconv", mark + 'sed "s/^/TEXTCONV /" "$1"\n')
-    script(scripts / "pager", mark + "sed 's/^/PAGER /'\n")
-    script(scripts / "fsmonitor", mark + "printf 'token\\0'\n")
-    (scripts / "attributes").write_text("* diff=hostile\n")
-    (scripts / "order").write_text("sm\n*.bin\nsub/*\n*\n")
 
 
 @dataclass
@@ -233,7 +145,7 @@ def world(env: dict[str, str], make_repo, tmp_path: Path) -> Iterator[World]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
     scripts = tmp_path / "scripts"
-    _write_scripts(scripts)
+    write_hostile_scripts(scripts)
     marks = tmp_path / "marks"
     marks.mkdir()
     run_env = {

@@ -99,6 +99,7 @@ def _check_roundtrip(
     tree: dict[str, bytes],
     changes: list[dict],
     extra_args: tuple[str, ...] = (),
+    isopatch_env: dict[str, str] | None = None,
 ) -> None:
     repo = root / "repo"
     repo.mkdir()
@@ -125,7 +126,7 @@ def _check_roundtrip(
         manifest_file,
         *extra_args,
         cwd=repo,
-        env=env,
+        env=isopatch_env or env,
     )
     after = repo_state(repo, env)
     assert run.returncode == 0, run.err + (
