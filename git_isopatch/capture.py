@@ -455,7 +455,8 @@ def _run_and_extract(
         kept = isolation.worktree
     else:
         kept = None
-        if not provider.remove(isolation):
+        if not provider.remove(isolation):  # reported as kept, unlocked for the user
+            provider.keep(isolation)
             kept = isolation.worktree
     return _result(
         isolation,

@@ -184,6 +184,13 @@ def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
     }
 
 
+def registered_worktrees(repo: Path, env: Mapping[str, str]) -> list[str]:
+    """``worktree <path>`` lines of ``git worktree list --porcelain`` but the
+    first (the work tree ``repo`` belongs to)."""
+    out = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    return [line for line in out.splitlines() if line.startswith("worktree ")][1:]
+
+
 def apply_to_clean_checkout(
     repo: Path, base: str, patch: Path, dest: Path, env: Mapping[str, str]
 ) -> Path:

@@ -7,16 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, repo_state, tmpfs
+from repo_helpers import git, isopatch, registered_worktrees, repo_state, tmpfs
 
 
 def _temp_entries(env: dict[str, str]) -> list[Path]:
     return sorted(Path(env["TMPDIR"]).iterdir())
-
-
-def _registered_worktrees(repo: Path, env: dict[str, str]) -> list[str]:
-    out = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
-    return [line for line in out.splitlines() if line.startswith("worktree ")][1:]
 
 
 def test_the_commands_own_exit_code_with_the_patch(env, make_repo, no_leftovers) -> None:
@@ -132,7 +127,7 @@ def test_worktree_that_cannot_be_created_is_fatal(env, make_repo, tmp_path) -> N
         assert run.err.count("\n") == 1
         assert run.fields()["error-code"] == "checkout-failed"
         assert list(small_tmp.iterdir()) == []
-    assert _registered_worktrees(repo, env) == []
+    assert registered_worktrees(repo, env) == []
     assert repo_state(repo, env) == before
 
 
@@ -149,7 +144,7 @@ def test_failed_extraction_keeps_the_worktree(env, make_repo) -> None:
     assert (worktree / "new").read_text() == "x\n"
     assert "fatal: could not mark new files intent-to-add" in run.err
     assert f"hint: the worktree is kept for inspection at '{worktree}'" in run.err
-    assert _registered_worktrees(repo, env) == [f"worktree {worktree}"]
+    assert registered_worktrees(repo, env) == [f"worktree {worktree}"]
 
 
 def test_usage_error_exits_129_and_creates_nothing(env, make_repo) -> None:

@@ -22,7 +22,6 @@ from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import (
     add_detached_worktree,
     list_worktrees,
-    prune_worktrees,
     remove_worktree,
     unlock_worktree,
     worktree_admin_dir,
@@ -93,6 +92,21 @@ def worktree_admin_lock(common_dir: GitDirPath) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> None:
+    """Delete the private folder of one worktree of ours, and
+    ``$GIT_COMMON_DIR/worktrees`` when that leaves it empty, as git's own
+    ``worktree prune`` and ``worktree remove`` do (worktree.c,
+    ``delete_git_dir``); its lock goes with it.  Only a folder right under
+    ``worktrees/`` of the user's repository is touched."""
+    worktrees = os.path.join(repository.common_dir, "worktrees")
+    if os.path.realpath(os.path.dirname(admin_dir)) != os.path.realpath(worktrees):
+        log.warning("not deleting '%s': not a worktree registration", admin_dir)
+        return
+    shutil.rmtree(admin_dir, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(worktrees)
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -197,7 +211,7 @@ class WorktreeProvider:
                     code, f"could not record worktree '{worktree}': {exc.strerror}"
                 ) from exc
         except BaseException:
-            self._remove_worktree(repository, worktree)
+            self._remove_worktree(repository, worktree, None)
             shutil.rmtree(tmpdir, ignore_errors=True)
             raise
         return Isolation(
@@ -209,44 +223,70 @@ class WorktreeProvider:
             record=record,
         )
 
-    def _remove_worktree(self, repository: UserRepository, worktree: WorktreePath) -> bool:
+    def _remove_worktree(
+        self, repository: UserRepository, worktree: WorktreePath, admin_dir: GitDirPath | None
+    ) -> str | None:
+        """Remove ``worktree`` and its registration ``admin_dir`` (when
+        known); return ``None`` when both are gone, else why not."""
+        failure = None
         with worktree_admin_lock(repository.common_dir):
             match remove_worktree(repository.git_dir, worktree, env=self.env):
                 case Ok():
                     pass
                 case Err(error):
-                    # Fallback: a locked registration is never pruned, so unlock first.
-                    log.debug("git worktree remove failed: %s", error.message())
-                    unlock_worktree(repository.git_dir, worktree, env=self.env)
+                    failure = error.message()
+                    log.debug("git worktree remove failed: %s", failure)
                     shutil.rmtree(worktree, ignore_errors=True)
-                    prune_worktrees(repository.git_dir, env=self.env)
+                    if admin_dir is not None and not os.path.lexists(worktree):
+                        _delete_registration(repository, admin_dir)
             match list_worktrees(repository.git_dir, env=self.env):
                 case Ok(records):
                     real = os.path.realpath(worktree)
-                    return not any(os.path.realpath(r.path) == real for r in records)
-                case Err():
-                    return False
+                    listed = any(os.path.realpath(r.path) == real for r in records)
+                case Err(error):
+                    return f"cannot list worktrees: {error.message()}"
+        if listed or (admin_dir is not None and os.path.lexists(admin_dir)):
+            return failure or "it is still registered"
+        if os.path.lexists(worktree):  # git deletes the registration even then
+            return failure or "its folder is still there"
+        return None
 
     def remove(self, isolation: Isolation) -> bool:
-        """Remove the worktree: ``git worktree remove --force --force``, else
-        delete the folder and ``git worktree prune``; then check
+        """Remove the worktree: ``git worktree remove --force --force``
+        (which also takes a locked worktree, one with untracked or ignored
+        files, and one with initialized submodules); if git fails, delete
+        the folder, then its registration
+        ``$GIT_COMMON_DIR/worktrees/<id>`` as ``git worktree prune`` would
+        for it.  Never a global ``git worktree prune``: that would also drop
+        the user's own stale registrations (a worktree on a drive that is
+        not mounted), which are theirs to prune (issue 4).  Last, check that
         ``git worktree list --porcelain -z`` no longer shows it.
 
-        Best effort (design: "Clean-up ... logs and never raises").  The
-        temporary folder itself stays: it holds the patch.
+        Best effort (design: "Clean-up ... logs and never raises"): a
+        failure is logged as a warning.  The temporary folder itself stays:
+        it holds the patch.
 
         Returns:
-            True when the worktree is gone from git's list.
+            True when the worktree's folder and its registration are gone.
         """
         try:
-            return self._remove_worktree(isolation.repository, isolation.worktree)
+            reason = self._remove_worktree(
+                isolation.repository, isolation.worktree, isolation.admin_dir
+            )
         except Exception as exc:  # clean-up never raises
-            log.warning("could not remove worktree '%s': %s", isolation.worktree, exc)
+            reason = str(exc)
+        if reason is not None:
+            log.warning("could not remove worktree '%s': %s", isolation.worktree, reason)
             return False
+        return True
 
     def keep(self, isolation: Isolation) -> None:
         """Keep the worktree for the user: mark it kept in the store and
-        unlock it, so that ``git worktree remove`` works on it.  Best effort."""
+        unlock it, so that ``git worktree remove`` works on it.  Best effort;
+        nothing to do once the registration is gone (a removal that deleted
+        it but not the whole folder)."""
+        if not os.path.isdir(isolation.admin_dir):
+            return
         isolation.record.kept = True
         try:
             self.store.save(isolation.admin_dir, isolation.record)
