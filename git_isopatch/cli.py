@@ -391,7 +391,8 @@ def run_capture(
     if result.error is not None:
         _stderr(f"fatal: {result.error}")
         _stderr(f"hint: the worktree is kept for inspection at '{result.worktree_path}'")
-        return FATAL_STATUS
+        # a signal that stopped the run says more than the failure it caused
+        return result.exit_code if result.signal is not None else FATAL_STATUS
     if to_stdout and result.patch_path is not None:
         with open(result.patch_path, "rb") as patch:
             sys.stdout.flush()

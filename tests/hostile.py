@@ -36,16 +36,6 @@ def read_only_bind(path: Path) -> Iterator[Path]:
             subprocess.run(["umount", "-l", str(path)], capture_output=True, check=True)
 
 
-def process_running(pid: int) -> bool:
-    """True when ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-
-
 def wait_until(condition: Callable[[], bool], *, seconds: float = 60.0, what: str = "") -> None:
     """Poll ``condition`` until it holds; fail after ``seconds`` (a generous
     bound for a slow machine, not a timing assertion)."""

@@ -134,6 +134,11 @@ def run_git(
         input: bytes for git's stdin; stdin is ``/dev/null`` when ``None``.
         timeout: seconds before git is killed; ``None`` waits for ever.
 
+    Git runs in a process group of its own, so that a Ctrl-C on the
+    terminal (which signals the whole foreground group) reaches
+    git-isopatch, which decides what to stop, and never kills a ``git
+    worktree add`` or ``git diff`` half-way (issue 4).
+
     Returns:
         ``Ok(stdout_bytes)`` on exit status 0; otherwise ``Err(GitError)``
         carrying the exit status and stderr, the ``errno`` when git could not
@@ -154,6 +159,7 @@ def run_git(
             cwd=cwd,
             timeout=timeout,
             check=False,
+            process_group=0,
         )
     except subprocess.TimeoutExpired as exc:
         return Err(

@@ -17,13 +17,19 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 #: Signals forwarded to the command's process group (issue: hostile environments).
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-#: Seconds between SIGTERM and SIGKILL when the command is stopped.
+#: Seconds between SIGTERM and SIGKILL when the command is stopped (on
+#: ``--timeout``), and between a forwarded signal and SIGKILL when the
+#: command's group does not end on it.
 KILL_GRACE_SECONDS = 2.0
+
+#: Seconds the processes the command left behind get between SIGTERM and
+#: SIGKILL.
+LEFTOVER_GRACE_SECONDS = 0.5
 
 #: Exit status for an expired ``--timeout``, as timeout(1).
 TIMEOUT_EXIT = 124
@@ -51,29 +57,39 @@ class CommandOutcome:
     start_error: str | None = None
 
 
-def _stop_group(pgid: int, grace: float) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after ``grace`` seconds."""
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _stop_group(process: subprocess.Popen[bytes], pgid: int, grace: float) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after ``grace`` seconds.
+
+    The leader is reaped while we wait (``poll``): an unreaped leader is a
+    zombie that still counts as a member of its group.
+    """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
+        process.poll()
+        if not _group_alive(pgid):
             return
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _reap_leftovers(pgid: int) -> None:
-    """Stop processes the command left behind in its group (daemons, jobs):
-    the worktree they stand in is about to go."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return
-    _stop_group(pgid, 0.5)
+def _reap_leftovers(process: subprocess.Popen[bytes], pgid: int) -> None:
+    """Stop processes the command left behind in its group (background jobs,
+    daemons that did not start a session of their own): the worktree they
+    stand in is about to go, and a process still writing there would race
+    with the extraction of the patch."""
+    if _group_alive(pgid):
+        _stop_group(process, pgid, LEFTOVER_GRACE_SECONDS)
 
 
 def _terminal_fd(stdin: int | IO[bytes] | None) -> int | None:
@@ -99,15 +115,37 @@ def _set_foreground(tty: int, pgid: int) -> None:
         signal.signal(signal.SIGTTOU, old)
 
 
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _deliver(state: dict[str, Any], pgid: int, signum: int) -> None:
+    """Send ``signum`` to the command's group, and SIGKILL after
+    :data:`KILL_GRACE_SECONDS` unless the command has ended by then (a
+    command that traps or ignores it must not keep git-isopatch, and the
+    worktree, waiting for ever)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+    if state.get("escalation") is None:
+        timer = threading.Timer(KILL_GRACE_SECONDS, _kill_group, args=(pgid,))
+        timer.daemon = True
+        state["escalation"] = timer
+        timer.start()
+
+
 @contextlib.contextmanager
-def forward_signals(state: dict[str, int | None]) -> Iterator[None]:
+def forward_signals(state: dict[str, Any]) -> Iterator[None]:
     """Forward SIGINT/SIGTERM/SIGHUP to the command's group while it runs,
     and record the first one in ``state["received"]`` for the whole block.
 
     Capture holds this around the command, the extraction and the clean-up,
-    so a signal never interrupts them half-way; it ends the run with
-    ``128+N`` afterwards.  Only the main thread can install handlers;
-    elsewhere this does nothing.
+    so a signal never interrupts them half-way (git itself runs in process
+    groups of its own, see :func:`git_isopatch.git.run.run_git`, so that a
+    Ctrl-C on the terminal does not reach it); it ends the run with
+    ``128+N`` afterwards.  A command that does not end on the signal is
+    killed after :data:`KILL_GRACE_SECONDS`.  Only the main thread can
+    install handlers; elsewhere this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -118,8 +156,7 @@ def forward_signals(state: dict[str, int | None]) -> Iterator[None]:
             state["received"] = signum
         pgid = state.get("pgid")
         if pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signum)
+            _deliver(state, pgid, signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in FORWARDED_SIGNALS}
     try:
@@ -138,7 +175,7 @@ def run_command(
     stderr: int | IO[bytes] | None = None,
     stdin: int | IO[bytes] | None = None,
     timeout: float | None = None,
-    signal_state: dict[str, int | None] | None = None,
+    signal_state: dict[str, Any] | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` in a new process group and wait for it.
 
@@ -153,7 +190,8 @@ def run_command(
             :data:`KILL_GRACE_SECONDS`; ``None`` waits for ever.
         signal_state: a dict the caller keeps; ``"received"`` is set to a
             forwarded signal number.  It is also honoured afterwards, so a
-            signal that arrives during extraction is not lost.
+            signal that arrives during extraction is not lost; one that
+            arrived before the command started means it is not started.
 
     Returns:
         A :class:`CommandOutcome`.  Never raises for a command that cannot
@@ -162,6 +200,8 @@ def run_command(
     state = signal_state if signal_state is not None else {}
     state.setdefault("received", None)
     state["pgid"] = None
+    if state["received"] is not None:  # stopped before it started
+        return CommandOutcome(128 + state["received"], received_signal=state["received"])
     tty = _terminal_fd(stdin)
 
     try:
@@ -195,19 +235,21 @@ def run_command(
     pgid = process.pid
     state["pgid"] = pgid
     if state["received"] is not None:  # a signal arrived while starting
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, state["received"])
+        _deliver(state, pgid, state["received"])
     timed_out = False
     try:
         try:
             returncode = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _stop_group(pgid, KILL_GRACE_SECONDS)
+            _stop_group(process, pgid, KILL_GRACE_SECONDS)
             returncode = process.wait()
-        _reap_leftovers(pgid)
+        _reap_leftovers(process, pgid)
     finally:
         state["pgid"] = None
+        escalation = state.pop("escalation", None)
+        if escalation is not None:
+            escalation.cancel()
         if tty is not None:
             _set_foreground(tty, os.getpgrp())
     if timed_out:

@@ -34,20 +34,32 @@ DEFAULT_MAX_WORKTREES = 25
 _LOCK_REASON = re.compile(r"\Agit-isopatch pid (\d+) on (\S+) started (\d+|None)\Z")
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat``
-    field 22), to tell a live owner from a reused pid; ``None`` if unknown."""
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """Fields 3 and on of ``/proc/<pid>/stat`` (proc(5)), or ``None``."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after it.
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat``
+    field 22), to tell a live owner from a reused pid; ``None`` if unknown."""
+    fields = _stat_fields(pid)
     try:
-        return int(fields[19])
+        return int(fields[19]) if fields is not None else None
     except (IndexError, ValueError):
         return None
+
+
+def process_is_running(pid: int) -> bool:
+    """True when ``pid`` exists and has not ended: a zombie (state ``Z``, a
+    process killed but not yet reaped by its parent) is not running."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] not in (b"Z", b"X", b"x")
 
 
 @dataclass
@@ -95,7 +107,8 @@ class WorktreeRecord:
 
     def owner_is_running(self) -> bool:
         """True when the owning process still runs on this host (same pid and
-        same start time, so a reused pid does not count)."""
+        same start time, so a reused pid does not count; a killed owner its
+        parent has not reaped yet does not count either)."""
         return owner_is_running(self.pid, self.host, self.start_ticks)
 
 
@@ -106,7 +119,7 @@ def owner_is_running(pid: int, host: str, start_ticks: int | None) -> bool:
     if host != socket.gethostname():
         return True
     ticks = process_start_ticks(pid)
-    if ticks is None:
+    if ticks is None or not process_is_running(pid):
         return False
     return start_ticks is None or ticks == start_ticks
 
