@@ -24,8 +24,9 @@ from git_isopatch.isolation.store import GitMetadataStore, process_is_running
 
 #: The command: a change in the worktree, two background grandchildren and
 #: the shell itself, their pids written to $PIDS, then $READY, then wait.
-#: ``$TRAP`` is a trap command run first (empty for none).
-COMMAND = """$TRAP
+#: ``$TRAP`` is a trap command run first (empty for none); ``trap ''``
+#: ignores the signals, and the background processes inherit that.
+COMMAND = """eval "$TRAP"
 echo started > progress.txt
 sleep 300 & echo $! >> "$PIDS"
 sh -c 'sleep 300' & echo $! >> "$PIDS"
@@ -190,12 +191,18 @@ def test_sigkill_leaves_a_worktree_recognisable_as_orphaned(env, make_repo, tmp_
 
 def test_a_signal_before_the_command_starts_means_it_never_runs(tmp_path: Path) -> None:
     """A signal that came while the worktree was being made (recorded in
-    the shared state): the command is not started at all."""
-    outcome = run_command(
-        ["sh", "-c", "echo ran > ran.txt"],
-        cwd=str(tmp_path),
-        env=dict(os.environ),
-        signal_state={"received": signal.SIGINT},
-    )
+    the shared state): the command is not started at all.  (SIGINT is
+    ignored here and so in a command that would start: only not starting
+    it keeps it from running.)"""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome = run_command(
+            ["sh", "-c", "echo ran > ran.txt"],
+            cwd=str(tmp_path),
+            env=dict(os.environ),
+            signal_state={"received": signal.SIGINT},
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert outcome.exit_code == 130 and outcome.received_signal == signal.SIGINT
     assert not (tmp_path / "ran.txt").exists()
