@@ -160,7 +160,7 @@ def _extract_patch(
         if code is None:
             raise
         raise IsopatchError(code, f"could not write patch '{target}': {exc.strerror}") from exc
-    written = handle.name
+    written = handle.name if output is not None else target
     try:
         with handle:
             match write_binary_diff(worktree, isolation.base, handle, env=env, exclude=exclude):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from typing import IO
 
@@ -129,8 +130,9 @@ def run_git(
             ``args``; they win over every configuration file.
         cwd: working directory, or ``None`` for the current one.
         stdout: ``subprocess.PIPE`` (the default: stdout is returned), or a
-            binary file to stream into (then ``Ok(b"")`` is returned), or
-            ``subprocess.DEVNULL``.
+            binary file to stream into (then ``Ok(b"")`` is returned, and a
+            failed write is an ``Err`` with its ``errno``, see
+            :func:`_run_into_file`), or ``subprocess.DEVNULL``.
         input: bytes for git's stdin; stdin is ``/dev/null`` when ``None``.
         timeout: seconds before git is killed; ``None`` waits for ever.
 
@@ -148,6 +150,10 @@ def run_git(
     for key, value in config:
         argv += ["-c", f"{key}={value}"]
     argv += list(args)
+    if not isinstance(stdout, int) and stdout is not None:
+        if input is not None:
+            raise ValueError("run_git cannot both stream stdout to a file and feed stdin")
+        return _run_into_file(argv, stdout, env=env, cwd=cwd, timeout=timeout)
     try:
         completed = subprocess.run(
             argv,
@@ -187,3 +193,96 @@ def run_git(
             )
         )
     return Ok(completed.stdout if completed.stdout is not None else b"")
+
+
+#: Bytes copied from git's stdout to the file at a time.
+_CHUNK = 1 << 20
+
+
+def _run_into_file(
+    argv: list[str],
+    out: IO[bytes],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    timeout: float | None,
+) -> GitResult[bytes]:
+    """Run ``argv`` and copy its stdout into ``out`` chunk by chunk.
+
+    Git does not write the file itself: when a write fails (no space left,
+    a quota, an I/O error) git only says "unknown write failure on standard
+    output", while here the ``OSError`` and its ``errno`` are at hand
+    (issue 4).  Git is then stopped.  Nothing is held in memory but one
+    chunk (and git's stderr).
+    """
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            process_group=0,
+        )
+    except OSError as exc:
+        return Err(
+            GitError(
+                args=tuple(argv),
+                reason=f"cannot run git: {os.strerror(exc.errno) if exc.errno else exc}",
+                errno=exc.errno,
+            )
+        )
+    assert process.stdout is not None and process.stderr is not None
+    stderr: list[bytes] = []
+    drain = threading.Thread(target=lambda: stderr.append(process.stderr.read()), daemon=True)
+    drain.start()
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        timed_out.set()
+        process.kill()
+
+    timer = threading.Timer(timeout, stop) if timeout is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    failed: OSError | None = None
+    try:
+        fd = process.stdout.fileno()
+        while chunk := os.read(fd, _CHUNK):
+            try:
+                out.write(chunk)
+            except OSError as exc:
+                failed = exc
+                process.kill()
+                break
+    finally:
+        process.stdout.close()
+        returncode = process.wait()
+        drain.join()
+        process.stderr.close()
+        if timer is not None:
+            timer.cancel()
+    error_output = b"".join(stderr)
+    if failed is not None:
+        return Err(
+            GitError(
+                args=tuple(argv),
+                stderr=error_output,
+                reason=failed.strerror or str(failed),
+                errno=failed.errno,
+            )
+        )
+    if timed_out.is_set():
+        return Err(
+            GitError(
+                args=tuple(argv),
+                stderr=error_output,
+                reason=f"git timed out after {timeout:g} seconds",
+                timed_out=True,
+            )
+        )
+    if returncode != 0:
+        return Err(GitError(args=tuple(argv), returncode=returncode, stderr=error_output))
+    return Ok(b"")

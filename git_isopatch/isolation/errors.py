@@ -97,12 +97,17 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     ),
     _row("read-only", (errno_codes.EROFS,), r"Read-only file system"),
     _row("permission-denied", (errno_codes.EACCES, errno_codes.EPERM), r"Permission denied"),
-    _row("git-not-found", (errno_codes.ENOENT,), r"cannot run git: No such file"),
+    _row("git-not-found", pattern=r"cannot run git: No such file"),
     _row(
         "bad-config",
         pattern=r"bad config (?:line|value|file)|bad (?:numeric|boolean) config value"
         r"|unable to parse command-line config",
     ),
+    # our own file operations (the -o target): by errno only, never by
+    # git's wording, which says "No such file" of many things
+    _row("no-such-file", (errno_codes.ENOENT,)),
+    _row("not-a-directory", (errno_codes.ENOTDIR,)),
+    _row("is-a-directory", (errno_codes.EISDIR,)),
     _row("not-a-git-repository", pattern=r"not a git repository"),
     _row("not-a-work-tree", pattern=r"must be run in a work tree"),
     _row("unborn-head", pattern=r"unborn HEAD"),
