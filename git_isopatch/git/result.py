@@ -43,7 +43,13 @@ class GitError:
         """One line: ``reason`` when the failure has an ``errno`` (the OS
         said why); else git's first ``error:`` line and its last ``fatal:``
         line in parentheses, or whichever of the two there is; else the last
-        line git printed; else ``reason``."""
+        line git printed; else ``reason``.  A full stop at the end is
+        dropped, as git's style wants of messages (some of git's own end
+        with one, "...: File exists.")."""
+        line = self._line()
+        return line[:-1] if line.endswith(".") and not line.endswith("..") else line
+
+    def _line(self) -> str:
         if self.errno is not None and self.reason:
             return self.reason
         lines = [
