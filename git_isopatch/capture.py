@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -429,6 +430,14 @@ def _run_and_extract(
                 timeout=timeout,
                 signal_state=state,
             )
+    except OSError as exc:  # the folder or the output files cannot be made
+        if provider.remove(isolation):
+            shutil.rmtree(isolation.tmpdir, ignore_errors=True)
+        code = classify_os_error(exc)
+        if code is None:
+            raise
+        where = exc.filename or isolation.tmpdir
+        raise IsopatchError(code, f"could not create '{where}': {exc.strerror}") from exc
     except BaseException:
         provider.remove(isolation)
         raise

@@ -84,6 +84,13 @@ def _git_not_found(env, tmp_path, make_repo) -> GitError:
     return _git({**env, **_fake_git(tmp_path, 0)}, "version")
 
 
+def _bad_config(env, tmp_path, make_repo) -> GitError:
+    repo = make_repo()
+    with open(repo / ".git" / "config", "a") as config:
+        config.write("[isopatch\n")
+    return _git(env, "-C", str(repo), "config", "--get-regexp", "^isopatch[.]")
+
+
 def _no_such_file(env, tmp_path, make_repo) -> GitError:
     return _os_error(lambda: open(tmp_path / "missing" / "x.patch", "wb"))  # noqa: SIM115
 
@@ -174,6 +181,7 @@ CASES: dict[str, Callable[..., GitError]] = {
     "read-only": _read_only,
     "permission-denied": _permission_denied,
     "git-not-found": _git_not_found,
+    "bad-config": _bad_config,
     "no-such-file": _no_such_file,
     "not-a-directory": _not_a_directory,
     "is-a-directory": _is_a_directory,

@@ -129,3 +129,21 @@ def test_private_modes_whatever_the_umask(env, make_repo, tmp_path: Path, no_lef
         for key in ("patch", "stdout", "stderr"):
             assert stat.S_IMODE(Path(fields[key]).stat().st_mode) == 0o600, key
         assert stat.S_IMODE(Path(fields["stdout"]).parent.stat().st_mode) == 0o700
+
+
+def test_no_inode_left_for_the_captured_output(env, make_repo, tmp_path: Path) -> None:
+    """A ``$TMPDIR`` with room for the checkout of one file but not for the
+    files that capture the command's output (a tmpfs of 5 inodes: its root,
+    the private folder, the worktree, its ``.git`` file and README): one
+    ``fatal:`` line, ``no-space``, and nothing left behind."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+    with tmpfs(tmp_path / "few-inodes", "1m", "nr_inodes=5") as small:
+        run = isopatch("--porcelain", "--", "true", cwd=repo, env={**env, "TMPDIR": str(small)})
+        assert list(small.iterdir()) == []
+    assert run.returncode == 128
+    assert run.err.startswith("fatal: could not create '") and run.err.count("\n") == 1
+    assert run.err.endswith("/stdout': No space left on device\n")
+    assert run.fields()["error-code"] == "no-space"
+    assert repo_state(repo, env) == before
+    assert admin_dirs(repo, env) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from hostile import admin_dirs, script, wait_until
-from repo_helpers import ISOPATCH, git, registered_worktrees, repo_state, tmpfs
+from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, repo_state, tmpfs
 
 from git_isopatch.git.types import GitDirPath
 from git_isopatch.isolation.command import run_command
@@ -206,3 +206,27 @@ def test_a_signal_before_the_command_starts_means_it_never_runs(tmp_path: Path) 
         signal.signal(signal.SIGINT, previous)
     assert outcome.exit_code == 130 and outcome.received_signal == signal.SIGINT
     assert not (tmp_path / "ran.txt").exists()
+
+
+def test_what_the_command_leaves_running_is_stopped(env, make_repo, tmp_path: Path, no_leftovers):
+    """When the command exits, a background job it left in its process
+    group is stopped: it stands in a worktree about to go and could still
+    be writing while the patch is made.  A daemon that started a session of
+    its own (``setsid``) meant to outlive the command and is not touched."""
+    repo = make_repo()
+    pids = tmp_path / "pids"
+    command = (
+        'sleep 300 & echo $! > "$PIDS"; setsid sleep 300 & echo $! >> "$PIDS"; echo done > done.txt'
+    )
+    run = isopatch(
+        "--porcelain", "--", "sh", "-c", command, cwd=repo, env={**env, "PIDS": str(pids)}
+    )
+    job, daemon = _command_pids(pids)
+    try:
+        assert run.returncode == 0, run.err
+        assert b"+++ b/done.txt" in Path(run.fields()["patch"]).read_bytes()
+        assert not process_is_running(job)
+        assert process_is_running(daemon)
+    finally:
+        if process_is_running(daemon):
+            os.kill(daemon, signal.SIGKILL)
