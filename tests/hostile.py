@@ -8,7 +8,6 @@ import contextlib
 import os
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -67,9 +66,6 @@ def script(path: Path, body: str) -> Path:
 def shell(*words: str | os.PathLike[str]) -> str:
     """Quote words for a shell command line."""
     return " ".join(shlex.quote(os.fspath(w)) for w in words)
-
-
-PYTHON = sys.executable
 
 
 @dataclass(frozen=True)

@@ -120,17 +120,17 @@ def _unborn_head(env, tmp_path, make_repo) -> GitError:
     raise AssertionError("no repository")
 
 
+def _add_worktree(env, repo: Path, path: Path, commit: CommitId | None = None) -> GitError:
+    """``git worktree add`` as git-isopatch runs it; it must fail."""
+    if commit is None:
+        commit = CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
+    git_dir = GitDirPath(repo / ".git")
+    env = own_git_environment(env)
+    return _err(add_detached_worktree(git_dir, str(path), commit, lock_reason="test", env=env))
+
+
 def _unknown_revision(env, tmp_path, make_repo) -> GitError:
-    repo = make_repo()
-    return _err(
-        add_detached_worktree(
-            GitDirPath(repo / ".git"),
-            str(tmp_path / "wt"),
-            MISSING_COMMIT,
-            lock_reason="test",
-            env=own_git_environment(env),
-        )  # fmt: skip
-    )
+    return _add_worktree(env, make_repo(), tmp_path / "wt", MISSING_COMMIT)
 
 
 def _worktree_locked(env, tmp_path, make_repo) -> GitError:
@@ -141,16 +141,7 @@ def _worktree_locked(env, tmp_path, make_repo) -> GitError:
 
 def _worktree_exists(env, tmp_path, make_repo) -> GitError:
     repo = make_repo()
-    head = CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
-    return _err(
-        add_detached_worktree(
-            GitDirPath(repo / ".git"),
-            str(repo),
-            head,
-            lock_reason="test",
-            env=own_git_environment(env),
-        )  # fmt: skip
-    )
+    return _add_worktree(env, repo, repo)
 
 
 def _index_locked(env, tmp_path, make_repo) -> GitError:
@@ -161,17 +152,8 @@ def _index_locked(env, tmp_path, make_repo) -> GitError:
 
 def _checkout_failed(env, tmp_path, make_repo) -> GitError:
     repo = make_repo({"big.bin": os.urandom(256 * 1024), "small": "x\n"})
-    head = CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
     with tmpfs(tmp_path / "small", "128k") as small:
-        return _err(
-            add_detached_worktree(
-                GitDirPath(repo / ".git"),
-                str(small / "wt"),
-                head,
-                lock_reason="test",
-                env=own_git_environment(env),
-            )  # fmt: skip
-        )
+        return _add_worktree(env, repo, small / "wt")
 
 
 #: code -> a real failure of that kind.

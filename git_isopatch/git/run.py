@@ -177,13 +177,7 @@ def run_git(
             )
         )
     except OSError as exc:
-        return Err(
-            GitError(
-                args=tuple(argv),
-                reason=f"cannot run git: {os.strerror(exc.errno) if exc.errno else exc}",
-                errno=exc.errno,
-            )
-        )
+        return _cannot_run(argv, exc)
     if completed.returncode != 0:
         return Err(
             GitError(
@@ -193,6 +187,17 @@ def run_git(
             )
         )
     return Ok(completed.stdout if completed.stdout is not None else b"")
+
+
+def _cannot_run(argv: list[str], exc: OSError) -> Err:
+    """Git could not be started (not found, not executable)."""
+    return Err(
+        GitError(
+            args=tuple(argv),
+            reason=f"cannot run git: {os.strerror(exc.errno) if exc.errno else exc}",
+            errno=exc.errno,
+        )
+    )
 
 
 #: Bytes copied from git's stdout to the file at a time.
@@ -226,13 +231,7 @@ def _run_into_file(
             process_group=0,
         )
     except OSError as exc:
-        return Err(
-            GitError(
-                args=tuple(argv),
-                reason=f"cannot run git: {os.strerror(exc.errno) if exc.errno else exc}",
-                errno=exc.errno,
-            )
-        )
+        return _cannot_run(argv, exc)
     assert process.stdout is not None and process.stderr is not None
     stderr: list[bytes] = []
     drain = threading.Thread(target=lambda: stderr.append(process.stderr.read()), daemon=True)
