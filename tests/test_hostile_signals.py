@@ -215,8 +215,12 @@ def test_what_the_command_leaves_running_is_stopped(env, make_repo, tmp_path: Pa
     its own (``setsid``) meant to outlive the command and is not touched."""
     repo = make_repo()
     pids = tmp_path / "pids"
+    # the daemon writes its pid once it has a session of its own: wait for it
     command = (
-        'sleep 300 & echo $! > "$PIDS"; setsid sleep 300 & echo $! >> "$PIDS"; echo done > done.txt'
+        'sleep 300 & echo $! > "$PIDS"; '
+        "setsid sh -c 'echo $$ >> \"$PIDS\"; exec sleep 300' & "
+        'while [ "$(wc -l < "$PIDS")" -lt 2 ]; do sleep 0.02; done; '
+        "echo done > done.txt"
     )
     run = isopatch(
         "--porcelain", "--", "sh", "-c", command, cwd=repo, env={**env, "PIDS": str(pids)}
