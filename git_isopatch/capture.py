@@ -16,7 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from .git.diff import count_patch_files, mark_untracked_intent_to_add, write_binary_diff
+from .git.diff import (
+    count_patch_files,
+    mark_untracked_intent_to_add,
+    quote_ambiguous_headers,
+    write_binary_diff,
+)
 from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
 from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, Ok
@@ -169,6 +174,7 @@ def _extract_patch(
                     raise known_failure(f"could not write patch '{target}'", error)
                 case Ok():
                     pass
+        quote_ambiguous_headers(written)
         if output is not None:
             os.replace(written, output)
     except OSError as exc:

@@ -7,8 +7,10 @@ few that have no command-line form are forced with ``-c``.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO
 
 from .result import Err, GitResult, Ok
@@ -173,6 +175,83 @@ def write_binary_diff(
             return Ok(None)
         case Err() as err:
             return err
+
+
+_HEADER = b"diff --git a/"
+
+
+def _header_starts(data: mmap.mmap) -> Iterator[int]:
+    """Offsets of the ``diff --git a/`` lines (unquoted names) of a patch."""
+    if data[: len(_HEADER)] == _HEADER:
+        yield 0
+    at = data.find(b"\n" + _HEADER)
+    while at >= 0:
+        yield at + 1
+        at = data.find(b"\n" + _HEADER, at + 1)
+
+
+def _space_slash_headers(data: mmap.mmap) -> Iterator[tuple[int, int]]:
+    """(start, end) of each unquoted ``diff --git`` line holding a space
+    before a slash; ``find`` does the scanning, not Python line by line."""
+    for start in _header_starts(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if data.find(b" /", start, end) >= 0:
+            yield start, end
+
+
+def quote_ambiguous_headers(path: str) -> int:
+    """Quote the names of ``diff --git a/X b/X`` header lines where ``X``
+    holds a space before a slash: ``diff --git "a/X" "b/X"``.
+
+    Git leaves such names unquoted (only control characters, ``"``, ``\\``
+    and bytes above 0x7f make it quote), and ``git apply`` cannot split that
+    header again ("git diff header lacks filename information when removing
+    1 leading pathname component"); for an entry with no ``---``/``+++``
+    lines (an empty new or deleted file, a mode change, a binary file) the
+    header is all it has.  A quoted name needs no escape here: git would
+    have quoted a name that did.  Headers of renames (``X`` and ``Y``
+    differ) are left alone: ``rename from``/``rename to`` name them.  The
+    file is rewritten (same mode) only when a header needs it.
+
+    Returns:
+        The number of header lines rewritten.
+    Raises:
+        OSError: the file cannot be read or rewritten.
+    """
+    with open(path, "rb") as handle:
+        if not os.fstat(handle.fileno()).st_size:
+            return 0
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            replacements = []
+            for start, end in _space_slash_headers(data):
+                rest = data[start + len(_HEADER) : end]
+                name = rest[: (len(rest) - len(b" b/")) // 2]
+                if rest == name + b" b/" + name:
+                    quoted = b'diff --git "a/' + name + b'" "b/' + name + b'"'
+                    replacements.append((start, end, quoted))
+            if not replacements:
+                return 0
+            temporary = path + ".quoting"
+            mode = os.fstat(handle.fileno()).st_mode & 0o777
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            view = memoryview(data)  # slices of it copy nothing
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    done = 0
+                    for start, end, quoted in replacements:
+                        out.write(view[done:start])
+                        out.write(quoted)
+                        done = end
+                    out.write(view[done:])
+                os.replace(temporary, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
+            finally:
+                view.release()
+    return len(replacements)
 
 
 def count_patch_files(path: str, chunk_size: int = 1 << 20) -> int:
