@@ -466,12 +466,14 @@ def find_tool(args: argparse.Namespace) -> Path | None:
 class Bench:
     """The measurements, in one work folder and one hermetic environment."""
 
-    def __init__(self, workdir: Path, tool: Tool | None) -> None:
+    def __init__(self, workdir: Path, tool: Tool | None, tool_tmpdir: Path | None = None) -> None:
         self.workdir = workdir
         self.tool = tool
         self.home = workdir / "home"
         self.run_tmp = workdir / "tmp"  # $TMPDIR of every measured run, emptied after each
-        for folder in (self.home, self.run_tmp):
+        # --tool-tmpdir: the tool's isopatch.tmpdir (e.g. on a tmpfs), emptied likewise
+        self.tool_tmp = tool_tmpdir
+        for folder in (self.home, self.run_tmp, *([tool_tmpdir] if tool_tmpdir else [])):
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
         self.env = hermetic_env(self.home, self.run_tmp)
@@ -484,6 +486,16 @@ class Bench:
         if implementation == "bare":
             return ["sh", str(BARE_SCRIPT), "--", *command]
         assert self.tool is not None
+        if self.tool_tmp is not None:
+            return [
+                "git",
+                "-c",
+                f"isopatch.tmpdir={self.tool_tmp}",
+                "isopatch",
+                "-q",
+                "--",
+                *command,
+            ]
         return self.tool.argv(["-q", "--", *command])
 
     def env_for(self, implementation: str) -> dict[str, str]:
@@ -497,7 +509,8 @@ class Bench:
         )
         patch_bytes = sum(
             path.stat().st_size
-            for path in self.run_tmp.rglob("*")
+            for folder in (self.run_tmp, *([self.tool_tmp] if self.tool_tmp else []))
+            for path in folder.rglob("*")
             if path.is_file() and "patch" in path.name
         )
         self.clean_up(repo, label)
@@ -513,8 +526,9 @@ class Bench:
 
     def clean_up(self, repo: Path, label: str) -> None:
         """Remove what a run left: its temporary folder and any worktree it kept."""
-        shutil.rmtree(self.run_tmp, ignore_errors=True)
-        self.run_tmp.mkdir()
+        for folder in (self.run_tmp, *([self.tool_tmp] if self.tool_tmp else [])):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
         git(["worktree", "prune"], cwd=repo, env=self.env)
         if worktree_count(repo, self.env) != 1:
             self.warn(f"{label}: a worktree was left behind")
@@ -785,6 +799,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--startup-rounds", type=int, default=10, help="runs of -h and --version (default: 10)"
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON there")
+    parser.add_argument(
+        "--tool-tmpdir",
+        type=Path,
+        help="run the tool with `git -c isopatch.tmpdir=DIR` (e.g. a folder on /dev/shm); "
+        "the bare sequence keeps $TMPDIR",
+    )
     args = parser.parse_args(argv)
 
     args.sizes = [size.strip() for size in args.sizes.split(",") if size.strip()]
@@ -831,7 +851,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
     workdir = args.workdir.absolute()
     workdir.mkdir(parents=True, exist_ok=True)
-    bench = Bench(workdir, tool)
+    bench = Bench(workdir, tool, args.tool_tmpdir)
     progress(f"work folder: {workdir}; {git(['--version'], cwd=workdir, env=bench.env).strip()}")
 
     startup = bench.startup(args.startup_rounds) if tool else None

@@ -1,0 +1,50 @@
+"""The benchmark harness runs (issue 6): ``bench/run.py --quick`` on a tiny
+repository prints the table and the targets, against the installed tool.
+No timing is asserted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from repo_helpers import BIN_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            ROOT / "bench" / "run.py",
+            "--quick",
+            "--workdir",
+            tmp_path / "bench",
+            "--tool",
+            BIN_DIR / "git-isopatch",
+            "--startup-rounds",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ratio tool/bare" in done.stdout
+    assert "target peak RSS of the tool process" in done.stdout
+    assert "startup: git isopatch -h" in done.stdout
+
+
+def test_code_passes_the_linter() -> None:
+    """ruff with the project's rules (pyproject.toml) on every Python file."""
+    done = subprocess.run(
+        [BIN_DIR / "ruff", "check", "--no-cache", "git_isopatch", "tests", "bench", "man"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
