@@ -7,8 +7,10 @@ the round-trip property test; see ``git/diff.py``,
 from __future__ import annotations
 
 import base64
+import io
 from pathlib import Path
 
+import pytest
 from test_roundtrip import _check_roundtrip
 
 
@@ -36,3 +38,25 @@ def test_names_with_a_space_before_a_slash_round_trip(env, tmp_path: Path) -> No
         {"kind": "rename", "path": _b64("from /moved"), "to": _b64("to /moved")},
     ]
     _check_roundtrip(tmp_path, env, tree, changes)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 13, 64, 1 << 20])
+def test_header_scan_is_the_same_at_any_chunk_size(tmp_path, chunk_size: int) -> None:
+    """The streaming scan of ``diff --git`` lines (bounded memory, issue 6)
+    finds exactly the header lines a whole-file line split finds."""
+
+    from git_isopatch.git.diff import _header_lines
+
+    patch = (
+        b"diff --git a/x /y b/x /y\nnew file mode 100644\n"
+        b"diff --git a/plain b/plain\nindex 1..2\n--- a/plain\n+++ b/plain\n"
+        b"@@ -1 +1 @@\n-diff --git a/not a header\n+x\n"
+        b"diff --git a/last b/last"
+    )
+    expected = []
+    offset = 0
+    for line in patch.split(b"\n"):
+        if line.startswith(b"diff --git a/"):
+            expected.append((offset, line))
+        offset += len(line) + 1
+    assert list(_header_lines(io.BytesIO(patch), chunk_size)) == expected

@@ -8,8 +8,8 @@ few that have no command-line form are forced with ``-c``.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO
 
@@ -178,26 +178,35 @@ def write_binary_diff(
 
 
 _HEADER = b"diff --git a/"
+_CHUNK = 1 << 20
 
 
-def _header_starts(data: mmap.mmap) -> Iterator[int]:
-    """Offsets of the ``diff --git a/`` lines (unquoted names) of a patch."""
-    if data[: len(_HEADER)] == _HEADER:
-        yield 0
-    at = data.find(b"\n" + _HEADER)
-    while at >= 0:
-        yield at + 1
-        at = data.find(b"\n" + _HEADER, at + 1)
-
-
-def _space_slash_headers(data: mmap.mmap) -> Iterator[tuple[int, int]]:
-    """(start, end) of each unquoted ``diff --git`` line holding a space
-    before a slash; ``find`` does the scanning, not Python line by line."""
-    for start in _header_starts(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        if data.find(b" /", start, end) >= 0:
-            yield start, end
+def _header_lines(handle: IO[bytes], chunk_size: int = _CHUNK) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` of each ``diff --git a/`` line (unquoted names) of
+    a patch, without its newline.  Reads ``chunk_size`` bytes at a time, so
+    memory stays bounded by a chunk and one header line whatever the size
+    of the patch (issue 6: never hold the patch in memory; an ``mmap`` would
+    count the whole file in the resident set)."""
+    needle = b"\n" + _HEADER
+    buffer = b"\n"  # a virtual newline before the first byte
+    base = -1  # file offset of buffer[0]
+    eof = False
+    while not eof:
+        chunk = handle.read(chunk_size)
+        eof = not chunk
+        buffer += chunk
+        keep_from = max(len(buffer) - (len(needle) - 1), 0)
+        at = buffer.find(needle)
+        while at >= 0:
+            end = buffer.find(b"\n", at + 1)
+            if end < 0 and not eof:
+                keep_from = at  # the header line goes on in the next chunk
+                break
+            end = len(buffer) if end < 0 else end
+            yield base + at + 1, buffer[at + 1 : end]
+            at = buffer.find(needle, at + 1)
+        base += keep_from
+        buffer = buffer[keep_from:]
 
 
 def quote_ambiguous_headers(path: str) -> int:
@@ -212,46 +221,54 @@ def quote_ambiguous_headers(path: str) -> int:
     header is all it has.  A quoted name needs no escape here: git would
     have quoted a name that did.  Headers of renames (``X`` and ``Y``
     differ) are left alone: ``rename from``/``rename to`` name them.  The
-    file is rewritten (same mode) only when a header needs it.
+    file is rewritten (same mode), streaming, only when a header needs it.
 
     Returns:
         The number of header lines rewritten.
     Raises:
         OSError: the file cannot be read or rewritten.
     """
+    replacements: list[tuple[int, int, bytes]] = []
     with open(path, "rb") as handle:
-        if not os.fstat(handle.fileno()).st_size:
+        for offset, line in _header_lines(handle):
+            rest = line[len(_HEADER) :]
+            if b" /" not in rest:
+                continue
+            name = rest[: (len(rest) - len(b" b/")) // 2]
+            if rest == name + b" b/" + name:
+                quoted = b'diff --git "a/' + name + b'" "b/' + name + b'"'
+                replacements.append((offset, offset + len(line), quoted))
+        if not replacements:
             return 0
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            replacements = []
-            for start, end in _space_slash_headers(data):
-                rest = data[start + len(_HEADER) : end]
-                name = rest[: (len(rest) - len(b" b/")) // 2]
-                if rest == name + b" b/" + name:
-                    quoted = b'diff --git "a/' + name + b'" "b/' + name + b'"'
-                    replacements.append((start, end, quoted))
-            if not replacements:
-                return 0
-            temporary = path + ".quoting"
-            mode = os.fstat(handle.fileno()).st_mode & 0o777
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-            view = memoryview(data)  # slices of it copy nothing
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    done = 0
-                    for start, end, quoted in replacements:
-                        out.write(view[done:start])
-                        out.write(quoted)
-                        done = end
-                    out.write(view[done:])
-                os.replace(temporary, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-            finally:
-                view.release()
+        handle.seek(0)
+        temporary = path + ".quoting"
+        mode = os.fstat(handle.fileno()).st_mode & 0o777
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                done = 0
+                for start, end, quoted in replacements:
+                    _copy_range(handle, out, start - done)
+                    out.write(quoted)
+                    handle.seek(end)
+                    done = end
+                shutil.copyfileobj(handle, out, _CHUNK)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
     return len(replacements)
+
+
+def _copy_range(source: IO[bytes], target: IO[bytes], size: int) -> None:
+    """Copy ``size`` bytes from ``source``'s position to ``target``, by chunks."""
+    while size > 0:
+        chunk = source.read(min(size, _CHUNK))
+        if not chunk:
+            raise OSError(f"patch file ended {size} bytes early")
+        target.write(chunk)
+        size -= len(chunk)
 
 
 def count_patch_files(path: str, chunk_size: int = 1 << 20) -> int:
