@@ -86,10 +86,18 @@ _git_isopatch ()
 			return # a path: file name completion
 			;;
 		esac
+		local subcommands=""
+		# `list` and `prune` only as the first word, never after `--`
+		if [ "$cword" -eq $(( ${__git_cmd_idx:-1} + 1 )) ]; then
+			subcommands="list
+prune"
+		fi
 		if [ -n "${ZSH_VERSION-}" ]; then
+			[ -n "$subcommands" ] && __gitcomp_nl "$subcommands"
 			emulate zsh -c '_command_names -e' && _ret=0
 		else
-			__gitcomp_nl "$(compgen -c -- "$cur" | sort -u)"
+			__gitcomp_nl "$subcommands
+$(compgen -c -- "$cur" | sort -u)"
 		fi
 	fi
 	# the command's arguments: file name completion

@@ -24,8 +24,9 @@ from .git.diff import (
 )
 from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
 from .git.repo import UserRepository, open_user_repository, resolve_commit
-from .git.result import Err, GitError, Ok
+from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
+from .git.shared_state import SharedState, describe_changes, read_shared_state
 from .git.snapshot import snapshot_work_tree
 from .git.types import CommitId, Ref
 from .isolation.command import CommandOutcome, forward_signals, run_command
@@ -68,6 +69,10 @@ class CaptureResult:
         timed_out: the timeout expired.
         signal: the signal git-isopatch received and forwarded, else ``None``.
         command_error: why the command could not be started, else ``None``.
+        shared_writes: refs and configuration of the user's repository that
+            changed while the command ran (a linked worktree shares them;
+            see :mod:`git_isopatch.git.shared_state`), e.g.
+            ``("refs/heads/x (created)",)``; empty when nothing changed.
         timeout: the timeout in force, in seconds (``timeout`` or
             ``isopatch.timeout``), or ``None`` for no limit.
     """
@@ -86,6 +91,7 @@ class CaptureResult:
     signal: int | None = None
     command_error: str | None = None
     timeout: float | None = None
+    shared_writes: tuple[str, ...] = ()
 
 
 def _repository_error(error: GitError) -> IsopatchError:
@@ -282,8 +288,9 @@ def capture(
         base: revision to start from; resolved to a commit id first.
         repo_path: a folder inside the user's work tree (``-C``).  The command
             runs in the worktree folder that mirrors it.
-        output: write the patch to this file (relative to the current
-            folder) instead of ``<tmpdir>/isopatch.patch``.
+        output: write the patch to this file instead of
+            ``<tmpdir>/isopatch.patch``; a relative path is taken from
+            ``repo_path``, as every path after git's ``-C``.
         keep: keep the worktree after a successful run; ``None``: as
             ``isopatch.keep`` says (default no).
         timeout: seconds before the command's process group is stopped
@@ -340,7 +347,7 @@ def capture(
         raise ValueError("include_uncommitted starts from HEAD; base must be 'HEAD'")
     environ = os.environ if environ is None else environ
     warn = warn or log.warning
-    output = os.path.abspath(output) if output is not None else None
+    output = os.path.abspath(os.path.join(repo_path, output)) if output is not None else None
     repository = open_repository(repo_path, environ)
     settings = resolve_settings(
         repository,
@@ -410,6 +417,8 @@ def _run_and_extract(
     reported."""
     cwd = os.path.join(isolation.worktree, isolation.repository.prefix)
     stdout_path = stderr_path = None
+    repository = isolation.repository
+    before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     try:
         bring_in(isolation.repository, isolation.worktree, includes, env=git_env)
         os.makedirs(cwd, exist_ok=True)
@@ -447,6 +456,7 @@ def _run_and_extract(
     except BaseException:
         provider.remove(isolation)
         raise
+    shared_writes = _shared_writes(before, repository, git_env)
     try:
         patch = _extract_patch(isolation, git_env, output, [i.path for i in includes])
         files = count_patch_files(patch)
@@ -461,6 +471,7 @@ def _run_and_extract(
             worktree=isolation.worktree,
             error=failure,
             timeout=timeout,
+            shared_writes=shared_writes,
         )
     except BaseException:
         provider.keep(isolation)
@@ -483,7 +494,25 @@ def _run_and_extract(
         patch=patch,
         files=files,
         timeout=timeout,
+        shared_writes=shared_writes,
     )
+
+
+def _shared_writes(
+    before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
+) -> tuple[str, ...]:
+    """What changed in the refs and configuration the worktree shares with
+    the user's repository since ``before`` (empty when either look fails)."""
+    match before:
+        case Ok(old):
+            pass
+        case Err():
+            return ()
+    match read_shared_state(repository.git_dir, repository.common_dir, env=env):
+        case Ok(new):
+            return tuple(describe_changes(old, new))
+        case Err():
+            return ()
 
 
 def _result(
@@ -498,6 +527,7 @@ def _result(
     files: int | None = None,
     error: IsopatchError | None = None,
     timeout: float | None = None,
+    shared_writes: tuple[str, ...] = (),
 ) -> CaptureResult:
     received = state.get("received")
     exit_code = 128 + received if received is not None else outcome.exit_code
@@ -516,4 +546,5 @@ def _result(
         signal=received,
         command_error=outcome.start_error,
         timeout=timeout,
+        shared_writes=shared_writes,
     )

@@ -384,7 +384,22 @@ def run_capture(
     if result.command_error:
         _stderr(f"error: {result.command_error}")
     if result.timed_out:
-        _stderr(f"error: the command timed out after {result.timeout or 0:g} seconds")
+        seconds = result.timeout or 0
+        _stderr(
+            f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
+        )
+    if result.shared_writes:
+        shown = ", ".join(result.shared_writes[:5])
+        more = len(result.shared_writes) - 5
+        _stderr(
+            "warning: your repository changed while the command ran: "
+            + shown
+            + (f" and {more} more" if more > 0 else "")
+        )
+        _stderr(
+            "hint: a worktree shares refs, the stash and configuration with your "
+            "repository; git branch, tag, stash or config in the command write there"
+        )
     _emit_fields(
         result_fields(result), porcelain_output=porcelain_output, nul=nul, json_output=json_output
     )

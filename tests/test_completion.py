@@ -125,3 +125,11 @@ def test_bash_completion_loads_it_by_name(repo, env, tmp_path: Path) -> None:
         "declare -F _git_isopatch >/dev/null && echo 'loaded too early' >&2\n"
     )
     assert complete("git isopatch --po", repo, env, setup) == ["--porcelain "]
+
+
+def test_subcommands_are_offered_as_the_first_word_only(repo, env) -> None:
+    """`git isopatch pru<Tab>` completes `prune` (a new user found it did not)."""
+    assert complete("git isopatch pru", repo, env) == ["prune "]
+    assert "list " in complete("git isopatch lis", repo, env)
+    assert "prune " not in complete("git isopatch -- pru", repo, env)
+    assert "prune " not in complete("git isopatch -q pru", repo, env)

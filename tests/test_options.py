@@ -195,3 +195,42 @@ def test_python_api(env, make_repo, tmp_path) -> None:
     assert failure.value.code == "not-a-git-repository"
     with pytest.raises(ValueError):
         capture([], repo_path=str(repo))
+
+
+def test_writes_to_shared_refs_and_configuration_are_reported(env, make_repo) -> None:
+    """A linked worktree shares refs, the stash and configuration with the
+    user's repository: git-isopatch cannot prevent a command writing there,
+    so it says so (found by a new user trying lint-staged-like commands)."""
+    repo = make_repo()
+    script = (
+        "git tag v9; git branch feature; echo s > s.txt; git add s.txt; git stash -q; "
+        "git config user.name Mallory"
+    )
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    warning = next(line for line in run.err.splitlines() if line.startswith("warning: "))
+    assert warning == (
+        "warning: your repository changed while the command ran: refs/heads/feature (created), "
+        "refs/stash (created), refs/tags/v9 (created), the configuration file"
+    )
+    assert "hint: a worktree shares refs" in run.err
+
+
+def test_nothing_is_reported_when_the_command_keeps_to_its_worktree(env, make_repo) -> None:
+    repo = make_repo()
+    script = "echo x > new; git add new; git commit -qm 'in the worktree'"
+    run = isopatch("--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0
+    assert "warning" not in run.err
+
+
+def test_output_is_relative_to_dash_c_as_in_git(env, make_repo, tmp_path) -> None:
+    """``-C <path>`` runs as if started in <path>, so a relative ``-o`` lands
+    there (reported by a new user: it was taken from the caller's folder)."""
+    repo = make_repo({"pkg/file": "x\n"})
+    run = isopatch(
+        "-C", repo / "pkg", "-o", "out.patch", "--porcelain", "--", "true", cwd=tmp_path, env=env
+    )
+    assert run.returncode == 0, run.err
+    assert run.fields()["patch"] == str(repo / "pkg" / "out.patch")
+    assert (repo / "pkg" / "out.patch").exists() and not (tmp_path / "out.patch").exists()
