@@ -90,7 +90,7 @@ def test_timeout_stops_a_command_that_traps_sigterm(
     process, pids = _start(repo, env, tmp_path, "--timeout", "1", trap="trap '' TERM")
     out, err = process.communicate(timeout=120)
     assert process.returncode == 124, err.decode()
-    assert err.decode().endswith("error: the command timed out after 1 seconds\n")
+    assert err.decode().endswith("error: the command timed out after 1 second\n")
     fields = _fields(out)
     assert fields["exit"] == "124"
     assert b"+++ b/progress.txt" in Path(fields["patch"]).read_bytes()
