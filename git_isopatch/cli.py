@@ -161,6 +161,15 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 list_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 prune_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
+#: Options every command (the capture, ``list``, ``prune``) takes alike.
+RepoPathOption = Annotated[
+    str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
+]
+ShortHelpOption = Annotated[
+    bool,
+    typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
+]
+
 
 @app.command(
     name="isopatch",
@@ -183,9 +192,7 @@ def isopatch(
             help="start from HEAD plus the staged, unstaged and untracked changes",
         ),
     ] = False,
-    repo_path: Annotated[
-        str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
-    ] = ".",
+    repo_path: RepoPathOption = ".",
     link: Annotated[
         list[str] | None,
         typer.Option(
@@ -242,16 +249,7 @@ def isopatch(
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no summary on stderr")] = False,
-    _short_help: Annotated[
-        bool,
-        typer.Option(
-            "-h",
-            help="show this usage",
-            is_eager=True,
-            callback=_show_short_help,
-            expose_value=True,
-        ),
-    ] = False,
+    _short_help: ShortHelpOption = False,
     _manual: Annotated[
         bool,
         typer.Option("--help", help="open the manual page", is_eager=True, callback=_show_manual),
@@ -489,13 +487,8 @@ def list_command(
     nul: Annotated[
         bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
     ] = False,
-    repo_path: Annotated[
-        str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
-    ] = ".",
-    _short_help: Annotated[
-        bool,
-        typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
-    ] = False,
+    repo_path: RepoPathOption = ".",
+    _short_help: ShortHelpOption = False,
 ) -> None:
     """List the worktrees git-isopatch made: running, kept, orphaned (issue 5)."""
     import time
@@ -531,13 +524,8 @@ def prune_command(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="show each worktree removed")
     ] = False,
-    repo_path: Annotated[
-        str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
-    ] = ".",
-    _short_help: Annotated[
-        bool,
-        typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
-    ] = False,
+    repo_path: RepoPathOption = ".",
+    _short_help: ShortHelpOption = False,
 ) -> None:
     """Remove kept and orphaned worktrees git-isopatch made; never a
     running one, never one it did not make (issue 5)."""
