@@ -30,7 +30,12 @@ from .git.shared_state import SharedState, describe_changes, read_shared_state
 from .git.snapshot import snapshot_work_tree
 from .git.types import CommitId, Ref
 from .isolation.command import CommandOutcome, forward_signals, run_command
-from .isolation.errors import IsopatchError, classify, classify_os_error, known_failure
+from .isolation.errors import (
+    IsopatchError,
+    classify,
+    known_failure,
+    known_os_failure,
+)
 from .isolation.include import (
     COPY,
     LINK,
@@ -168,10 +173,7 @@ def _extract_patch(
         else:
             handle = _open_private(target)
     except OSError as exc:
-        code = classify_os_error(exc)
-        if code is None:
-            raise
-        raise IsopatchError(code, f"could not write patch '{target}': {exc.strerror}") from exc
+        raise known_os_failure(f"could not write patch '{target}'", exc) from exc
     written = handle.name if output is not None else target
     try:
         with handle:
@@ -186,10 +188,7 @@ def _extract_patch(
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(written)
-        code = classify_os_error(exc)
-        if code is None:
-            raise
-        raise IsopatchError(code, f"could not write patch '{target}': {exc.strerror}") from exc
+        raise known_os_failure(f"could not write patch '{target}'", exc) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(written)
@@ -246,12 +245,7 @@ def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: 
     try:
         scratch = tempfile.TemporaryDirectory(prefix="isopatch-index-", dir=tmp_root)
     except OSError as exc:
-        code = classify_os_error(exc)
-        if code is None:
-            raise
-        raise IsopatchError(
-            code, f"could not create a temporary folder in '{tmp_root}': {exc.strerror}"
-        ) from exc
+        raise known_os_failure(f"could not create a temporary folder in '{tmp_root}'", exc) from exc
     with scratch as folder:
         result = snapshot_work_tree(repository.git_dir, repository.top, head, folder, env=env)
     match result:
@@ -448,11 +442,8 @@ def _run_and_extract(
     except OSError as exc:  # the folder or the output files cannot be made
         if provider.remove(isolation):
             shutil.rmtree(isolation.tmpdir, ignore_errors=True)
-        code = classify_os_error(exc)
-        if code is None:
-            raise
         where = exc.filename or isolation.tmpdir
-        raise IsopatchError(code, f"could not create '{where}': {exc.strerror}") from exc
+        raise known_os_failure(f"could not create '{where}'", exc) from exc
     except BaseException:
         provider.remove(isolation)
         raise

@@ -140,6 +140,19 @@ def classify_os_error(exc: OSError) -> str | None:
     return classify(GitError(reason=exc.strerror or str(exc), errno=exc.errno))
 
 
+def known_os_failure(action: str, exc: OSError) -> IsopatchError:
+    """Turn ``exc``, raised by our own file operations, into an
+    :class:`IsopatchError` reading ``<action>: <strerror>``.
+
+    Raises:
+        OSError: ``exc`` itself, when no row of the table knows it (a bug).
+    """
+    code = classify_os_error(exc)
+    if code is None:
+        raise exc
+    return IsopatchError(code, f"{action}: {exc.strerror}")
+
+
 def known_failure(
     action: str, error: GitError, *, worktree: str | None = None, hint: str | None = None
 ) -> IsopatchError:

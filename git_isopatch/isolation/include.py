@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..git.repo import UserRepository, tracked_path_in_commit
 from ..git.result import GitError
 from ..git.types import CommitId, WorktreePath
-from .errors import IsopatchError, classify, classify_os_error
+from .errors import IsopatchError, classify, classify_os_error, known_os_failure
 
 LINK = "link"
 COPY = "copy"
@@ -256,11 +256,8 @@ def bring_in(
             if include.how == LINK:
                 os.symlink(source, target)
         except OSError as exc:
-            code = classify_os_error(exc)
-            if code is None:
-                raise
-            raise IsopatchError(
-                code, f"could not {include.how} '{include.path}' into '{worktree}': {exc.strerror}"
+            raise known_os_failure(
+                f"could not {include.how} '{include.path}' into '{worktree}'", exc
             ) from exc
         if include.how == COPY:
             _copy(source, target, env)

@@ -26,7 +26,7 @@ from ..git.worktree import (
     unlock_worktree,
     worktree_admin_dir,
 )
-from .errors import IsopatchError, classify_os_error, known_failure
+from .errors import known_failure, known_os_failure
 from .inventory import DEFAULT_MAX_WORKTREES, make_room
 from .store import GitMetadataStore, IsolationStore, WorktreeRecord
 
@@ -164,12 +164,9 @@ class WorktreeProvider:
         try:
             tmpdir = tempfile.mkdtemp(prefix="git-isopatch-", dir=tmp_root)
         except OSError as exc:
-            code = classify_os_error(exc)
-            if code is None:
-                raise
             where = tmp_root or tempfile.gettempdir()
-            raise IsopatchError(
-                code, f"could not create a temporary folder in '{where}': {exc.strerror}"
+            raise known_os_failure(
+                f"could not create a temporary folder in '{where}'", exc
             ) from exc
         path = os.path.join(tmpdir, _worktree_name(repository))
         record = WorktreeRecord.for_this_process(tmpdir=tmpdir, base=base, command=command)
@@ -204,12 +201,7 @@ class WorktreeProvider:
             try:
                 self.store.save(admin_dir, record)
             except OSError as exc:
-                code = classify_os_error(exc)
-                if code is None:
-                    raise
-                raise IsopatchError(
-                    code, f"could not record worktree '{worktree}': {exc.strerror}"
-                ) from exc
+                raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
         except BaseException:
             self._remove_worktree(repository, worktree, None)
             shutil.rmtree(tmpdir, ignore_errors=True)
