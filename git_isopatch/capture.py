@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -116,6 +117,50 @@ def open_repository(repo_path: str, environ: Mapping[str, str]) -> UserRepositor
             raise _repository_error(error)
 
 
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_output_target(output: str, repository: UserRepository) -> None:
+    """Refuse an ``-o`` target before anything is made (found by attacking
+    it): the patch is written beside the target and renamed over it, which
+    is right for a regular file or a new name, and wrong for anything else.
+
+    Raises:
+        IsopatchError: ``bad-output`` when ``output`` lies in the
+            repository's git directory (``-o .git/config`` would break the
+            repository), or is an existing folder, symbolic link, FIFO or
+            device; ``no-such-file``/``not-a-directory`` when its folder is
+            missing or is not a folder.
+    """
+    for git_dir in {repository.git_dir, repository.common_dir}:
+        if _inside(output, git_dir):
+            raise IsopatchError(
+                "bad-output", f"refusing to write the patch into the git directory: '{output}'"
+            )
+    try:
+        mode = os.lstat(output).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise known_os_failure(f"could not write patch '{output}'", exc) from exc
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsopatchError("is-a-directory", f"could not write patch '{output}': Is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+        raise IsopatchError("bad-output", f"refusing to replace '{output}': it is {kind}")
+    folder = os.path.dirname(output)
+    if not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise IsopatchError(
+                "not-a-directory", f"could not write patch '{output}': Not a directory"
+            )
+        raise IsopatchError(
+            "no-such-file", f"could not write patch '{output}': No such file or directory"
+        )
+
+
 def resolve_base(repository: UserRepository, base: str) -> CommitId:
     """Step 2, second half: the base revision as a full commit id.
 
@@ -156,7 +201,12 @@ def _extract_patch(
         IsopatchError: a classified git or OS failure.
     """
     worktree = isolation.worktree
-    match mark_untracked_intent_to_add(worktree, env=env, exclude=exclude):
+    if os.path.islink(worktree) or not os.path.isdir(worktree):
+        raise IsopatchError(
+            "worktree-gone", f"the command removed or replaced its worktree '{worktree}'"
+        )
+    git_dir = isolation.admin_dir
+    match mark_untracked_intent_to_add(worktree, git_dir=git_dir, env=env, exclude=exclude):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
         case Ok():
@@ -171,13 +221,17 @@ def _extract_patch(
                 delete=False,
             )
         else:
+            if os.path.lexists(target) and not os.path.isdir(target):
+                os.unlink(target)  # the command wrote there: the folder is ours
             handle = _open_private(target)
     except OSError as exc:
         raise known_os_failure(f"could not write patch '{target}'", exc) from exc
     written = handle.name if output is not None else target
     try:
         with handle:
-            match write_binary_diff(worktree, isolation.base, handle, env=env, exclude=exclude):
+            match write_binary_diff(
+                worktree, isolation.base, handle, git_dir=git_dir, env=env, exclude=exclude
+            ):
                 case Err(error):
                     raise known_failure(f"could not write patch '{target}'", error)
                 case Ok():
@@ -343,6 +397,8 @@ def capture(
     warn = warn or log.warning
     output = os.path.abspath(os.path.join(repo_path, output)) if output is not None else None
     repository = open_repository(repo_path, environ)
+    if output is not None:
+        check_output_target(output, repository)
     settings = resolve_settings(
         repository,
         environ,

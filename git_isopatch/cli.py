@@ -308,10 +308,21 @@ def isopatch(
     raise SystemExit(status)
 
 
+class OutputFailure(Exception):
+    """Our stdout cannot be written (closed, full disk, broken pipe)."""
+
+
 def _write_stdout(data: bytes) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    """Write ``data`` to stdout; raise :class:`OutputFailure` when stdout is
+    closed or the write fails, so that a lost result is never exit 0."""
+    if sys.stdout is None:
+        raise OutputFailure("stdout is closed")
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        raise OutputFailure(f"could not write to stdout: {exc.strerror or exc}") from exc
 
 
 def _emit_fields(
@@ -351,6 +362,9 @@ def run_capture(
     from .isolation.errors import IsopatchError
 
     configure_logging()
+    if sys.stdout is None and (to_stdout or porcelain_output or json_output):
+        _stderr("fatal: stdout is closed: nowhere to write the result")
+        return FATAL_STATUS
     try:
         result = capture(
             command,
@@ -408,9 +422,14 @@ def run_capture(
         return result.exit_code if result.signal is not None else FATAL_STATUS
     if to_stdout and result.patch_path is not None:
         with open(result.patch_path, "rb") as patch:
-            sys.stdout.flush()
-            shutil.copyfileobj(patch, sys.stdout.buffer, 1 << 20)
-            sys.stdout.buffer.flush()
+            try:
+                sys.stdout.flush()
+                shutil.copyfileobj(patch, sys.stdout.buffer, 1 << 20)
+                sys.stdout.buffer.flush()
+            except OSError as exc:
+                _stderr(f"fatal: could not write the patch to stdout: {exc.strerror or exc}")
+                _stderr(f"hint: the patch is kept at '{result.patch_path}'")
+                return FATAL_STATUS
         if output is None:
             os.unlink(result.patch_path)
             if not os.listdir(result.tmpdir):
@@ -578,6 +597,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
         command.main(args=args, prog_name=prog, standalone_mode=False)
     except UsageFailure as exc:
         usage_error(str(exc), name)
+    except OutputFailure as exc:
+        _stderr(f"fatal: {exc}")
+        raise SystemExit(FATAL_STATUS) from None
     except SystemExit:
         raise
     except KeyboardInterrupt:

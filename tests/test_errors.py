@@ -156,6 +156,26 @@ def _checkout_failed(env, tmp_path, make_repo) -> GitError:
         return _add_worktree(env, repo, small / "wt")
 
 
+def _unsupported_repository(env, tmp_path, make_repo) -> GitError:
+    repo = tmp_path / "sha256"
+    repo.mkdir()
+    git("init", "-q", "--object-format=sha256", cwd=repo, env=env)
+    return _err(open_user_repository(str(repo), env))
+
+
+def _filter_failed(env, tmp_path, make_repo) -> GitError:
+    repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
+    git("config", "filter.lfs.smudge", "no-such-filter-program", cwd=repo, env=env)
+    git("config", "filter.lfs.required", "true", cwd=repo, env=env)
+    return _add_worktree(env, repo, tmp_path / "wt")
+
+
+def _embedded_repository(env, tmp_path, make_repo) -> GitError:
+    repo = make_repo()
+    git("init", "-q", repo / "inner", cwd=repo, env=env)
+    return _git(env, "-C", str(repo), "add", "--intent-to-add", "inner")
+
+
 #: code -> a real failure of that kind.
 CASES: dict[str, Callable[..., GitError]] = {
     "timeout": _timeout,
@@ -175,6 +195,9 @@ CASES: dict[str, Callable[..., GitError]] = {
     "worktree-exists": _worktree_exists,
     "index-locked": _index_locked,
     "checkout-failed": _checkout_failed,
+    "unsupported-repository": _unsupported_repository,
+    "filter-failed": _filter_failed,
+    "embedded-repository": _embedded_repository,
 }
 
 

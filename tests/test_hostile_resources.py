@@ -10,6 +10,7 @@ files are 0600 and the temporary folder 0700 whatever the umask.
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 from pathlib import Path
@@ -90,11 +91,50 @@ def test_read_only_tmpdir(env, make_repo, tmp_path: Path, how: str) -> None:
 @pytest.mark.parametrize(
     ("target", "code", "reason"),
     [
-        ("readonly/change.patch", "read-only", "Read-only file system"),
         ("a-folder", "is-a-directory", "Is a directory"),
         ("no-such-folder/change.patch", "no-such-file", "No such file or directory"),
         ("a-file/change.patch", "not-a-directory", "Not a directory"),
+        ("a-link", "bad-output", "it is a symbolic link"),
+        ("a-fifo", "bad-output", "it is not a regular file"),
+        ("repo/.git/config", "bad-output", None),
+        ("repo/.git/newfile", "bad-output", None),
     ],
+)
+def test_output_that_cannot_be_a_patch_is_refused_before_anything_runs(
+    env, make_repo, tmp_path: Path, target: str, code: str, reason: str | None
+):
+    """An ``-o`` target that is a folder, a link, a FIFO, in a missing folder
+    or inside the git directory is refused before the command runs: the
+    patch is renamed over its target, which would replace a link or a FIFO
+    and break a repository with ``-o .git/config`` (found by attacking it)."""
+    repo = make_repo()
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("a file\n")
+    os.symlink(tmp_path / "a-file", tmp_path / "a-link")
+    os.mkfifo(tmp_path / "a-fifo")
+    before = repo_state(repo, env)
+    config = (repo / ".git" / "config").read_bytes()
+    run = isopatch(
+        "--porcelain", "-o", tmp_path / target, "--", "sh", "-c", "echo ran > ../../ran",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.returncode == 128, run.err
+    assert run.err.startswith("fatal: ") and run.err.count("\n") == 1, run.err
+    if reason is not None:
+        assert run.err.rstrip().endswith(reason)
+    assert run.fields()["error-code"] == code
+    assert not (tmp_path / "ran").exists()
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert repo_state(repo, env) == before
+    assert (repo / ".git" / "config").read_bytes() == config
+    assert (tmp_path / "a-link").is_symlink() and stat.S_ISFIFO(
+        os.lstat(tmp_path / "a-fifo").st_mode
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "code", "reason"),
+    [("readonly/change.patch", "read-only", "Read-only file system")],
 )
 def test_unwritable_output(env, make_repo, tmp_path: Path, target: str, code: str, reason: str):
     repo = make_repo()

@@ -15,7 +15,7 @@ from typing import IO
 
 from .result import Err, GitResult, Ok
 from .run import run_git
-from .types import CommitId, WorktreePath
+from .types import CommitId, GitDirPath, WorktreePath
 
 #: ``-c`` settings for the diff that have no command-line option (git-config(1)).
 #: ``core.fsmonitor`` is off: a file system monitor hook (a stale watcher)
@@ -78,8 +78,19 @@ def exclude_pathspecs(paths: Sequence[str]) -> list[str]:
     return [f":(top,exclude,literal){path}" for path in paths]
 
 
+def _worktree_args(worktree: WorktreePath, git_dir: GitDirPath) -> list[str]:
+    """Name the worktree's git directory and top explicitly: the command may
+    have rewritten ``<worktree>/.git`` to point at the user's repository,
+    and our calls must not follow it (found by attacking git-isopatch)."""
+    return [f"--git-dir={git_dir}", f"--work-tree={worktree}", "-C", worktree]
+
+
 def mark_untracked_intent_to_add(
-    worktree: WorktreePath, *, env: Mapping[str, str], exclude: Sequence[str] = ()
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    exclude: Sequence[str] = (),
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -94,13 +105,15 @@ def mark_untracked_intent_to_add(
     a ``node_modules/`` pattern (gitignore(5)), yet it is not the command's
     doing (issue 5, ``--link``).
 
+    ``git_dir`` is the worktree's private folder
+    (``$GIT_COMMON_DIR/worktrees/<id>``).
+
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
     listed = run_git(
         [
-            "-C",
-            worktree,
+            *_worktree_args(worktree, git_dir),
             "ls-files",
             "-z",
             "--others",
@@ -122,8 +135,7 @@ def mark_untracked_intent_to_add(
     result = run_git(
         [
             "--literal-pathspecs",
-            "-C",
-            worktree,
+            *_worktree_args(worktree, git_dir),
             "add",
             "--intent-to-add",
             "--pathspec-from-file=-",
@@ -145,6 +157,7 @@ def write_binary_diff(
     base: CommitId,
     out: IO[bytes],
     *,
+    git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
 ) -> GitResult[None]:
@@ -158,8 +171,7 @@ def write_binary_diff(
     result = run_git(
         [
             "--no-pager",
-            "-C",
-            worktree,
+            *_worktree_args(worktree, git_dir),
             "diff",
             *DIFF_OPTIONS,
             base,

@@ -106,7 +106,7 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     # our own file operations (the -o target): by errno only, never by
     # git's wording, which says "No such file" of many things
     _row("no-such-file", (errno_codes.ENOENT,)),
-    _row("not-a-directory", (errno_codes.ENOTDIR,)),
+    _row("not-a-directory", (errno_codes.ENOTDIR,), r": Not a directory$"),
     _row("is-a-directory", (errno_codes.EISDIR,)),
     _row("not-a-git-repository", pattern=r"not a git repository"),
     _row("not-a-work-tree", pattern=r"must be run in a work tree"),
@@ -120,6 +120,11 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("index-locked", pattern=r"index\.lock': File exists"),
     # Checkout could not write a file; git does not say why (entry.c).
     _row("checkout-failed", pattern=r"unable to (?:write|create) file"),
+    _row("unsupported-repository", pattern=r"unsupported repository"),
+    # a clean/smudge filter the repository requires failed (gitattributes(5))
+    _row("filter-failed", pattern=r"filter '?[^ ]*'? failed|filter [^ ]+ failed"),
+    # the command left a repository without commits inside its worktree
+    _row("embedded-repository", pattern=r"does not have a commit checked out"),
 )
 
 

@@ -1,0 +1,124 @@
+"""What an attacking tester found (bad input and hostile commands), each
+with the behaviour now promised: one ``fatal:`` line, the right status, no
+traceback, and the user's repository bit-identical."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from repo_helpers import git, isopatch, registered_worktrees, repo_state
+
+
+def _assert_fatal(run, code: str) -> None:
+    assert run.returncode == 128, run.err
+    assert "Traceback" not in run.err and "report it" not in run.err, run.err
+    assert run.err.startswith("fatal: "), run.err
+    assert run.fields()["error-code"] == code
+
+
+def test_a_command_that_points_its_dot_git_at_the_user_repository(env, make_repo) -> None:
+    """Our own git calls name the worktree's git directory explicitly, so a
+    rewritten ``<worktree>/.git`` cannot make them write the user's index."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+    script = 'printf "gitdir: %s\\n" "$(git rev-parse --git-common-dir)" > .git; echo x > planted'
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert repo_state(repo, env) == before
+    assert b"b/planted" in Path(run.fields()["patch"]).read_bytes()
+
+
+def test_a_command_that_swaps_its_worktree_for_a_link_to_the_user_checkout(env, make_repo) -> None:
+    repo = make_repo()
+    (repo / "precious.txt").write_text("the user's untracked file\n")
+    before = repo_state(repo, env)
+    script = f't=$(git rev-parse --show-toplevel); cd /; rm -rf "$t"; ln -s {repo} "$t"'
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    _assert_fatal(run, "worktree-gone")
+    assert "patch" not in run.fields()
+    after = repo_state(repo, env)
+    # extraction failed, so the worktree's registration is kept and reported
+    assert registered_worktrees(repo, env) == [f"worktree {run.fields()['worktree']}"]
+    del before["worktree list"], after["worktree list"]
+    assert after == before
+    assert (repo / "precious.txt").read_text() == "the user's untracked file\n"
+
+
+def test_a_command_that_deletes_its_worktree(env, make_repo) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    script = 't=$(git rev-parse --show-toplevel); cd /; rm -rf "$t"'
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    _assert_fatal(run, "worktree-gone")
+    assert "removed or replaced its worktree" in run.err
+    git("worktree", "prune", cwd=repo, env=env)
+    assert repo_state(repo, env)["work tree"] == before["work tree"]
+
+
+def test_an_empty_repository_made_inside_the_worktree(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch("--porcelain", "--", "git", "init", "-q", "inner", cwd=repo, env=env)
+    _assert_fatal(run, "embedded-repository")
+    assert registered_worktrees(repo, env) == [f"worktree {run.fields()['worktree']}"]
+
+
+def test_a_command_that_writes_where_the_patch_goes(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch(
+        "--porcelain",
+        "--",
+        "sh",
+        "-c",
+        "echo junk > ../isopatch.patch; echo x > y",
+        cwd=repo,
+        env=env,
+    )
+    assert run.returncode == 0, run.err
+    assert Path(run.fields()["patch"]).read_bytes().startswith(b"diff --git a/y b/y\n")
+
+
+def test_a_required_filter_that_cannot_run(env, make_repo) -> None:
+    repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
+    git("config", "filter.lfs.smudge", "no-such-filter-program", cwd=repo, env=env)
+    git("config", "filter.lfs.required", "true", cwd=repo, env=env)
+    before = repo_state(repo, env)
+    run = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
+    _assert_fatal(run, "filter-failed")
+    assert repo_state(repo, env) == before
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+
+
+def test_a_sha256_repository_is_named_as_such(env, tmp_path) -> None:
+    repo = tmp_path / "sha256"
+    repo.mkdir()
+    git("init", "-q", "--object-format=sha256", cwd=repo, env=env)
+    run = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
+    _assert_fatal(run, "unsupported-repository")
+    assert "object format 'sha256' is not supported" in run.err
+
+
+@pytest.mark.parametrize("mode", ["--stdout", "--porcelain", "--json"])
+def test_a_result_that_cannot_be_written_is_not_exit_0(env, make_repo, mode: str) -> None:
+    repo = make_repo()
+    with open("/dev/full", "wb") as full:
+        fd = os.dup(full.fileno())
+    try:
+        import subprocess
+
+        from repo_helpers import ISOPATCH
+
+        done = subprocess.run(
+            [ISOPATCH, mode, "--", "sh", "-c", "echo x > y"],
+            cwd=repo,
+            env=env,
+            stdout=fd,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+    finally:
+        os.close(fd)
+    assert done.returncode == 128, done.stderr
+    assert b"No space left on device" in done.stderr
+    assert b"Traceback" not in done.stderr
