@@ -472,26 +472,20 @@ def _run_and_extract(
     try:
         bring_in(isolation.repository, isolation.worktree, includes, env=git_env)
         os.makedirs(cwd, exist_ok=True)
-        if capture_output:
-            stdout_path = os.path.join(isolation.tmpdir, "stdout")
-            stderr_path = os.path.join(isolation.tmpdir, "stderr")
-            with _open_private(stdout_path) as out, _open_private(stderr_path) as err:
-                outcome = run_command(
-                    command,
-                    cwd=cwd,
-                    env=command_environment(environ),
-                    stdin=None,
-                    stdout=out,
-                    stderr=err,
-                    timeout=timeout,
-                    signal_state=state,
-                )
-        else:
+        with contextlib.ExitStack() as files:
+            stdout: int | IO[bytes] | None = command_stdout
+            stderr: IO[bytes] | None = None
+            if capture_output:
+                stdout_path = os.path.join(isolation.tmpdir, "stdout")
+                stderr_path = os.path.join(isolation.tmpdir, "stderr")
+                stdout = files.enter_context(_open_private(stdout_path))
+                stderr = files.enter_context(_open_private(stderr_path))
             outcome = run_command(
                 command,
                 cwd=cwd,
                 env=command_environment(environ),
-                stdout=command_stdout,
+                stdout=stdout,
+                stderr=stderr,
                 timeout=timeout,
                 signal_state=state,
             )
