@@ -169,8 +169,8 @@ def resolve_base(repository: UserRepository, base: str) -> CommitId:
     """
     try:
         ref = Ref(base)
-    except ValueError as exc:
-        raise IsopatchError("unknown-revision", f"invalid base '{base}': {exc}") from exc
+    except ValueError as exc:  # the reason quotes the value with its escapes
+        raise IsopatchError("unknown-revision", f"invalid base: {exc}") from exc
     match resolve_commit(repository, ref):
         case Ok(commit):
             return commit

@@ -266,6 +266,8 @@ def isopatch(
     """
     if not command:
         raise UsageFailure("no command given")
+    if not command[0]:
+        raise UsageFailure("the command name is empty")
     if nul and not porcelain_output:
         raise UsageFailure("the option '-z' requires '--porcelain'")
     if porcelain_output and json_output:

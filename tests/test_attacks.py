@@ -122,3 +122,20 @@ def test_a_result_that_cannot_be_written_is_not_exit_0(env, make_repo, mode: str
     assert done.returncode == 128, done.stderr
     assert b"No space left on device" in done.stderr
     assert b"Traceback" not in done.stderr
+
+
+def test_an_empty_command_name_is_a_usage_error(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch("--", "", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.err.startswith("error: the command name is empty\nusage: git isopatch")
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+
+
+@pytest.mark.parametrize("base", ["HEAD\nx", "ma\x01in"])
+def test_a_base_with_control_characters_is_one_escaped_line(env, make_repo, base: str) -> None:
+    repo = make_repo()
+    run = isopatch("--porcelain", f"--base={base}", "--", "true", cwd=repo, env=env)
+    _assert_fatal(run, "unknown-revision")
+    assert run.err.count("\n") == 1 and repr(base) in run.err
+    assert not any(ord(c) < 0x20 for c in run.err.rstrip("\n"))
