@@ -8,6 +8,7 @@ and removes the worktree (or keeps it when asked, or when extraction failed).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -497,23 +498,22 @@ def _run_and_extract(
     except BaseException:
         provider.remove(isolation)
         raise
-    shared_writes = _shared_writes(before, repository, git_env)
+    finish = functools.partial(
+        _result,
+        isolation,
+        outcome,
+        state,
+        stdout_path,
+        stderr_path,
+        timeout=timeout,
+        shared_writes=_shared_writes(before, repository, git_env),
+    )
     try:
         patch = _extract_patch(isolation, git_env, output, [i.path for i in includes])
         files = count_patch_files(patch)
     except IsopatchError as failure:
         provider.keep(isolation)
-        return _result(
-            isolation,
-            outcome,
-            state,
-            stdout_path,
-            stderr_path,
-            worktree=isolation.worktree,
-            error=failure,
-            timeout=timeout,
-            shared_writes=shared_writes,
-        )
+        return finish(worktree=isolation.worktree, error=failure)
     except BaseException:
         provider.keep(isolation)
         raise
@@ -525,18 +525,7 @@ def _run_and_extract(
         if not provider.remove(isolation):  # reported as kept, unlocked for the user
             provider.keep(isolation)
             kept = isolation.worktree
-    return _result(
-        isolation,
-        outcome,
-        state,
-        stdout_path,
-        stderr_path,
-        worktree=kept,
-        patch=patch,
-        files=files,
-        timeout=timeout,
-        shared_writes=shared_writes,
-    )
+    return finish(worktree=kept, patch=patch, files=files)
 
 
 def _shared_writes(

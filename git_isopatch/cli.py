@@ -165,6 +165,9 @@ prune_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 RepoPathOption = Annotated[
     str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
 ]
+NulOption = Annotated[
+    bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
+]
 ShortHelpOption = Annotated[
     bool,
     typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
@@ -227,9 +230,7 @@ def isopatch(
     porcelain_output: Annotated[
         bool, typer.Option("--porcelain", help="machine-readable result on stdout")
     ] = False,
-    nul: Annotated[
-        bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
-    ] = False,
+    nul: NulOption = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="the result as one JSON object on stdout")
     ] = False,
@@ -505,9 +506,7 @@ def list_command(
     porcelain_output: Annotated[
         bool, typer.Option("--porcelain", help="machine-readable output on stdout")
     ] = False,
-    nul: Annotated[
-        bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
-    ] = False,
+    nul: NulOption = False,
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
 ) -> None:
