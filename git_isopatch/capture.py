@@ -30,6 +30,7 @@ from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
 from .git.shared_state import SharedState, describe_changes, read_shared_state
 from .git.snapshot import snapshot_work_tree
+from .git.sparse import check_out_present_skipped
 from .git.types import CommitId, Ref
 from .isolation.command import CommandOutcome, forward_signals, run_command
 from .isolation.errors import (
@@ -432,6 +433,8 @@ def capture(
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
         isolation = provider.create(repository, commit, command=list(command), tmp_root=tmp_root)
+        if include_uncommitted:
+            _check_out_present_skipped(isolation, provider, git_env)
         return _run_and_extract(
             isolation,
             provider,
@@ -446,6 +449,34 @@ def capture(
             command_stdout=command_stdout,
             includes=includes,
         )
+
+
+def _check_out_present_skipped(
+    isolation: Isolation, provider: IsolationProvider, env: Mapping[str, str]
+) -> None:
+    """``--include-uncommitted`` in a sparse checkout: the files of the
+    snapshot that the sparse patterns leave out but the user has are
+    checked out (:func:`.git.sparse.check_out_present_skipped`).  On failure
+    the worktree is removed.
+
+    Raises:
+        IsopatchError: a classified git failure.
+    """
+    try:
+        match check_out_present_skipped(
+            isolation.worktree,
+            git_dir=isolation.admin_dir,
+            source_top=isolation.repository.top,
+            env=env,
+        ):
+            case Err(error):
+                raise known_failure(f"could not check out '{isolation.worktree}'", error)
+            case Ok():
+                pass
+    except BaseException:
+        if provider.remove(isolation):
+            shutil.rmtree(isolation.tmpdir, ignore_errors=True)
+        raise
 
 
 def _run_and_extract(

@@ -20,7 +20,13 @@ from .types import CommitId, GitDirPath, WorktreePath
 #: ``-c`` settings for the diff that have no command-line option (git-config(1)).
 #: ``core.fsmonitor`` is off: a file system monitor hook (a stale watcher)
 #: could tell git that files the command changed are unchanged, and it is a
-#: hook the user did not ask to run here (issue 4).
+#: hook the user did not ask to run here (issue 4).  ``index.sparse`` is
+#: off: with a sparse index (``git sparse-checkout set --sparse-index``,
+#: which ``git worktree add`` copies into the worktree) git 2.39 crashes
+#: (``free(): invalid pointer``, a segmentation fault) when it writes an
+#: intent-to-add entry outside the sparse set, and whenever it later
+#: converts such an index back to a sparse one; a full index in our own
+#: worktree costs only its size.
 DIFF_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.quotePath", "true"),
     ("diff.noprefix", "false"),
@@ -30,6 +36,7 @@ DIFF_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
     ("diff.ignoreSubmodules", "none"),
     ("core.hooksPath", os.devnull),
+    ("index.sparse", "false"),
 )
 
 #: Rename detection gives up above this many candidates (git's own default
@@ -95,8 +102,10 @@ def mark_untracked_intent_to_add(
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
     ``git ls-files --others --exclude-standard -z`` lists them, then
-    ``git add --intent-to-add`` records them (git-add(1), ``-N``), so that
-    ``git diff`` shows new files.  Only new files are touched: ``add --all``
+    ``git add --intent-to-add --sparse`` records them (git-add(1), ``-N``), so
+    that ``git diff`` shows new files; ``--sparse`` (git 2.34) lets it record
+    paths outside the sparse-checkout set, which ``git add`` refuses
+    otherwise (git-sparse-checkout(1)).  Only new files are touched: ``add --all``
     would hash every modified file into the object store shared with the
     user's repository.  Ignored files stay out (``.gitignore``,
     ``.git/info/exclude``, ``core.excludesFile``), and so do ``exclude``
@@ -138,6 +147,7 @@ def mark_untracked_intent_to_add(
             *_worktree_args(worktree, git_dir),
             "add",
             "--intent-to-add",
+            "--sparse",
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
         ],

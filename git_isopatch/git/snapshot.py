@@ -23,11 +23,15 @@ from .types import CommitId, GitDirPath, RepoPath
 
 #: ``-c`` settings for the snapshot.  A split index would write a new
 #: ``sharedindex.*`` file into the user's git directory, and an fsmonitor
-#: hook would be asked about a foreign index; no hook runs.
+#: hook would be asked about a foreign index; no hook runs.  The temporary
+#: index is a full one (``index.sparse``): git 2.39 crashes on some writes
+#: of a sparse index with entries outside the sparse set (see
+#: :data:`.diff.DIFF_CONFIG`).
 SNAPSHOT_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.splitIndex", "false"),
     ("core.fsmonitor", "false"),
     ("core.hooksPath", os.devnull),
+    ("index.sparse", "false"),
 )
 
 #: Who makes the snapshot commit: fixed, so that a user without
@@ -90,7 +94,9 @@ def snapshot_work_tree(
     except OSError as exc:
         return _os_error(f"cannot copy the index of '{git_dir}'", exc)
     repository = [f"--git-dir={git_dir}", f"--work-tree={top}"]
-    added = run_git([*repository, "add", "--all"], env=index_env, config=SNAPSHOT_CONFIG, cwd=top)
+    added = run_git(
+        [*repository, "add", "--all", "--sparse"], env=index_env, config=SNAPSHOT_CONFIG, cwd=top
+    )
     if isinstance(added, Err):
         return added
     match run_git([f"--git-dir={git_dir}", "write-tree"], env=index_env, config=SNAPSHOT_CONFIG):
