@@ -19,6 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .errors import IsopatchError
+from .sandbox import UNAVAILABLE, Sandbox
+
 #: Signals forwarded to the command's process group (issue: hostile environments).
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -176,6 +179,7 @@ def run_command(
     stdin: int | IO[bytes] | None = None,
     timeout: float | None = None,
     signal_state: dict[str, Any] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` in a new process group and wait for it.
 
@@ -192,10 +196,17 @@ def run_command(
             forwarded signal number.  It is also honoured afterwards, so a
             signal that arrives during extraction is not lost; one that
             arrived before the command started means it is not started.
+        sandbox: confine the command (and all it starts) with it, in the
+            child between fork and exec, after the process group is made
+            (:meth:`.sandbox.Sandbox.confine`); the caller closes it.
 
     Returns:
         A :class:`CommandOutcome`.  Never raises for a command that cannot
         be started: 127 (not found) or 126 (not executable) is returned.
+
+    Raises:
+        IsopatchError: ``sandbox-unavailable``: the sandbox could not be
+            entered in the child; the command did not run.
     """
     state = signal_state if signal_state is not None else {}
     state.setdefault("received", None)
@@ -213,7 +224,12 @@ def run_command(
             stdout=stdout,
             stderr=stderr,
             process_group=0,
+            preexec_fn=sandbox.confine if sandbox is not None else None,
         )
+    except subprocess.SubprocessError as exc:  # only preexec_fn raises it
+        raise IsopatchError(
+            UNAVAILABLE, f"--sandbox is not available: could not confine '{argv[0]}': {exc}"
+        ) from None
     except FileNotFoundError as exc:
         return CommandOutcome(
             NOT_FOUND_EXIT,

@@ -1,0 +1,106 @@
+"""Test helpers for ``--sandbox``: an environment that forbids what the
+sandbox needs (a seccomp filter installed in the child before it runs
+git-isopatch), and a TCP server on 127.0.0.1 only.
+
+The seccomp filter is a real kernel refusal, as a kernel without Landlock
+(``ENOSYS`` from ``landlock_create_ruleset``) or a container that forbids
+namespaces (``EPERM`` from ``unshare``) gives: git-isopatch's own checks run
+unchanged against it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import platform
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+#: Generic syscall numbers; ``unshare`` differs between architectures.
+SYSCALLS = {
+    "landlock_create_ruleset": 444,
+    "unshare": {"x86_64": 272, "aarch64": 97}.get(platform.machine(), -1),
+}
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+_BPF_LD_W_ABS = 0x20
+_BPF_JEQ_K = 0x15
+_BPF_RET_K = 0x06
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def refuse_syscall(name: str, code: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that makes the syscall ``name`` fail with ``code``
+    (an errno) in the child and everything it runs."""
+    number = SYSCALLS[name]
+    if number < 0:
+        raise RuntimeError(f"no syscall number for {name} on {platform.machine()}")
+
+    def install() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        program = (_SockFilter * 4)(
+            _SockFilter(_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+            _SockFilter(_BPF_JEQ_K, 0, 1, number),
+            _SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | code),
+            _SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+        )
+        prog = _SockFprog(4, program)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+    return install
+
+
+NO_LANDLOCK = ("landlock_create_ruleset", errno.ENOSYS)
+NO_NAMESPACES = ("unshare", errno.EPERM)
+
+
+@contextlib.contextmanager
+def loopback_server(reply: bytes = b"hello from outside\n") -> Iterator[int]:
+    """A TCP server on 127.0.0.1 (never another address) that answers every
+    connection with ``reply``; yields its port."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                with contextlib.suppress(OSError):
+                    conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
