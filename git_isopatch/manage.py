@@ -1,7 +1,8 @@
 """``git isopatch list`` and ``git isopatch prune``: the worktrees
 git-isopatch made for a repository (issue 5, "Kept worktrees").
 
-The work is :mod:`.isolation.inventory`; this opens the repository as
+The work is :mod:`.isolation.inventory` (list) and
+:mod:`.isolation.provider` (prune); this opens the repository as
 :func:`.capture.capture` does and hands back what the CLI renders.
 """
 
@@ -14,7 +15,8 @@ from .capture import open_repository
 from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
-from .isolation.inventory import OwnedWorktree, owned_worktrees, prune
+from .isolation.inventory import OwnedWorktree, owned_worktrees
+from .isolation.provider import prune
 from .isolation.store import GitMetadataStore
 
 
@@ -41,7 +43,7 @@ def prune_worktrees(
     environ: Mapping[str, str] | None = None,
 ) -> list[OwnedWorktree]:
     """Remove the kept and orphaned worktrees git-isopatch made for the
-    repository at ``repo_path`` (:func:`.isolation.inventory.prune`).
+    repository at ``repo_path`` (:func:`.isolation.provider.prune`).
 
     Args:
         expire: only those made before this time, as git's ``--expire``

@@ -1,7 +1,11 @@
-"""Isolation providers: make and remove the ephemeral worktree.
+"""The life cycle of git-isopatch's worktrees, in one place: create one for a
+run (:meth:`WorktreeProvider.create`), remove or keep it after the run,
+evict old ones at ``isopatch.maxWorktrees`` (:func:`make_room`) and prune
+them (:func:`prune`, ``git isopatch prune``).  Every change to one of our
+worktrees goes through here, under :func:`worktree_admin_lock`; what exists
+and in which state is read by :mod:`.inventory`.
 
-Design: procedure steps 3 and 6, "Safety rules" and Architecture
-(``IsolationProvider`` protocol, ``WorktreeProvider``).
+Design: procedure steps 3 and 7, Architecture.
 """
 
 from __future__ import annotations
@@ -26,8 +30,15 @@ from ..git.worktree import (
     unlock_worktree,
     worktree_admin_dir,
 )
-from .errors import known_failure, known_os_failure
-from .inventory import DEFAULT_MAX_WORKTREES, make_room
+from .errors import IsopatchError, known_failure, known_os_failure
+from .inventory import (
+    DEFAULT_MAX_WORKTREES,
+    KEPT,
+    ORPHANED,
+    PRUNABLE_STATES,
+    OwnedWorktree,
+    owned_worktrees,
+)
 from .store import GitMetadataStore, IsolationStore, WorktreeRecord
 
 log = logging.getLogger("git_isopatch")
@@ -123,7 +134,7 @@ class WorktreeProvider:
         store: where the worktrees made are recorded.
         max_worktrees: ``isopatch.maxWorktrees``: at most this many of our
             worktrees stay registered; before one more is made, orphaned and
-            then the oldest kept ones are removed (:func:`.inventory.make_room`).
+            then the oldest kept ones are removed (:func:`make_room`).
             0 or less: no limit.
         warn: called with a one-line warning (a kept worktree removed).
     """
@@ -292,3 +303,127 @@ class WorktreeProvider:
                     )
                 case Ok():
                     pass
+
+
+def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]) -> bool:
+    """Remove one of our worktrees, kept or orphaned, and its
+    ``git-isopatch-*`` folder (which holds its patch and output).
+
+    ``git worktree remove --force --force`` removes it (locked or not, even
+    when its folder is gone).  Should git fail while the folder is gone, the
+    private folder, which holds our record, is deleted as ``git worktree
+    prune`` would, without pruning anyone else's.  The caller holds the
+    worktree lock (:func:`worktree_admin_lock`).  Best effort.
+
+    Returns:
+        True when it is gone.
+    """
+    path = WorktreePath(worktree.path)
+    match remove_worktree(repository.git_dir, path, env=env):
+        case Ok():
+            pass
+        case Err(error):
+            if os.path.lexists(path) or worktree.admin_dir is None:
+                log.warning("could not remove worktree '%s': %s", path, error.message())
+                return False
+            shutil.rmtree(worktree.admin_dir, ignore_errors=True)
+            if os.path.exists(worktree.admin_dir):
+                return False
+    tmpdir = worktree.tmpdir
+    if (
+        tmpdir
+        and os.path.dirname(os.path.normpath(path)) == os.path.normpath(tmpdir)
+        and os.path.basename(os.path.normpath(tmpdir)).startswith("git-isopatch-")
+    ):
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return True
+
+
+def prune(
+    repository: UserRepository,
+    store: IsolationStore,
+    *,
+    env: Mapping[str, str],
+    expire: float | None = None,
+    dry_run: bool = False,
+) -> list[OwnedWorktree]:
+    """Remove our kept and orphaned worktrees; never a running or locked
+    one, never the one the caller stands in, never one we did not make.
+
+    Args:
+        expire: remove only those made before this time (seconds since the
+            epoch; ``git isopatch prune --expire <time>``); ``None`` for all.
+        dry_run: remove nothing, report what would go.
+
+    Returns:
+        The worktrees removed (or that would be), oldest first.
+
+    Raises:
+        IsopatchError: git could not list the worktrees.
+    """
+    here = os.path.realpath(repository.top)
+    with worktree_admin_lock(repository.common_dir):
+        candidates = [
+            worktree
+            for worktree in owned_worktrees(repository, store, env=env)
+            if worktree.state in PRUNABLE_STATES
+            and os.path.realpath(worktree.path) != here
+            and (expire is None or (worktree.created is not None and worktree.created <= expire))
+        ]
+        candidates.sort(key=lambda w: w.created or 0.0)
+        if dry_run:
+            return candidates
+        return [w for w in candidates if discard(repository, w, env=env)]
+
+
+def make_room(
+    repository: UserRepository,
+    store: IsolationStore,
+    *,
+    env: Mapping[str, str],
+    limit: int,
+    warn: Callable[[str], None],
+) -> None:
+    """Keep fewer than ``limit`` of our worktrees before one more is added:
+    remove orphaned ones, oldest first, then the oldest kept ones (with a
+    warning).  The caller holds the worktree lock.  ``limit`` 0 or less
+    means no limit.
+
+    Raises:
+        IsopatchError: ``too-many-worktrees`` when the rest are running (or
+            locked) and no room can be made.
+    """
+    if limit <= 0:
+        return
+    try:  # fewer linked worktrees of any owner than the limit: no need to ask git
+        if len(os.listdir(os.path.join(repository.common_dir, "worktrees"))) < limit:
+            return
+    except OSError:
+        return  # no linked worktree at all
+    owned = owned_worktrees(repository, store, env=env)
+    excess = len(owned) - limit + 1
+    if excess <= 0:
+        return
+    here = os.path.realpath(repository.top)
+
+    def oldest_first(state: str) -> list[OwnedWorktree]:
+        found = [w for w in owned if w.state == state and os.path.realpath(w.path) != here]
+        return sorted(found, key=lambda w: w.created or 0.0)
+
+    for worktree in oldest_first(ORPHANED) + oldest_first(KEPT):
+        if excess <= 0:
+            break
+        if discard(repository, worktree, env=env):
+            excess -= 1
+            if worktree.state == KEPT:
+                warn(
+                    f"removed the oldest kept worktree '{worktree.path}' "
+                    f"(isopatch.maxWorktrees is {limit})"
+                )
+    if excess > 0:
+        raise IsopatchError(
+            "too-many-worktrees",
+            f"{len(owned)} git-isopatch worktrees are in use in this repository "
+            f"and isopatch.maxWorktrees is {limit}",
+            hint="wait for a run to finish, or raise isopatch.maxWorktrees",
+        )
