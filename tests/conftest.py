@@ -7,6 +7,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from packages import (  # noqa: F401 (pytest hooks: optional packages, skips in CI)
+    pytest_collectreport,
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_runtest_setup,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 from repo_helpers import git, hermetic_environ, write_tree
 
 

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from packages import GIT_COMPLETION
 from repo_helpers import git
 
 from git_isopatch import cli
@@ -17,7 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 OURS = ROOT / "completion" / "git-isopatch.bash"
 #: git's completion script, shipped by Debian's git package (and by git's
 #: contrib/completion/git-completion.bash elsewhere)
-GITS = Path("/usr/share/bash-completion/completions/git")
+GITS = GIT_COMPLETION
+
+#: every test here sources git's completion script
+pytestmark = pytest.mark.needs("git")
 
 COMPLETE = r"""
 complete_line () {
@@ -48,7 +52,6 @@ def complete(line: str, cwd: Path, env: dict[str, str], setup: str | None = None
 
 @pytest.fixture
 def repo(make_repo) -> Path:
-    assert GITS.is_file(), f"git's completion script is missing: {GITS}"
     return make_repo()
 
 
@@ -110,6 +113,7 @@ def test_git_completes_the_subcommand_name(repo, env) -> None:
     assert complete("git isopa", repo, env) == ["isopatch "]
 
 
+@pytest.mark.needs("bash-completion")
 def test_bash_completion_loads_it_by_name(repo, env, tmp_path: Path) -> None:
     """With the bash-completion package, nothing is sourced by hand: its
     loader finds git's script for `git`, and git's asks it for

@@ -70,6 +70,7 @@ def _assert_is_the_page(text: str) -> None:
     assert "--no-keep" in text
 
 
+@pytest.mark.needs("man-db")
 def test_man_finds_the_installed_page(installed: Path, venv_env, make_repo) -> None:
     repo = make_repo()
     where = _run(["man", "-w", "git-isopatch"], venv_env, repo).stdout.strip()
@@ -78,6 +79,7 @@ def test_man_finds_the_installed_page(installed: Path, venv_env, make_repo) -> N
     _assert_is_the_page(_run(["man", "git-isopatch"], venv_env, repo).stdout)
 
 
+@pytest.mark.needs("man-db")
 def test_git_isopatch_help_opens_the_page(installed: Path, venv_env, make_repo) -> None:
     repo = make_repo()
     assert _run(["git", "isopatch", "--version"], venv_env, repo).stdout.startswith("git-isopatch ")
@@ -90,6 +92,7 @@ def test_git_isopatch_help_opens_the_page(installed: Path, venv_env, make_repo) 
     _assert_is_the_page(_run(["git", "isopatch", "--porcelain", "--help"], venv_env, repo).stdout)
 
 
+@pytest.mark.needs("man-db")
 def test_help_works_off_path_too(installed: Path, venv_env, make_repo) -> None:
     """`/path/to/venv/bin/git-isopatch --help` with the venv's bin not on
     PATH: the page of its own installation is still found."""
@@ -98,6 +101,7 @@ def test_help_works_off_path_too(installed: Path, venv_env, make_repo) -> None:
     _assert_is_the_page(done.stdout)
 
 
+@pytest.mark.needs("bash-completion", "git")
 def test_bash_completion_finds_the_installed_script(installed: Path, venv_env, make_repo) -> None:
     repo = make_repo()
     script = f"""

@@ -37,7 +37,7 @@ def prettier_node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``npm ci`` of the fixture, once per session (shared by xdist workers
     through a lock file); returns its ``node_modules``."""
     npm = shutil.which("npm")
-    assert npm is not None, "npm is needed for these tests: .ci/run installs nodejs and npm"
+    assert npm is not None, "the tests that use this fixture are marked needs('npm')"
     lock_bytes = (NODE_FIXTURE / "package-lock.json").read_bytes()
     key = hashlib.sha256(lock_bytes).hexdigest()[:16]
     shared = tmp_path_factory.getbasetemp().parent
@@ -84,6 +84,7 @@ def _npm_env(env: dict[str, str]) -> dict[str, str]:
     return {**env, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
 
 
+@pytest.mark.needs("nodejs", "npm")
 def test_npm_lint_fix_needs_node_modules(env, node_project: Path) -> None:
     run = isopatch(
         "--porcelain", "--", "npm", "run", "lint:fix", cwd=node_project, env=_npm_env(env)
@@ -91,6 +92,7 @@ def test_npm_lint_fix_needs_node_modules(env, node_project: Path) -> None:
     assert run.fields()["exit"] == "127", "prettier is not found without node_modules"
 
 
+@pytest.mark.needs("nodejs", "npm")
 def test_npm_lint_fix_with_linked_node_modules(
     env, node_project: Path, tmp_path: Path, no_leftovers
 ) -> None:
