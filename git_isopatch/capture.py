@@ -25,6 +25,7 @@ from .git.diff import (
     write_binary_diff,
 )
 from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
+from .git.metadata import git_metadata_dir
 from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
@@ -119,28 +120,24 @@ def open_repository(repo_path: str, environ: Mapping[str, str]) -> UserRepositor
             raise _repository_error(error)
 
 
-def _inside(path: str, folder: str) -> bool:
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
 def check_output_target(output: str, repository: UserRepository) -> None:
     """Refuse an ``-o`` target before anything is made (found by attacking
     it): the patch is written beside the target and renamed over it, which
     is right for a regular file or a new name, and wrong for anything else.
 
     Raises:
-        IsopatchError: ``bad-output`` when ``output`` lies in the
-            repository's git directory (``-o .git/config`` would break the
-            repository), or is an existing folder, symbolic link, FIFO or
-            device; ``no-such-file``/``not-a-directory`` when its folder is
-            missing or is not a folder.
+        IsopatchError: ``bad-output`` when ``output`` is git metadata
+            (``-o .git/config`` would break the repository; a work tree
+            inside a bare repository's folder is not metadata, see
+            :func:`.git.metadata.git_metadata_dir`), or is an existing
+            folder, symbolic link, FIFO or device;
+            ``no-such-file``/``not-a-directory`` when its folder is missing
+            or is not a folder.
     """
-    for git_dir in {repository.git_dir, repository.common_dir}:
-        if _inside(output, git_dir):
-            raise IsopatchError(
-                "bad-output", f"refusing to write the patch into the git directory: '{output}'"
-            )
+    if git_metadata_dir(repository, output) is not None:
+        raise IsopatchError(
+            "bad-output", f"refusing to write the patch into the git directory: '{output}'"
+        )
     try:
         mode = os.lstat(output).st_mode
     except FileNotFoundError:

@@ -26,6 +26,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..git.metadata import git_metadata_dir
 from ..git.repo import UserRepository, tracked_path_in_commit
 from ..git.result import GitError
 from ..git.types import CommitId, WorktreePath
@@ -111,14 +112,14 @@ def _check(repository: UserRepository, request: IncludeRequest) -> str:
 
 def _check_on_disk(repository: UserRepository, request: IncludeRequest, path: str) -> None:
     """Refuse a path whose symbolic links lead out of the work tree or into
-    its git directory."""
+    git metadata (:func:`..git.metadata.git_metadata_dir`: a work tree
+    inside a bare repository's folder is not)."""
     top = os.path.realpath(repository.top)
     real = os.path.realpath(os.path.join(repository.top, path))
     if not _inside(real, top) or real == top:
         raise _refuse(request, f"resolves to '{real}', outside the repository")
-    for git_dir in (repository.git_dir, repository.common_dir):
-        if _inside(real, os.path.realpath(git_dir)):
-            raise _refuse(request, f"resolves to '{real}', inside the git directory")
+    if git_metadata_dir(repository, real) is not None:
+        raise _refuse(request, f"resolves to '{real}', inside the git directory")
 
 
 def _parents(path: str) -> Iterable[str]:
