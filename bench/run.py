@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark harness for git isopatch (issue 6).
+"""Benchmark harness for git isopatch.
 
 Times ``git isopatch -q -- <command>`` against the plain git sequence in
 ``bench/bare.sh`` on generated repositories of three sizes, and measures the

@@ -359,7 +359,7 @@ def capture(
             with ``isopatch.maxWorktrees``).
         link: paths (relative to ``repo_path``) to bring into the worktree as
             symbolic links to the originals: writes go through to them
-            (issue 5, ``--link``).
+            (``--link``).
         copy: paths to bring in as copies (reflinks where the filesystem can).
         configured_links: also link the ``isopatch.link`` paths.
         configured_copies: also copy the ``isopatch.copy`` paths and the

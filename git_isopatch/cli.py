@@ -510,7 +510,8 @@ def list_command(
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
 ) -> None:
-    """List the worktrees git-isopatch made: running, kept, orphaned (issue 5)."""
+    """List the worktrees git-isopatch made: running, kept, orphaned
+    (design: "Kept worktrees")."""
     import time
 
     from .isolation.errors import IsopatchError
@@ -548,7 +549,7 @@ def prune_command(
     _short_help: ShortHelpOption = False,
 ) -> None:
     """Remove kept and orphaned worktrees git-isopatch made; never a
-    running one, never one it did not make (issue 5)."""
+    running one, never one it did not make (design: "Kept worktrees")."""
     from .isolation.errors import IsopatchError
     from .manage import prune_worktrees
 

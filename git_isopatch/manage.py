@@ -1,5 +1,5 @@
 """``git isopatch list`` and ``git isopatch prune``: the worktrees
-git-isopatch made for a repository (issue 5, "Kept worktrees").
+git-isopatch made for a repository (design: "Kept worktrees").
 
 The work is :mod:`.isolation.inventory` (list) and
 :mod:`.isolation.provider` (prune); this opens the repository as

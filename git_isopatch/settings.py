@@ -1,7 +1,7 @@
 """Defaults for a run from ``isopatch.*`` configuration; the command line wins.
 
-Issue 3: ``isopatch.keep`` (boolean), ``isopatch.timeout`` (seconds) and
-``isopatch.tmpdir`` (path); issue 5: ``isopatch.link`` and ``isopatch.copy``
+``isopatch.keep`` (boolean), ``isopatch.timeout`` (seconds),
+``isopatch.tmpdir`` (path), ``isopatch.link`` and ``isopatch.copy``
 (multi-valued paths, from the top of the work tree; an empty value clears
 the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.maxWorktrees`` (a count, 0 for no limit).  All are read through

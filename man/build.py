@@ -1,4 +1,4 @@
-"""Build ``man/git-isopatch.1`` from ``man/git-isopatch.rst`` (issue 3).
+"""Build ``man/git-isopatch.1`` from ``man/git-isopatch.rst``.
 
     python man/build.py          # write man/git-isopatch.1
     python man/build.py --check  # exit 1 if the committed page is stale

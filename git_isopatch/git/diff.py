@@ -20,7 +20,7 @@ from .types import CommitId, GitDirPath, WorktreePath
 #: ``-c`` settings for the diff that have no command-line option (git-config(1)).
 #: ``core.fsmonitor`` is off: a file system monitor hook (a stale watcher)
 #: could tell git that files the command changed are unchanged, and it is a
-#: hook the user did not ask to run here (issue 4).  ``index.sparse`` is
+#: hook the user did not ask to run here.  ``index.sparse`` is
 #: off: with a sparse index (``git sparse-checkout set --sparse-index``,
 #: which ``git worktree add`` copies into the worktree) git 2.39 crashes
 #: (``free(): invalid pointer``, a segmentation fault) when it writes an
@@ -112,7 +112,7 @@ def mark_untracked_intent_to_add(
     (paths relative to the top, see :func:`exclude_pathspecs`) whatever the
     ignore rules say: a symbolic link named ``node_modules`` is not matched by
     a ``node_modules/`` pattern (gitignore(5)), yet it is not the command's
-    doing (issue 5, ``--link``).
+    doing (``--link``).
 
     ``git_dir`` is the worktree's private folder
     (``$GIT_COMMON_DIR/worktrees/<id>``).
@@ -207,8 +207,8 @@ def _header_lines(handle: IO[bytes], chunk_size: int = _CHUNK) -> Iterator[tuple
     """``(offset, line)`` of each ``diff --git a/`` line (unquoted names) of
     a patch, without its newline.  Reads ``chunk_size`` bytes at a time, so
     memory stays bounded by a chunk and one header line whatever the size
-    of the patch (issue 6: never hold the patch in memory; an ``mmap`` would
-    count the whole file in the resident set)."""
+    of the patch (a patch is never held in memory; an ``mmap`` would count
+    the whole file in the resident set)."""
     needle = b"\n" + _HEADER
     buffer = b"\n"  # a virtual newline before the first byte
     base = -1  # file offset of buffer[0]

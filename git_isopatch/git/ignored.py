@@ -1,5 +1,5 @@
-"""Ignored files of the user's work tree, as git lists them (issue 5,
-``.worktreeinclude``).
+"""Ignored files of the user's work tree, as git lists them, for
+``.worktreeinclude``.
 
 ``.worktreeinclude`` at the top of a work tree names, in gitignore syntax,
 the ignored files a new worktree should get (the convention other worktree

@@ -139,7 +139,7 @@ def run_git(
     Git runs in a process group of its own, so that a Ctrl-C on the
     terminal (which signals the whole foreground group) reaches
     git-isopatch, which decides what to stop, and never kills a ``git
-    worktree add`` or ``git diff`` half-way (issue 4).
+    worktree add`` or ``git diff`` half-way.
 
     Returns:
         ``Ok(stdout_bytes)`` on exit status 0; otherwise ``Err(GitError)``
@@ -216,9 +216,9 @@ def _run_into_file(
 
     Git does not write the file itself: when a write fails (no space left,
     a quota, an I/O error) git only says "unknown write failure on standard
-    output", while here the ``OSError`` and its ``errno`` are at hand
-    (issue 4).  Git is then stopped.  Nothing is held in memory but one
-    chunk (and git's stderr).
+    output", while here the ``OSError`` and its ``errno`` are at hand.  Git
+    is then stopped.  Nothing is held in memory but one chunk (and git's
+    stderr).
     """
     try:
         process = subprocess.Popen(

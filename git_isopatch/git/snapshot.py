@@ -1,5 +1,5 @@
-"""A commit object holding the user's work tree as it is (issue 5,
-``--include-uncommitted``).
+"""A commit object holding the user's work tree as it is, for
+``--include-uncommitted``.
 
 The snapshot is made through a temporary index, the way ``git stash create``
 does it but without its side effects: ``GIT_INDEX_FILE`` names a copy of the

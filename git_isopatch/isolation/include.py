@@ -1,5 +1,5 @@
-"""Files git does not track, brought into the worktree (issue 5: ``--link``,
-``--copy``, ``isopatch.link``, ``isopatch.copy``, ``.worktreeinclude``).
+"""Files git does not track, brought into the worktree: ``--link``,
+``--copy``, ``isopatch.link``, ``isopatch.copy`` and ``.worktreeinclude``.
 
 A fresh worktree has no ``node_modules``, ``.env`` or local configuration,
 so a command that needs them fails there.  Each requested path of the

@@ -262,7 +262,7 @@ class WorktreeProvider:
         ``$GIT_COMMON_DIR/worktrees/<id>`` as ``git worktree prune`` would
         for it.  Never a global ``git worktree prune``: that would also drop
         the user's own stale registrations (a worktree on a drive that is
-        not mounted), which are theirs to prune (issue 4).  Last, check that
+        not mounted), which are theirs to prune.  Last, check that
         ``git worktree list --porcelain -z`` no longer shows it.
 
         Best effort (design: "Clean-up ... logs and never raises"): a
