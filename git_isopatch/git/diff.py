@@ -310,3 +310,48 @@ def count_patch_files(path: str, chunk_size: int = 1 << 20) -> int:
             count += data.count(header)
             carry = data[-(len(header) - 1) :]
     return count
+
+
+def diff_stat(
+    worktree: WorktreePath,
+    base: CommitId,
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    exclude: Sequence[str] = (),
+    color: bool = False,
+    width: int | None = None,
+) -> GitResult[bytes]:
+    """``git diff --stat --summary <base>`` of the worktree: the diffstat of
+    the patch :func:`write_binary_diff` writes (the same pinned options, so
+    the same paths and renames), with the summary of created, deleted and
+    renamed files and mode changes that ``git merge`` and ``git pull`` show.
+
+    Run after :func:`mark_untracked_intent_to_add`, like the patch.
+
+    Args:
+        color: colour it (``--color``); git's own ``auto`` cannot tell, its
+            standard output being a pipe (see :func:`.apply.diff_color`).
+        width: columns of the terminal it goes to (``--stat-width``);
+            ``None``: git's default for a pipe (80).
+
+    Returns:
+        ``Ok(the diffstat)``, empty when nothing changed, or ``Err(GitError)``.
+    """
+    options = [o for o in DIFF_OPTIONS if o not in ("--binary", "--full-index", "--no-color")]
+    options += ["--stat", "--summary", "--color" if color else "--no-color"]
+    if width is not None:
+        options.append(f"--stat-width={width}")
+    return run_git(
+        [
+            "--no-pager",
+            *_worktree_args(worktree, git_dir),
+            "diff",
+            *options,
+            base,
+            "--",
+            *exclude_pathspecs(exclude),
+        ],
+        env=env,
+        config=DIFF_CONFIG,
+    )

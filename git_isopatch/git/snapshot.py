@@ -1,14 +1,15 @@
-"""A commit object holding the user's work tree as it is, for
-``--include-uncommitted``.
+"""Commits holding the user's work in progress: the work tree as it is
+(``--include-uncommitted``), or the index as it is (``--staged``).
 
-The snapshot is made through a temporary index, the way ``git stash create``
+A snapshot is made through a temporary index, the way ``git stash create``
 does it but without its side effects: ``GIT_INDEX_FILE`` names a copy of the
-user's index in a scratch folder (git(1), ENVIRONMENT), ``git add --all``
-records the work tree into that copy (staged, unstaged, and untracked files
-that are not ignored; git-add(1)), ``git write-tree`` and ``git commit-tree``
-make a tree and a commit of it.  The user's work tree, index, refs, reflogs
-and stash are never written to; the only trace is unreachable objects in the
-object store, which ``git gc`` prunes (git-gc(1), ``gc.pruneExpire``).
+user's index in a scratch folder (git(1), ENVIRONMENT); for the work tree,
+``git add --all`` records it into that copy (staged, unstaged, and untracked
+files that are not ignored; git-add(1)); ``git write-tree`` and ``git
+commit-tree`` make a tree and a commit of it.  The user's work tree, index,
+refs, reflogs and stash are never written to; the only trace is unreachable
+objects in the object store, which ``git gc`` prunes (git-gc(1),
+``gc.pruneExpire``).
 """
 
 from __future__ import annotations
@@ -76,40 +77,88 @@ def snapshot_work_tree(
         ``Ok(CommitId)`` of the snapshot, or ``Err(GitError)`` when the index
         cannot be copied or git fails (e.g. no space left for the objects).
     """
-    index = os.path.join(scratch, "index")
-    index_env = {**env, "GIT_INDEX_FILE": index}
-    try:
-        shutil.copyfile(os.path.join(git_dir, "index"), index)
-    except FileNotFoundError:
-        # No index yet (a fresh clone with --no-checkout, or a new repository):
-        # start from the parent's tree, or from nothing.
-        if parent is not None:
-            read = run_git(
-                [f"--git-dir={git_dir}", "read-tree", parent],
-                env=index_env,
-                config=SNAPSHOT_CONFIG,
-            )
-            if isinstance(read, Err):
-                return read
-    except OSError as exc:
-        return _os_error(f"cannot copy the index of '{git_dir}'", exc)
+    index_env = {**env, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
+    copied = _copy_index(git_dir, parent, index_env)
+    if isinstance(copied, Err):
+        return copied
     repository = [f"--git-dir={git_dir}", f"--work-tree={top}"]
     added = run_git(
         [*repository, "add", "--all", "--sparse"], env=index_env, config=SNAPSHOT_CONFIG, cwd=top
     )
     if isinstance(added, Err):
         return added
+    return _commit_index(git_dir, parent, SNAPSHOT_MESSAGE, index_env)
+
+
+def _copy_index(
+    git_dir: GitDirPath, parent: CommitId | None, index_env: Mapping[str, str]
+) -> GitResult[None]:
+    """Copy the user's index to ``GIT_INDEX_FILE`` of ``index_env``; without
+    one (a fresh clone with ``--no-checkout``, a new repository) start from
+    the parent's tree, or from nothing."""
+    try:
+        shutil.copyfile(os.path.join(git_dir, "index"), index_env["GIT_INDEX_FILE"])
+    except FileNotFoundError:
+        if parent is not None:
+            read = run_git(
+                [f"--git-dir={git_dir}", "read-tree", parent], env=index_env, config=SNAPSHOT_CONFIG
+            )
+            if isinstance(read, Err):
+                return read
+    except OSError as exc:
+        return _os_error(f"cannot copy the index of '{git_dir}'", exc)
+    return Ok(None)
+
+
+def _commit_index(
+    git_dir: GitDirPath, parent: CommitId | None, message: str, index_env: Mapping[str, str]
+) -> GitResult[CommitId]:
+    """``git write-tree`` of the temporary index, then ``git commit-tree``."""
     match run_git([f"--git-dir={git_dir}", "write-tree"], env=index_env, config=SNAPSHOT_CONFIG):
         case Ok(output):
             tree = output.decode("ascii").strip()
         case Err() as err:
             return err
-    args = [f"--git-dir={git_dir}", "commit-tree", "--no-gpg-sign", "-m", SNAPSHOT_MESSAGE]
+    args = [f"--git-dir={git_dir}", "commit-tree", "--no-gpg-sign", "-m", message]
     if parent is not None:
         args += ["-p", parent]
-    commit_env = {**env, **SNAPSHOT_IDENTITY}
-    match run_git([*args, tree], env=commit_env, config=SNAPSHOT_CONFIG):
+    commit_env = {k: v for k, v in index_env.items() if k != "GIT_INDEX_FILE"}
+    match run_git([*args, tree], env={**commit_env, **SNAPSHOT_IDENTITY}, config=SNAPSHOT_CONFIG):
         case Ok(output):
             return Ok(CommitId(output.decode("ascii").strip()))
         case Err() as err:
             return err
+
+
+SNAPSHOT_INDEX_MESSAGE = "git-isopatch: snapshot of the index"
+
+
+def snapshot_index(
+    git_dir: GitDirPath,
+    parent: CommitId | None,
+    scratch: str,
+    *,
+    env: Mapping[str, str],
+) -> GitResult[CommitId]:
+    """Make a commit whose tree is the user's index: what ``git commit``
+    would commit now, with ``parent`` (the user's ``HEAD``) as its parent.
+
+    ``git write-tree`` runs on a copy of the index in ``scratch``: it may
+    rewrite the index it reads (the cached trees), and the user's must not
+    change.  Unstaged changes and untracked files are not in the index, so
+    they stay out.  Intent-to-add entries stay out too, as ``git commit``
+    leaves them out (git-add(1), ``--intent-to-add``: "only the fact that
+    the path will be added later"); a file staged for deletion is absent.
+    Without an index (an unborn branch before the first ``git add``) the
+    tree is the parent's, or empty.
+
+    Returns:
+        ``Ok(CommitId)``, or ``Err(GitError)``: the index holds unmerged
+        entries (``git write-tree`` refuses, as ``git commit`` does: "error
+        building trees"), cannot be copied, or git fails.
+    """
+    index_env = {**env, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
+    copied = _copy_index(git_dir, parent, index_env)
+    if isinstance(copied, Err):
+        return copied
+    return _commit_index(git_dir, parent, SNAPSHOT_INDEX_MESSAGE, index_env)

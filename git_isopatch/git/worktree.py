@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .result import Err, GitError, GitResult, Ok
-from .run import run_git
+from .run import run_git, run_git_with_progress
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: Configuration for ``git worktree add``: no repository hook runs
@@ -55,6 +55,7 @@ def add_detached_worktree(
     lock_reason: str,
     env: Mapping[str, str],
     config: Sequence[tuple[str, str]] = WORKTREE_ADD_CONFIG,
+    progress: bool = False,
 ) -> GitResult[WorktreePath]:
     """``git worktree add --detach --lock --reason <r> <path> <commit>``.
 
@@ -62,26 +63,31 @@ def add_detached_worktree(
     ``--lock``), so a concurrent ``git worktree prune`` cannot take it, and the
     reason names the owner (see the isolation layer).
 
+    With ``progress`` (our standard error is a terminal), git says what it
+    does (``Preparing worktree (detached HEAD <id>)``) and shows its
+    checkout progress there (:func:`.run.run_git_with_progress`); without
+    it, git runs ``--quiet``.
+
     Returns:
         ``Ok(WorktreePath)`` or ``Err(GitError)`` with git's stderr.
     """
-    result = run_git(
-        [
-            f"--git-dir={git_dir}",
-            "worktree",
-            "add",
-            "--quiet",
-            "--detach",
-            "--lock",
-            "--reason",
-            lock_reason,
-            "--",
-            path,
-            commit,
-        ],
-        env=env,
-        config=config,
-    )
+    args = [
+        f"--git-dir={git_dir}",
+        "worktree",
+        "add",
+        *([] if progress else ["--quiet"]),
+        "--detach",
+        "--lock",
+        "--reason",
+        lock_reason,
+        "--",
+        path,
+        commit,
+    ]
+    if progress:
+        result = run_git_with_progress(args, env=env, config=config)
+    else:
+        result = run_git(args, env=env, config=config)
     match result:
         case Ok():
             return Ok(WorktreePath(path))
