@@ -1,8 +1,10 @@
 """git-isopatch: run a command in an ephemeral git worktree and capture what
 it changed as a binary-safe patch.
 
-The Python API is :func:`capture` (``git_isopatch.capture(command, ...)``),
-returning a :class:`CaptureResult`; expected failures raise
+The Python API is :func:`capture` (``git_isopatch.capture(command, ...)``,
+whose keyword arguments are the fields of :class:`CaptureRequest`) and
+:func:`run` (``git_isopatch.run(CaptureRequest(...))``), returning a
+:class:`CaptureResult`; expected failures raise
 :class:`IsopatchError`.  The command line is ``git isopatch``.
 
 Nothing heavy is imported here: pygit2 loads on first use of :func:`capture`,
@@ -19,13 +21,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .capture import CaptureResult, capture
+    from .capture import CaptureResult, capture, run
     from .isolation.errors import IsopatchError
+    from .request import CaptureRequest
 
-__all__ = ["CaptureResult", "IsopatchError", "__version__", "capture"]
+__all__ = ["CaptureRequest", "CaptureResult", "IsopatchError", "__version__", "capture", "run"]
 
 _LAZY = {
     "capture": "git_isopatch.capture",
+    "run": "git_isopatch.capture",
+    "CaptureRequest": "git_isopatch.request",
     "CaptureResult": "git_isopatch.capture",
     "IsopatchError": "git_isopatch.isolation.errors",
 }

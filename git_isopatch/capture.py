@@ -15,8 +15,8 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO
+from dataclasses import dataclass, fields, replace
+from typing import IO, Any
 
 from .git.diff import (
     count_patch_files,
@@ -50,7 +50,8 @@ from .isolation.include import (
     resolve_includes,
 )
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
-from .settings import Settings, resolve_settings
+from .request import CaptureRequest, conflicts
+from .settings import complete_request
 
 log = logging.getLogger("git_isopatch")
 
@@ -251,33 +252,31 @@ def _extract_patch(
 
 def include_requests(
     repository: UserRepository,
-    settings: Settings,
+    request: CaptureRequest,
     *,
-    link: Sequence[str],
-    copy: Sequence[str],
-    worktree_include: bool,
     env: Mapping[str, str],
 ) -> list[IncludeRequest]:
     """What to bring into the worktree, weakest origin first: the ignored
-    files ``.worktreeinclude`` names (copied; unless ``worktree_include`` is
-    false), ``isopatch.copy`` and ``isopatch.link`` (``settings``), then
-    ``link`` and ``copy`` (relative to the caller's folder, as git takes
-    paths on the command line).
+    files ``.worktreeinclude`` names (copied; unless
+    ``request.worktree_include`` is false), ``isopatch.copy`` and
+    ``isopatch.link`` (``request.configured_copies``/``configured_links``,
+    completed), then ``request.link`` and ``request.copy`` (relative to the
+    caller's folder, as git takes paths on the command line).
 
     Raises:
         IsopatchError: git could not list the ignored files.
     """
     requests: list[IncludeRequest] = []
-    if worktree_include:
+    if request.worktree_include:
         match worktree_include_paths(repository.git_dir, repository.top, env=env):
             case Ok(paths):
                 requests += [IncludeRequest(p, COPY, WORKTREE_INCLUDE_FILE) for p in paths]
             case Err(error):
                 raise known_failure(f"could not read '{WORKTREE_INCLUDE_FILE}'", error)
-    requests += [IncludeRequest(p, COPY, "isopatch.copy") for p in settings.copies]
-    requests += [IncludeRequest(p, LINK, "isopatch.link") for p in settings.links]
-    requests += [IncludeRequest(p, LINK, "--link", repository.prefix) for p in link]
-    requests += [IncludeRequest(p, COPY, "--copy", repository.prefix) for p in copy]
+    requests += [IncludeRequest(p, COPY, "isopatch.copy") for p in request.configured_copies or ()]
+    requests += [IncludeRequest(p, LINK, "isopatch.link") for p in request.configured_links or ()]
+    requests += [IncludeRequest(p, LINK, "--link", repository.prefix) for p in request.link]
+    requests += [IncludeRequest(p, COPY, "--copy", repository.prefix) for p in request.copy]
     return requests
 
 
@@ -308,66 +307,61 @@ def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: 
             raise known_failure("could not snapshot the work tree", error)
 
 
+#: Fields of a sequence type, which the API also takes as lists.
+_TUPLE_FIELDS = frozenset({"command", "link", "copy", "configured_links", "configured_copies"})
+
+
 def capture(
     command: Sequence[str],
     *,
-    base: str = "HEAD",
-    repo_path: str = ".",
-    output: str | None = None,
-    keep: bool | None = None,
-    timeout: float | None = None,
-    capture_output: bool = False,
-    command_stdout: int | None = None,
-    tmp_root: str | None = None,
     environ: Mapping[str, str] | None = None,
     provider: IsolationProvider | None = None,
-    link: Sequence[str] = (),
-    copy: Sequence[str] = (),
-    configured_links: bool = True,
-    configured_copies: bool = True,
-    include_uncommitted: bool = False,
+    warn: Callable[[str], None] | None = None,
+    **options: Any,
+) -> CaptureResult:
+    """Run ``command`` in an ephemeral worktree and capture its changes: the
+    convenience form of :func:`run`.
+
+    ``options`` are the fields of :class:`~git_isopatch.request.CaptureRequest`
+    by name (``base="main"``, ``repo_path="."``, ``link=["node_modules"]``,
+    ``include_uncommitted=True``, ``keep=True``, ``timeout=30``...); lists
+    are taken for its tuples.  ``environ``, ``provider`` and ``warn`` are as
+    for :func:`run`.
+
+    Raises:
+        TypeError: an option that is not a field of the request.
+        ValueError, IsopatchError: as :func:`run`.
+    """
+    names = {field.name for field in fields(CaptureRequest)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise TypeError(f"capture() got unexpected keyword arguments: {', '.join(unknown)}")
+    options = {
+        name: tuple(value) if name in _TUPLE_FIELDS and value is not None else value
+        for name, value in options.items()
+    }
+    request = CaptureRequest(command=tuple(command), **options)
+    return run(request, environ=environ, provider=provider, warn=warn)
+
+
+def run(
+    request: CaptureRequest,
+    *,
+    environ: Mapping[str, str] | None = None,
+    provider: IsolationProvider | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> CaptureResult:
-    """Run ``command`` in an ephemeral worktree at ``base`` and capture its changes.
+    """The procedure (design: "The procedure"): run ``request.command`` in an
+    ephemeral worktree at ``request.base`` and capture its changes.
 
     Args:
-        command: the program and its arguments (never a shell string).
-        base: revision to start from; resolved to a commit id first.
-        repo_path: a folder inside the user's work tree (``-C``).  The command
-            runs in the worktree folder that mirrors it.
-        output: write the patch to this file instead of
-            ``<tmpdir>/isopatch.patch``; a relative path is taken from
-            ``repo_path``, as every path after git's ``-C``.
-        keep: keep the worktree after a successful run; ``None``: as
-            ``isopatch.keep`` says (default no).
-        timeout: seconds before the command's process group is stopped
-            (exit code 124; the patch is still captured); 0 for no limit;
-            ``None``: as ``isopatch.timeout`` says (default no limit).
-        capture_output: send the command's stdout and stderr to
-            ``<tmpdir>/stdout`` and ``<tmpdir>/stderr`` (mode 0600).
-        command_stdout: a file descriptor for the command's stdout (for
-            ``--stdout``, which sends it to stderr); ignored with
-            ``capture_output``.
-        tmp_root: folder for the private temporary folder; ``None``: as
-            ``isopatch.tmpdir`` says, else ``$TMPDIR`` of ``environ``, else
-            ``/tmp``.  Unlike Python's ``tempfile.gettempdir()``, an
-            unusable folder is an error, not a silent fall-back to another.
+        request: what to run and how; fields left ``None`` are completed from
+            ``isopatch.*`` configuration (:func:`.settings.complete_request`).
         environ: the environment to resolve the repository from and to give
             the command (default ``os.environ``); git's repository variables
             are removed before the command sees it.
         provider: the isolation provider (default :class:`WorktreeProvider`
             with ``isopatch.maxWorktrees``).
-        link: paths (relative to ``repo_path``) to bring into the worktree as
-            symbolic links to the originals: writes go through to them
-            (``--link``).
-        copy: paths to bring in as copies (reflinks where the filesystem can).
-        configured_links: also link the ``isopatch.link`` paths.
-        configured_copies: also copy the ``isopatch.copy`` paths and the
-            ignored files ``.worktreeinclude`` names.
-        include_uncommitted: start from a snapshot of the work tree (staged,
-            unstaged and untracked files that are not ignored) on top of
-            ``HEAD``; the result's ``base`` is the snapshot's commit id.
-            Needs ``base="HEAD"``.
         warn: called with each one-line warning (a linked or copied path
             that does not exist, a kept worktree removed at
             ``isopatch.maxWorktrees``); default: the ``git_isopatch`` logger.
@@ -379,8 +373,9 @@ def capture(
         patch.
 
     Raises:
-        ValueError: ``command`` is empty, or ``include_uncommitted`` with a
-            ``base`` other than ``HEAD``.
+        ValueError: the request holds a combination that cannot go together
+            (:func:`.request.conflicts`: an empty command,
+            ``include_uncommitted`` with a ``base`` other than ``HEAD``...).
         IsopatchError: the path is not in a work tree, a configuration
             value is bad (``bad-config``), the base does not resolve, a
             linked or copied path leaves the work tree or is tracked
@@ -388,63 +383,40 @@ def capture(
             allows is running (``too-many-worktrees``), or the worktree could
             not be made; no worktree was created.
     """
-    if not command:
-        raise ValueError("no command given")
-    if include_uncommitted and base != "HEAD":
-        raise ValueError("include_uncommitted starts from HEAD; base must be 'HEAD'")
+    problem = conflicts(request)
+    if problem is not None:
+        raise ValueError(problem)
     environ = os.environ if environ is None else environ
     warn = warn or log.warning
-    output = os.path.abspath(os.path.join(repo_path, output)) if output is not None else None
-    repository = open_repository(repo_path, environ)
-    if output is not None:
-        check_output_target(output, repository)
-    settings = resolve_settings(
-        repository,
-        environ,
-        {
-            "keep": keep,
-            "timeout": timeout,
-            "tmpdir": tmp_root,
-            "links": None if configured_links else (),
-            "copies": None if configured_copies else (),
-        },
-    )
-    tmp_root = settings.tmpdir or environ.get("TMPDIR") or "/tmp"
-    commit = None if include_uncommitted else resolve_base(repository, base)
+    if request.output is not None:
+        request = replace(
+            request, output=os.path.abspath(os.path.join(request.repo_path, request.output))
+        )
+    repository = open_repository(request.repo_path, environ)
+    if request.output is not None:
+        check_output_target(request.output, repository)
+    request = complete_request(request, repository, environ)
+    tmp_root = request.tmpdir or "/tmp"
+    commit = None if request.include_uncommitted else resolve_base(repository, request.base)
     git_env = own_git_environment(environ)
-    requests = include_requests(
-        repository,
-        settings,
-        link=link,
-        copy=copy,
-        worktree_include=configured_copies,
-        env=git_env,
+    includes = resolve_includes(
+        repository, include_requests(repository, request, env=git_env), warn=warn
     )
-    includes = resolve_includes(repository, requests, warn=warn)
     if commit is None:
         commit = snapshot_base(repository, git_env, tmp_root)
     refuse_tracked(repository, commit, includes)
     provider = provider or WorktreeProvider(
-        git_env, max_worktrees=settings.max_worktrees, warn=warn
+        git_env, max_worktrees=request.max_worktrees or 0, warn=warn
     )
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
-        isolation = provider.create(repository, commit, command=list(command), tmp_root=tmp_root)
-        if include_uncommitted:
+        isolation = provider.create(
+            repository, commit, command=list(request.command), tmp_root=tmp_root
+        )
+        if request.include_uncommitted:
             _check_out_present_skipped(isolation, provider, git_env)
         return _run_and_extract(
-            isolation,
-            provider,
-            command,
-            git_env,
-            state,
-            environ=environ,
-            output=output,
-            keep=settings.keep,
-            timeout=settings.timeout,
-            capture_output=capture_output,
-            command_stdout=command_stdout,
-            includes=includes,
+            isolation, provider, request, git_env, state, environ=environ, includes=includes
         )
 
 
@@ -479,21 +451,17 @@ def _check_out_present_skipped(
 def _run_and_extract(
     isolation: Isolation,
     provider: IsolationProvider,
-    command: Sequence[str],
+    request: CaptureRequest,
     git_env: Mapping[str, str],
     state: dict[str, int | None],
     *,
     environ: Mapping[str, str],
-    output: str | None,
-    keep: bool,
-    timeout: float | None,
-    capture_output: bool,
-    command_stdout: int | None,
     includes: Sequence[Include] = (),
 ) -> CaptureResult:
-    """Steps 4-7 on a made worktree (after linking and copying ``includes``
-    into it); the worktree never outlives an error unless it is kept and
-    reported."""
+    """Steps 4-7 on a made worktree for a completed ``request`` (after
+    linking and copying ``includes`` into it); the worktree never outlives an
+    error unless it is kept and reported."""
+    timeout = request.timeout or None
     cwd = os.path.join(isolation.worktree, isolation.repository.prefix)
     stdout_path = stderr_path = None
     repository = isolation.repository
@@ -502,15 +470,15 @@ def _run_and_extract(
         bring_in(isolation.repository, isolation.worktree, includes, env=git_env)
         os.makedirs(cwd, exist_ok=True)
         with contextlib.ExitStack() as files:
-            stdout: int | IO[bytes] | None = command_stdout
+            stdout: int | IO[bytes] | None = request.command_stdout
             stderr: IO[bytes] | None = None
-            if capture_output:
+            if request.capture_output:
                 stdout_path = os.path.join(isolation.tmpdir, "stdout")
                 stderr_path = os.path.join(isolation.tmpdir, "stderr")
                 stdout = files.enter_context(_open_private(stdout_path))
                 stderr = files.enter_context(_open_private(stderr_path))
             outcome = run_command(
-                command,
+                request.command,
                 cwd=cwd,
                 env=command_environment(environ),
                 stdout=stdout,
@@ -537,7 +505,7 @@ def _run_and_extract(
         shared_writes=_shared_writes(before, repository, git_env),
     )
     try:
-        patch = _extract_patch(isolation, git_env, output, [i.path for i in includes])
+        patch = _extract_patch(isolation, git_env, request.output, [i.path for i in includes])
         files = count_patch_files(patch)
     except IsopatchError as failure:
         provider.keep(isolation)
@@ -545,7 +513,7 @@ def _run_and_extract(
     except BaseException:
         provider.keep(isolation)
         raise
-    if keep:
+    if request.keep:
         provider.keep(isolation)
         kept = isolation.worktree
     else:

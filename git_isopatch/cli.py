@@ -12,14 +12,11 @@ import os
 import shutil
 import sys
 import traceback
-from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-if TYPE_CHECKING:
-    import logging
-
-from . import __version__
 from .render import (
     as_json,
     porcelain,
@@ -28,133 +25,35 @@ from .render import (
     worktree_list_lines,
     worktree_list_porcelain,
 )
+from .request import CaptureRequest, OutputMode, conflicts
+from .usage import (
+    COMMANDS,
+    FATAL_STATUS,
+    LIST_SYNOPSIS,
+    PRUNE_SYNOPSIS,
+    SYNOPSIS,
+    USAGE_STATUS,
+    OutputFailure,
+    UsageFailure,
+    configure_logging,
+    fatal,
+    option_rows,
+    print_usage_error,
+    short_usage,
+    show_manual,
+    show_short_help,
+    show_version,
+    stderr_line,
+    usage_error,
+    usage_message,
+    write_stdout,
+)
 
-USAGE_STATUS = 129
-FATAL_STATUS = 128
+if TYPE_CHECKING:
+    from .capture import CaptureResult
 
-SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
-LIST_SYNOPSIS = "git isopatch list [--porcelain [-z]] [-C <path>]"
-PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
-
-#: parse-options.c: the option column is this wide, then a gap of 2; longer
-#: names put their help on the next line.
-_USAGE_OPTS_WIDTH = 24
-_USAGE_GAP = 2
-
-
-class UsageFailure(Exception):
-    """A usage error found after parsing (conflicting options, bad values)."""
-
-
-def _stderr(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
-def option_rows(name: str = "isopatch") -> list[tuple[str, str]]:
-    """``(names, help)`` for every option of the typer command ``name``
-    (``isopatch``, or the subcommand ``list`` or ``prune``), in order:
-    ``("-o, --output <file>", "write the patch to <file>")``; a boolean
-    with a negation reads ``--[no-]keep``.  The ``-h`` text, and the tests
-    that keep the man page, README and completion in step, use this."""
-    import typer.main
-
-    command = typer.main.get_command(_COMMANDS[name][0])
-    rows: list[tuple[str, str]] = []
-    for param in command.params:
-        if param.param_type_name != "option" or param.hidden:
-            continue
-        names = ", ".join(sorted(param.opts, key=len))
-        if param.secondary_opts:
-            names = names.replace("--", "--[no-]", 1)
-        metavar = getattr(param, "metavar", None)
-        if not param.is_flag and metavar:
-            names += f" {metavar}"
-        rows.append((names, param.help or ""))
-    return rows
-
-
-def short_usage(name: str = "isopatch") -> str:
-    """The ``-h`` text of the command ``name`` (see :func:`option_rows`),
-    laid out as git's parse-options prints it: the synopsis, a blank line,
-    one line per option indented by four (its help after 26 characters, or
-    on the next line after a long name), a blank line."""
-    lines = [*_COMMANDS[name][1], ""]
-    for names, text in option_rows(name):
-        column = f"    {names}"
-        if len(column) <= _USAGE_OPTS_WIDTH:
-            lines.append(f"{column.ljust(_USAGE_OPTS_WIDTH + _USAGE_GAP)}{text}")
-        else:
-            lines += [column, " " * (_USAGE_OPTS_WIDTH + _USAGE_GAP) + text]
-    return "\n".join(lines) + "\n\n"
-
-
-def print_usage_error(message: str, name: str = "isopatch") -> None:
-    """``error: <message>`` and the usage of the command ``name`` on stderr
-    (git's usage_with_options)."""
-    _stderr(f"error: {message}")
-    sys.stderr.write(short_usage(name))
-    sys.stderr.flush()
-
-
-def usage_error(message: str, name: str = "isopatch") -> NoReturn:
-    """:func:`print_usage_error`, then exit 129."""
-    print_usage_error(message, name)
-    raise SystemExit(USAGE_STATUS)
-
-
-def _show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
-        sys.stdout.flush()
-        raise SystemExit(USAGE_STATUS)
-
-
-MAN_PAGE = "git-isopatch"
-
-
-def manual_directories() -> list[str]:
-    """The ``share/man`` folders of this installation that hold our page:
-    the interpreter's prefix (a virtual environment, pipx's) and the user
-    base (``pip install --user``), where the wheel's shared data goes."""
-    import site
-    import sysconfig
-
-    found = []
-    for prefix in (sysconfig.get_path("data"), site.getuserbase()):
-        folder = os.path.join(prefix, "share", "man")
-        if os.path.isfile(os.path.join(folder, "man1", f"{MAN_PAGE}.1")) and folder not in found:
-            found.append(folder)
-    return found
-
-
-def _show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
-    """``--help`` opens the man page, as ``git help isopatch`` does.
-
-    man-db finds pages beside the folders of ``PATH`` (``<bin>/../share/man``);
-    the folders of this installation are put first in ``MANPATH`` too, so
-    that ``/path/to/venv/bin/git-isopatch --help`` works off ``PATH``.  A
-    trailing ``:`` keeps man's own search path (manpath(5)).
-    """
-    if not value or ctx.resilient_parsing:
-        return
-    man = shutil.which("man")
-    if man is not None:
-        env = dict(os.environ)
-        folders = manual_directories()
-        if folders:
-            env["MANPATH"] = ":".join([*folders, env.get("MANPATH", "")])
-        sys.stdout.flush()
-        os.execve(man, [man, MAN_PAGE], env)
-    _stderr("warning: no 'man' program found; showing the short usage")
-    sys.stdout.write(short_usage())
-    raise SystemExit(0)
-
-
-def _show_version(ctx: typer.Context, _param: object, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        sys.stdout.write(f"git-isopatch {__version__}\n")
-        raise SystemExit(0)
+#: Names other modules and the tests reach through ``cli``.
+__all__ = ["app", "configure_logging", "main", "option_rows", "short_usage"]
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -170,7 +69,7 @@ NulOption = Annotated[
 ]
 ShortHelpOption = Annotated[
     bool,
-    typer.Option("-h", help="show this usage", is_eager=True, callback=_show_short_help),
+    typer.Option("-h", help="show this usage", is_eager=True, callback=show_short_help),
 ]
 
 
@@ -253,33 +152,32 @@ def isopatch(
     _short_help: ShortHelpOption = False,
     _manual: Annotated[
         bool,
-        typer.Option("--help", help="open the manual page", is_eager=True, callback=_show_manual),
+        typer.Option("--help", help="open the manual page", is_eager=True, callback=show_manual),
     ] = False,
     _version: Annotated[
         bool,
-        typer.Option("--version", help="print the version", is_eager=True, callback=_show_version),
+        typer.Option("--version", help="print the version", is_eager=True, callback=show_version),
     ] = False,
 ) -> None:
     """Run a command in an ephemeral worktree and capture its changes as a patch.
 
     Options the user did not give are ``None``: the configuration decides
-    (:mod:`git_isopatch.settings`).
+    (:func:`git_isopatch.settings.complete_request`).
     """
-    if not command:
-        raise UsageFailure("no command given")
-    if not command[0]:
-        raise UsageFailure("the command name is empty")
-    if nul and not porcelain_output:
-        raise UsageFailure("the option '-z' requires '--porcelain'")
-    if porcelain_output and json_output:
-        raise UsageFailure("options '--porcelain' and '--json' cannot be used together")
-    if to_stdout and (porcelain_output or json_output):
-        other = "--porcelain" if porcelain_output else "--json"
-        raise UsageFailure(f"options '--stdout' and '{other}' cannot be used together")
-    if output == "":
-        raise UsageFailure("option 'output' expects a file name")
-    if include_uncommitted and base != "HEAD":
-        raise UsageFailure("options '--include-uncommitted' and '--base' cannot be used together")
+    request, mode = request_from_options(locals())
+    raise SystemExit(run_capture(request, mode))
+
+
+def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, OutputMode]:
+    """The request and output mode that the parsed options of
+    :func:`isopatch` say (``params``: its parameters by name, as typer
+    passes them).
+
+    Raises:
+        UsageFailure: a bad value, or options that cannot go together
+            (:func:`git_isopatch.request.conflicts`).
+    """
+    timeout = params["timeout"]
     seconds = None
     if timeout is not None:
         from .settings import parse_seconds
@@ -288,217 +186,116 @@ def isopatch(
             seconds = parse_seconds(timeout)
         except ValueError:
             raise UsageFailure("option 'timeout' expects a number of seconds") from None
-    machine = porcelain_output or json_output
-    status = run_capture(
-        command,
-        base=base,
-        include_uncommitted=include_uncommitted,
-        link=link or [],
-        copy=copy or [],
-        configured_links=not no_link,
-        configured_copies=not no_copy,
-        repo_path=repo_path,
-        output=output,
-        to_stdout=to_stdout,
-        porcelain_output=porcelain_output,
-        nul=nul,
-        json_output=json_output,
-        keep=keep,
-        timeout=seconds,
-        exit_code_option=exit_code_option,
-        quiet=quiet or machine,
+    mode = OutputMode(
+        porcelain=params["porcelain_output"],
+        nul=params["nul"],
+        json=params["json_output"],
+        stdout=params["to_stdout"],
+        exit_code=params["exit_code_option"],
+        quiet=params["quiet"] or params["porcelain_output"] or params["json_output"],
     )
-    raise SystemExit(status)
+    request = CaptureRequest(
+        command=tuple(params["command"] or ()),
+        base=params["base"],
+        include_uncommitted=params["include_uncommitted"],
+        repo_path=params["repo_path"],
+        link=tuple(params["link"] or ()),
+        copy=tuple(params["copy"] or ()),
+        configured_links=() if params["no_link"] else None,
+        configured_copies=() if params["no_copy"] else None,
+        worktree_include=not params["no_copy"],
+        output=params["output"],
+        capture_output=mode.machine,
+        command_stdout=2 if params["to_stdout"] else None,
+        keep=params["keep"],
+        timeout=seconds,
+    )
+    problem = conflicts(request, mode)
+    if problem is not None:
+        raise UsageFailure(problem)
+    return request, mode
 
 
-class OutputFailure(Exception):
-    """Our stdout cannot be written (closed, full disk, broken pipe)."""
+def _emit_fields(fields: dict[str, object], mode: OutputMode) -> None:
+    if mode.porcelain:
+        write_stdout(porcelain(fields, nul=mode.nul))
+    elif mode.json:
+        write_stdout(as_json(fields))
 
 
-def _write_stdout(data: bytes) -> None:
-    """Write ``data`` to stdout; raise :class:`OutputFailure` when stdout is
-    closed or the write fails, so that a lost result is never exit 0."""
-    if sys.stdout is None:
-        raise OutputFailure("stdout is closed")
-    try:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    except OSError as exc:
-        raise OutputFailure(f"could not write to stdout: {exc.strerror or exc}") from exc
-
-
-def _emit_fields(
-    fields: dict[str, object], *, porcelain_output: bool, nul: bool, json_output: bool
-) -> None:
-    if porcelain_output:
-        _write_stdout(porcelain(fields, nul=nul))
-    elif json_output:
-        _write_stdout(as_json(fields))
-
-
-def run_capture(
-    command: list[str],
-    *,
-    base: str,
-    include_uncommitted: bool = False,
-    link: list[str] | None = None,
-    copy: list[str] | None = None,
-    configured_links: bool = True,
-    configured_copies: bool = True,
-    repo_path: str,
-    output: str | None,
-    to_stdout: bool,
-    porcelain_output: bool,
-    nul: bool,
-    json_output: bool,
-    keep: bool | None,
-    timeout: float | None,
-    exit_code_option: bool,
-    quiet: bool,
-) -> int:
-    """Run :func:`capture` and render its result; return the exit status.
-
-    ``keep`` and ``timeout`` are ``None`` when not given (configuration
-    decides); ``timeout`` 0 means no limit."""
-    from .capture import capture
+def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
+    """Run the capture ``request`` and render its result as ``mode`` says;
+    return the exit status (design: Exit status)."""
+    from .capture import run
     from .isolation.errors import IsopatchError
 
     configure_logging()
-    if sys.stdout is None and (to_stdout or porcelain_output or json_output):
-        _stderr("fatal: stdout is closed: nowhere to write the result")
+    if sys.stdout is None and (mode.stdout or mode.machine):
+        stderr_line("fatal: stdout is closed: nowhere to write the result")
         return FATAL_STATUS
     try:
-        result = capture(
-            command,
-            base=base,
-            repo_path=repo_path,
-            output=output,
-            keep=keep,
-            timeout=timeout,
-            capture_output=porcelain_output or json_output,
-            command_stdout=2 if to_stdout else None,
-            include_uncommitted=include_uncommitted,
-            link=link or [],
-            copy=copy or [],
-            configured_links=configured_links,
-            configured_copies=configured_copies,
-        )
+        result = run(request)
     except IsopatchError as failure:
-        _stderr(f"fatal: {failure.message}")
+        stderr_line(f"fatal: {failure.message}")
         if failure.hint:
-            _stderr(f"hint: {failure.hint}")
-        _emit_fields(
-            {"error": failure.message, "error-code": failure.code},
-            porcelain_output=porcelain_output,
-            nul=nul,
-            json_output=json_output,
-        )
+            stderr_line(f"hint: {failure.hint}")
+        _emit_fields({"error": failure.message, "error-code": failure.code}, mode)
         return FATAL_STATUS
+    return render_result(result, mode)
 
+
+def render_result(result: CaptureResult, mode: OutputMode) -> int:
+    """Show ``result`` as ``mode`` says (messages on stderr, porcelain/JSON
+    or the patch on stdout, the summary); return the exit status."""
     if result.command_error:
-        _stderr(f"error: {result.command_error}")
+        stderr_line(f"error: {result.command_error}")
     if result.timed_out:
         seconds = result.timeout or 0
-        _stderr(
+        stderr_line(
             f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
         )
     if result.shared_writes:
         shown = ", ".join(result.shared_writes[:5])
         more = len(result.shared_writes) - 5
-        _stderr(
+        stderr_line(
             "warning: your repository changed while the command ran: "
             + shown
             + (f" and {more} more" if more > 0 else "")
         )
-        _stderr(
+        stderr_line(
             "hint: a worktree shares refs, the stash and configuration with your "
             "repository; git branch, tag, stash or config in the command write there"
         )
-    _emit_fields(
-        result_fields(result), porcelain_output=porcelain_output, nul=nul, json_output=json_output
-    )
+    _emit_fields(result_fields(result), mode)
     if result.error is not None:
-        _stderr(f"fatal: {result.error}")
-        _stderr(f"hint: the worktree is kept for inspection at '{result.worktree_path}'")
+        stderr_line(f"fatal: {result.error}")
+        stderr_line(f"hint: the worktree is kept for inspection at '{result.worktree_path}'")
         # a signal that stopped the run says more than the failure it caused
         return result.exit_code if result.signal is not None else FATAL_STATUS
-    if to_stdout and result.patch_path is not None:
+    # a patch in the run's private folder was not asked for by -o
+    private = result.patch_path is not None and os.path.dirname(result.patch_path) == result.tmpdir
+    if mode.stdout and result.patch_path is not None:
         with open(result.patch_path, "rb") as patch:
             try:
                 sys.stdout.flush()
                 shutil.copyfileobj(patch, sys.stdout.buffer, 1 << 20)
                 sys.stdout.buffer.flush()
             except OSError as exc:
-                _stderr(f"fatal: could not write the patch to stdout: {exc.strerror or exc}")
-                _stderr(f"hint: the patch is kept at '{result.patch_path}'")
+                stderr_line(f"fatal: could not write the patch to stdout: {exc.strerror or exc}")
+                stderr_line(f"hint: the patch is kept at '{result.patch_path}'")
                 return FATAL_STATUS
-        if output is None:
+        if private:
             os.unlink(result.patch_path)
             if not os.listdir(result.tmpdir):
                 os.rmdir(result.tmpdir)
-    if not quiet:
+    if not mode.quiet:
         for line in summary_lines(result):
-            if to_stdout and output is None:
+            if mode.stdout and private:
                 line = line.split(", patch ")[0]
-            _stderr(line)
-    if exit_code_option and result.exit_code == 0:
+            stderr_line(line)
+    if mode.exit_code and result.exit_code == 0:
         return 1 if result.files else 0
     return result.exit_code
-
-
-def _usage_message(exc: Exception) -> str:
-    """Git's parse-options wording for a parser error of typer's click
-    (parse-options.c; quoted with '...' as git's CodingGuidelines ask)."""
-    kind = type(exc).__name__
-    name = getattr(exc, "option_name", None) or ""
-    long = name.startswith("--")
-    what = f"option '{name[2:]}'" if long else f"switch '{name[1:]}'"
-    if kind == "NoSuchOption":
-        return f"unknown {what}"
-    if kind == "BadOptionUsage":
-        message = str(getattr(exc, "message", exc))
-        if "does not take a value" in message:
-            return f"{what} takes no value"
-        if "requires" in message:
-            return f"{what} requires a value"
-    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-    message = message.rstrip(".")
-    return message[0].lower() + message[1:] if message else "bad usage"
-
-
-def configure_logging(stream: TextIO | None = None) -> logging.Handler:
-    """Send the ``git_isopatch`` logger's warnings and errors to ``stream``
-    (default: stderr) as one ``warning: ...`` / ``error: ...`` line each, as
-    git prints them; without this, Python would print them bare.  Called
-    before a capture, not for ``-h``/``--version`` (``logging`` costs a few
-    milliseconds to import).  Returns the handler."""
-    import logging
-
-    class GitStyleFormatter(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            prefix = "error" if record.levelno >= logging.ERROR else "warning"
-            return f"{prefix}: {record.getMessage()}"
-
-    logger = logging.getLogger("git_isopatch")
-    for old in [h for h in logger.handlers if getattr(h, "git_style", False)]:
-        logger.removeHandler(old)
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(GitStyleFormatter())
-    handler.setLevel(logging.WARNING)
-    handler.git_style = True  # type: ignore[attr-defined]
-    logger.addHandler(handler)
-    logger.propagate = False
-    return handler
-
-
-def _fatal(failure: Exception) -> NoReturn:
-    """``fatal: <message>`` (and ``hint: <hint>``) of an ``IsopatchError``, exit 128."""
-    _stderr(f"fatal: {getattr(failure, 'message', str(failure))}")
-    hint = getattr(failure, "hint", None)
-    if hint:
-        _stderr(f"hint: {hint}")
-    raise SystemExit(FATAL_STATUS)
 
 
 @list_app.command(name="list", context_settings={"help_option_names": []})
@@ -522,9 +319,9 @@ def list_command(
     try:
         worktrees = list_worktrees(repo_path)
     except IsopatchError as failure:
-        _fatal(failure)
+        fatal(failure)
     if porcelain_output:
-        _write_stdout(worktree_list_porcelain(worktrees, nul=nul))
+        write_stdout(worktree_list_porcelain(worktrees, nul=nul))
     else:
         for line in worktree_list_lines(worktrees, time.time()):
             sys.stdout.write(line + "\n")
@@ -559,7 +356,7 @@ def prune_command(
     except ValueError as exc:
         raise UsageFailure(f"option 'expire': {exc}") from exc
     except IsopatchError as failure:
-        _fatal(failure)
+        fatal(failure)
     if dry_run or verbose:
         for worktree in removed:
             sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
@@ -567,14 +364,16 @@ def prune_command(
 
 
 #: Command name -> (typer app, synopsis lines of its ``-h``).
-_COMMANDS: dict[str, tuple[typer.Typer, list[str]]] = {
-    "isopatch": (
-        app,
-        [SYNOPSIS, f"   or: {LIST_SYNOPSIS}", f"   or: {PRUNE_SYNOPSIS}"],
-    ),
-    "list": (list_app, [f"usage: {LIST_SYNOPSIS}"]),
-    "prune": (prune_app, [f"usage: {PRUNE_SYNOPSIS}"]),
-}
+COMMANDS.update(
+    {
+        "isopatch": (
+            app,
+            [SYNOPSIS, f"   or: {LIST_SYNOPSIS}", f"   or: {PRUNE_SYNOPSIS}"],
+        ),
+        "list": (list_app, [f"usage: {LIST_SYNOPSIS}"]),
+        "prune": (prune_app, [f"usage: {PRUNE_SYNOPSIS}"]),
+    }
+)
 
 #: Words recognised as a subcommand when they are the first argument;
 #: ``git isopatch -- list`` runs a program called ``list``.
@@ -594,13 +393,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
     name, prog = "isopatch", "git isopatch"
     if args and args[0] in SUBCOMMANDS:
         name, prog, args = args[0], f"git isopatch {args[0]}", args[1:]
-    command = typer.main.get_command(_COMMANDS[name][0])
+    command = typer.main.get_command(COMMANDS[name][0])
     try:
         command.main(args=args, prog_name=prog, standalone_mode=False)
     except UsageFailure as exc:
         usage_error(str(exc), name)
     except OutputFailure as exc:
-        _stderr(f"fatal: {exc}")
+        stderr_line(f"fatal: {exc}")
         raise SystemExit(FATAL_STATUS) from None
     except SystemExit:
         raise
@@ -609,9 +408,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except Exception as exc:
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             # click's UsageError and its kind (typer's parser)
-            print_usage_error(_usage_message(exc), name)
+            print_usage_error(usage_message(exc), name)
             raise SystemExit(USAGE_STATUS) from None
         traceback.print_exc()
-        _stderr("hint: this is a bug in git-isopatch; please report it with the output above")
+        stderr_line("hint: this is a bug in git-isopatch; please report it with the output above")
         raise SystemExit(FATAL_STATUS) from None
     raise SystemExit(0)

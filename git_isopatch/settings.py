@@ -1,20 +1,20 @@
-"""Defaults for a run from ``isopatch.*`` configuration; the command line wins.
+"""Completing a run's request from ``isopatch.*`` configuration; flags win.
 
 ``isopatch.keep`` (boolean), ``isopatch.timeout`` (seconds),
 ``isopatch.tmpdir`` (path), ``isopatch.link`` and ``isopatch.copy``
 (multi-valued paths, from the top of the work tree; an empty value clears
 the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.maxWorktrees`` (a count, 0 for no limit).  All are read through
-git's whole chain: system,
-global, repository and worktree files, and ``git -c`` (which git passes to
-``git-isopatch`` in ``GIT_CONFIG_PARAMETERS``); see
-:func:`git_isopatch.git.config.read_section`.
+git's whole chain: system, global, repository and worktree files, and
+``git -c`` (which git passes to ``git-isopatch`` in
+``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
 
-To add a key: add a field to :class:`Settings` and a row to
-:data:`CONFIG_KEYS` (a ``multi`` row collects every value, in the order git
-reads them, as a tuple: for keys like ``isopatch.link``).  Document it in
-``man/git-isopatch.rst`` (CONFIGURATION) and the README; the tests check that
-each key of the table is in both.
+To add a key: add the field to :class:`~git_isopatch.request.CaptureRequest`
+(``None`` when not given), a row to :data:`CONFIG_KEYS` (a ``multi`` row
+collects every value, in the order git reads them, as a tuple: for keys like
+``isopatch.link``) and its default to :func:`complete_request`.  Document it
+in ``man/git-isopatch.rst`` (CONFIGURATION) and the README; the tests check
+that each key of the table is in both.
 """
 
 from __future__ import annotations
@@ -22,44 +22,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .git.config import SECTION, parse_bool, read_section
 from .git.result import Err, Ok
 from .isolation.errors import IsopatchError, known_failure
 from .isolation.store import DEFAULT_MAX_WORKTREES
+from .request import CaptureRequest
 
 if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
     from .git.repo import UserRepository
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What configuration and command line decide for one run.
-
-    Attributes:
-        keep: keep the worktree after a successful run (``isopatch.keep``,
-            ``--keep``/``--no-keep``).
-        timeout: seconds before the command's process group is stopped, or
-            ``None`` for no limit (``isopatch.timeout``, ``--timeout``; 0
-            means no limit).
-        tmpdir: the folder to make the private temporary folder in, or
-            ``None`` for ``$TMPDIR`` (``isopatch.tmpdir``).
-        links: paths to link into every worktree (``isopatch.link``;
-            ``--no-link`` gives ``()``); ``--link`` adds to them.
-        copies: paths to copy into every worktree (``isopatch.copy``;
-            ``--no-copy`` gives ``()``); ``--copy`` adds to them.
-        max_worktrees: how many git-isopatch worktrees may stay registered
-            (``isopatch.maxWorktrees``; 0: no limit).
-    """
-
-    keep: bool = False
-    timeout: float | None = None
-    tmpdir: str | None = None
-    links: tuple[str, ...] = ()
-    copies: tuple[str, ...] = ()
-    max_worktrees: int = DEFAULT_MAX_WORKTREES
 
 
 class BadValue(ValueError):
@@ -140,7 +113,7 @@ class ConfigKey:
     Attributes:
         name: the key as documented (``keep``, ``maxWorktrees``); git
             compares it without regard to case.
-        field: the :class:`Settings` attribute it sets.
+        field: the :class:`~git_isopatch.request.CaptureRequest` field it sets.
         parse: ``(full key, value, repository) -> setting``; raises
             :class:`BadValue` with a hint.  ``value`` is ``None`` for a key
             written without ``=``.
@@ -162,60 +135,66 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("keep", "keep", _bool),
     ConfigKey("timeout", "timeout", _seconds),
     ConfigKey("tmpdir", "tmpdir", _path),
-    ConfigKey("link", "links", _include_path, multi=True),
-    ConfigKey("copy", "copies", _include_path, multi=True),
+    ConfigKey("link", "configured_links", _include_path, multi=True),
+    ConfigKey("copy", "configured_copies", _include_path, multi=True),
     ConfigKey("maxWorktrees", "max_worktrees", _count),
 )
 
 
-def _normalise(field: str, value: Any) -> Any:
-    if field == "timeout":
-        return value or None  # 0 means no limit
-    return value
+def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
+    """What a field is when neither the caller nor the configuration says."""
+    return {
+        "keep": False,
+        "timeout": 0.0,  # no limit
+        "tmpdir": environ.get("TMPDIR") or "/tmp",
+        "configured_links": (),
+        "configured_copies": (),
+        "max_worktrees": DEFAULT_MAX_WORKTREES,
+    }
 
 
-def resolve_settings(
+def complete_request(
+    request: CaptureRequest,
     repository: UserRepository,
     environ: Mapping[str, str],
-    given: Mapping[str, Any],
-) -> Settings:
-    """The settings of one run: each field from ``given`` when it is not
-    ``None`` (the command line, the API's arguments), else from the
-    configuration, else the default of :class:`Settings`.
+) -> CaptureRequest:
+    """``request`` with each configurable field that is ``None`` taken from
+    the configuration, else from its default (``timeout`` 0: no limit;
+    ``tmpdir``: ``$TMPDIR`` of ``environ``, else ``/tmp``).
 
     Configuration is read (one ``git config`` call) only when some field is
-    not given, and only the keys still needed are parsed.
+    ``None``, and only the keys still needed are parsed.
 
     Args:
+        request: what the caller asked for; its given fields win.
         repository: the user's repository; its configuration counts.
         environ: the caller's environment (``git -c`` arrives in it).
-        given: field name -> value or ``None``; ``timeout`` 0 means no limit.
 
     Raises:
         IsopatchError: ``bad-config``: ``bad config value for 'isopatch.<key>'``
             with a hint, or git could not read a configuration file.
     """
-    values = {field: _normalise(field, value) for field, value in given.items()}
-    needed = [row for row in CONFIG_KEYS if given.get(row.field) is None]
-    if needed:
-        match read_section(repository.git_dir, environ):
-            case Ok(config):
-                pass
-            case Err(error):
-                raise known_failure("could not read the configuration", error)
-        for row in needed:
-            raw = config.get(row.key.lower())
-            if not raw:
-                continue
-            try:
-                if row.multi:
-                    kept = after_last_reset(raw)
-                    parsed = tuple(row.parse(row.key, value, repository) for value in kept)
-                else:
-                    parsed = row.parse(row.key, raw[-1], repository)
-            except BadValue as bad:
-                raise IsopatchError(
-                    "bad-config", f"bad config value for '{row.key}'", hint=str(bad)
-                ) from None
-            values[row.field] = _normalise(row.field, parsed)
-    return Settings(**{k: v for k, v in values.items() if v is not None})
+    needed = [row for row in CONFIG_KEYS if getattr(request, row.field) is None]
+    if not needed:
+        return request
+    match read_section(repository.git_dir, environ):
+        case Ok(config):
+            pass
+        case Err(error):
+            raise known_failure("could not read the configuration", error)
+    values = _defaults(environ)
+    for row in needed:
+        raw = config.get(row.key.lower())
+        if not raw:
+            continue
+        try:
+            if row.multi:
+                kept = after_last_reset(raw)
+                values[row.field] = tuple(row.parse(row.key, value, repository) for value in kept)
+            else:
+                values[row.field] = row.parse(row.key, raw[-1], repository)
+        except BadValue as bad:
+            raise IsopatchError(
+                "bad-config", f"bad config value for '{row.key}'", hint=str(bad)
+            ) from None
+    return replace(request, **{row.field: values[row.field] for row in needed})

@@ -1,0 +1,140 @@
+"""The shape of one run: what the caller asks for, as one frozen value.
+
+A run flows as: flags (``cli.py``) or keyword arguments (the Python API)
+-> :class:`CaptureRequest` -> completed from ``isopatch.*`` configuration
+(:func:`git_isopatch.settings.complete_request`; flags win) -> the procedure
+(:func:`git_isopatch.capture.run`) -> :class:`~git_isopatch.capture.CaptureResult`
+-> rendering, which reads nothing but the result and the :class:`OutputMode`.
+This is the shape of black's ``Mode`` and git's ``struct diff_options``: adding
+an option is adding one field here (and its flag, its configuration key
+where one exists, and its documentation).
+
+Combinations that cannot go together are refused in one place,
+:func:`conflicts`, in git's usage wording.
+
+Nothing heavy is imported here: the CLI builds a request before pygit2 loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    """What to run, where, from which commit, and what to do with the worktree.
+
+    Fields left ``None`` are decided by configuration, then by a default
+    (:func:`git_isopatch.settings.complete_request` fills them in; after it,
+    none of ``keep``, ``timeout``, ``tmpdir``, ``configured_links``,
+    ``configured_copies`` and ``max_worktrees`` is ``None``).
+
+    Attributes:
+        command: the program and its arguments (argv; never a shell string).
+        base: the revision to start from (``--base``), resolved to a commit id.
+        include_uncommitted: start from a snapshot of ``HEAD`` plus the
+            staged, unstaged and untracked changes (``--include-uncommitted``);
+            needs ``base == "HEAD"``.
+        repo_path: a folder inside the user's work tree (``-C``); the command
+            runs in the worktree folder that mirrors it.
+        link: paths relative to ``repo_path`` to bring in as symbolic links
+            to the originals (``--link``); writes go through to them.
+        copy: paths relative to ``repo_path`` to bring in as copies
+            (``--copy``; reflinks where the filesystem can).
+        configured_links: the ``isopatch.link`` paths (relative to the top of
+            the work tree); ``()`` ignores them (``--no-link``); ``None``: read
+            the configuration.
+        configured_copies: the ``isopatch.copy`` paths; ``()`` ignores them
+            (``--no-copy``); ``None``: read the configuration.
+        worktree_include: also copy the ignored files ``.worktreeinclude``
+            names (``--no-copy`` turns this off).
+        output: write the patch to this file (``-o``; relative to
+            ``repo_path``, as every path after git's ``-C``) instead of
+            ``<tmpdir>/isopatch.patch``.
+        capture_output: send the command's stdout and stderr to files in the
+            run's private folder (``--porcelain``/``--json`` do).
+        command_stdout: a file descriptor for the command's stdout
+            (``--stdout`` sends it to stderr, 2); ignored with ``capture_output``.
+        keep: keep the worktree after a successful run (``--keep``/``--no-keep``,
+            ``isopatch.keep``; default no).
+        timeout: seconds before the command's process group is stopped (exit
+            124; the patch is still captured); 0 for no limit (``--timeout``,
+            ``isopatch.timeout``; default no limit).
+        tmpdir: the folder to make the run's private folder in
+            (``isopatch.tmpdir``, else ``$TMPDIR``, else ``/tmp``); an
+            unusable folder is an error, never a silent fall-back.
+        max_worktrees: how many git-isopatch worktrees may stay registered
+            (``isopatch.maxWorktrees``, default 25; 0: no limit).
+    """
+
+    command: tuple[str, ...]
+    base: str = "HEAD"
+    include_uncommitted: bool = False
+    repo_path: str = "."
+    link: tuple[str, ...] = ()
+    copy: tuple[str, ...] = ()
+    configured_links: tuple[str, ...] | None = None
+    configured_copies: tuple[str, ...] | None = None
+    worktree_include: bool = True
+    output: str | None = None
+    capture_output: bool = False
+    command_stdout: int | None = None
+    keep: bool | None = None
+    timeout: float | None = None
+    tmpdir: str | None = None
+    max_worktrees: int | None = None
+
+
+@dataclass(frozen=True)
+class OutputMode:
+    """How the command line shows a result; the procedure never reads it.
+
+    Attributes:
+        porcelain: porcelain v1 on stdout (``--porcelain``).
+        nul: with ``porcelain``, records end with NUL, nothing quoted (``-z``).
+        json: one JSON object on stdout (``--json``).
+        stdout: the patch on stdout (``--stdout``).
+        exit_code: exit 1 when the patch is not empty and the command
+            succeeded (``--exit-code``).
+        quiet: no summary on stderr (``-q``; implied by ``porcelain`` and
+            ``json``).
+    """
+
+    porcelain: bool = False
+    nul: bool = False
+    json: bool = False
+    stdout: bool = False
+    exit_code: bool = False
+    quiet: bool = False
+
+    @property
+    def machine(self) -> bool:
+        """The result goes to stdout for a program (porcelain or JSON)."""
+        return self.porcelain or self.json
+
+
+def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | None:
+    """The first combination of ``request`` and ``mode`` that cannot go
+    together, as git's parse-options words it (``options '--porcelain' and
+    '--json' cannot be used together``), or ``None`` when there is none.
+
+    The CLI prints it as a usage error (exit 129); the Python API raises
+    ``ValueError`` with it.
+    """
+    if not request.command:
+        return "no command given"
+    if not request.command[0]:
+        return "the command name is empty"
+    if mode is not None:
+        if mode.nul and not mode.porcelain:
+            return "the option '-z' requires '--porcelain'"
+        if mode.porcelain and mode.json:
+            return "options '--porcelain' and '--json' cannot be used together"
+        if mode.stdout and mode.machine:
+            other = "--porcelain" if mode.porcelain else "--json"
+            return f"options '--stdout' and '{other}' cannot be used together"
+    if request.output == "":
+        return "option 'output' expects a file name"
+    if request.include_uncommitted and request.base != "HEAD":
+        return "options '--include-uncommitted' and '--base' cannot be used together"
+    return None

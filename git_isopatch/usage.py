@@ -1,0 +1,225 @@
+"""The machinery every ``git isopatch`` command shares: usage text and usage
+errors laid out as git's parse-options prints them, ``-h``, ``--help`` (the
+manual page), ``--version``, git-style messages and writing to stdout.
+
+``cli.py`` declares the commands and fills :data:`COMMANDS`; this module
+knows nothing of captures (design: Command line; git's
+Documentation/CodingGuidelines, "Error Messages").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, NoReturn, TextIO
+
+import typer
+
+if TYPE_CHECKING:
+    import logging
+
+from . import __version__
+
+USAGE_STATUS = 129
+FATAL_STATUS = 128
+
+SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
+LIST_SYNOPSIS = "git isopatch list [--porcelain [-z]] [-C <path>]"
+PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
+
+#: parse-options.c: the option column is this wide, then a gap of 2; longer
+#: names put their help on the next line.
+_USAGE_OPTS_WIDTH = 24
+_USAGE_GAP = 2
+
+
+#: Command name (``isopatch``, ``list``, ``prune``) -> (its typer app, the
+#: synopsis lines of its ``-h``); ``cli.py`` fills it.
+COMMANDS: dict[str, tuple[typer.Typer, list[str]]] = {}
+
+
+class UsageFailure(Exception):
+    """A usage error found after parsing (conflicting options, bad values)."""
+
+
+def stderr_line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def option_rows(name: str = "isopatch") -> list[tuple[str, str]]:
+    """``(names, help)`` for every option of the typer command ``name``
+    (``isopatch``, or the subcommand ``list`` or ``prune``), in order:
+    ``("-o, --output <file>", "write the patch to <file>")``; a boolean
+    with a negation reads ``--[no-]keep``.  The ``-h`` text, and the tests
+    that keep the man page, README and completion in step, use this."""
+    import typer.main
+
+    command = typer.main.get_command(COMMANDS[name][0])
+    rows: list[tuple[str, str]] = []
+    for param in command.params:
+        if param.param_type_name != "option" or param.hidden:
+            continue
+        names = ", ".join(sorted(param.opts, key=len))
+        if param.secondary_opts:
+            names = names.replace("--", "--[no-]", 1)
+        metavar = getattr(param, "metavar", None)
+        if not param.is_flag and metavar:
+            names += f" {metavar}"
+        rows.append((names, param.help or ""))
+    return rows
+
+
+def short_usage(name: str = "isopatch") -> str:
+    """The ``-h`` text of the command ``name`` (see :func:`option_rows`),
+    laid out as git's parse-options prints it: the synopsis, a blank line,
+    one line per option indented by four (its help after 26 characters, or
+    on the next line after a long name), a blank line."""
+    lines = [*COMMANDS[name][1], ""]
+    for names, text in option_rows(name):
+        column = f"    {names}"
+        if len(column) <= _USAGE_OPTS_WIDTH:
+            lines.append(f"{column.ljust(_USAGE_OPTS_WIDTH + _USAGE_GAP)}{text}")
+        else:
+            lines += [column, " " * (_USAGE_OPTS_WIDTH + _USAGE_GAP) + text]
+    return "\n".join(lines) + "\n\n"
+
+
+def print_usage_error(message: str, name: str = "isopatch") -> None:
+    """``error: <message>`` and the usage of the command ``name`` on stderr
+    (git's usage_with_options)."""
+    stderr_line(f"error: {message}")
+    sys.stderr.write(short_usage(name))
+    sys.stderr.flush()
+
+
+def usage_error(message: str, name: str = "isopatch") -> NoReturn:
+    """:func:`print_usage_error`, then exit 129."""
+    print_usage_error(message, name)
+    raise SystemExit(USAGE_STATUS)
+
+
+def show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
+        sys.stdout.flush()
+        raise SystemExit(USAGE_STATUS)
+
+
+MAN_PAGE = "git-isopatch"
+
+
+def manual_directories() -> list[str]:
+    """The ``share/man`` folders of this installation that hold our page:
+    the interpreter's prefix (a virtual environment, pipx's) and the user
+    base (``pip install --user``), where the wheel's shared data goes."""
+    import site
+    import sysconfig
+
+    found = []
+    for prefix in (sysconfig.get_path("data"), site.getuserbase()):
+        folder = os.path.join(prefix, "share", "man")
+        if os.path.isfile(os.path.join(folder, "man1", f"{MAN_PAGE}.1")) and folder not in found:
+            found.append(folder)
+    return found
+
+
+def show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
+    """``--help`` opens the man page, as ``git help isopatch`` does.
+
+    man-db finds pages beside the folders of ``PATH`` (``<bin>/../share/man``);
+    the folders of this installation are put first in ``MANPATH`` too, so
+    that ``/path/to/venv/bin/git-isopatch --help`` works off ``PATH``.  A
+    trailing ``:`` keeps man's own search path (manpath(5)).
+    """
+    if not value or ctx.resilient_parsing:
+        return
+    man = shutil.which("man")
+    if man is not None:
+        env = dict(os.environ)
+        folders = manual_directories()
+        if folders:
+            env["MANPATH"] = ":".join([*folders, env.get("MANPATH", "")])
+        sys.stdout.flush()
+        os.execve(man, [man, MAN_PAGE], env)
+    stderr_line("warning: no 'man' program found; showing the short usage")
+    sys.stdout.write(short_usage())
+    raise SystemExit(0)
+
+
+def show_version(ctx: typer.Context, _param: object, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        sys.stdout.write(f"git-isopatch {__version__}\n")
+        raise SystemExit(0)
+
+
+class OutputFailure(Exception):
+    """Our stdout cannot be written (closed, full disk, broken pipe)."""
+
+
+def write_stdout(data: bytes) -> None:
+    """Write ``data`` to stdout; raise :class:`OutputFailure` when stdout is
+    closed or the write fails, so that a lost result is never exit 0."""
+    if sys.stdout is None:
+        raise OutputFailure("stdout is closed")
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        raise OutputFailure(f"could not write to stdout: {exc.strerror or exc}") from exc
+
+
+def usage_message(exc: Exception) -> str:
+    """Git's parse-options wording for a parser error of typer's click
+    (parse-options.c; quoted with '...' as git's CodingGuidelines ask)."""
+    kind = type(exc).__name__
+    name = getattr(exc, "option_name", None) or ""
+    long = name.startswith("--")
+    what = f"option '{name[2:]}'" if long else f"switch '{name[1:]}'"
+    if kind == "NoSuchOption":
+        return f"unknown {what}"
+    if kind == "BadOptionUsage":
+        message = str(getattr(exc, "message", exc))
+        if "does not take a value" in message:
+            return f"{what} takes no value"
+        if "requires" in message:
+            return f"{what} requires a value"
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = message.rstrip(".")
+    return message[0].lower() + message[1:] if message else "bad usage"
+
+
+def configure_logging(stream: TextIO | None = None) -> logging.Handler:
+    """Send the ``git_isopatch`` logger's warnings and errors to ``stream``
+    (default: stderr) as one ``warning: ...`` / ``error: ...`` line each, as
+    git prints them; without this, Python would print them bare.  Called
+    before a capture, not for ``-h``/``--version`` (``logging`` costs a few
+    milliseconds to import).  Returns the handler."""
+    import logging
+
+    class GitStyleFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            prefix = "error" if record.levelno >= logging.ERROR else "warning"
+            return f"{prefix}: {record.getMessage()}"
+
+    logger = logging.getLogger("git_isopatch")
+    for old in [h for h in logger.handlers if getattr(h, "git_style", False)]:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(GitStyleFormatter())
+    handler.setLevel(logging.WARNING)
+    handler.git_style = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.propagate = False
+    return handler
+
+
+def fatal(failure: Exception) -> NoReturn:
+    """``fatal: <message>`` (and ``hint: <hint>``) of an ``IsopatchError``, exit 128."""
+    stderr_line(f"fatal: {getattr(failure, 'message', str(failure))}")
+    hint = getattr(failure, "hint", None)
+    if hint:
+        stderr_line(f"hint: {hint}")
+    raise SystemExit(FATAL_STATUS)
