@@ -20,6 +20,7 @@ import typer
 from .render import (
     as_json,
     porcelain,
+    quote_c_style,
     result_fields,
     summary_lines,
     worktree_list_lines,
@@ -352,15 +353,19 @@ def prune_command(
 
     configure_logging()
     try:
-        removed = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
+        pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
     except ValueError as exc:
         raise UsageFailure(f"option 'expire': {exc}") from exc
     except IsopatchError as failure:
         fatal(failure)
     if dry_run or verbose:
-        for worktree in removed:
+        for worktree in pruned.removed:
             sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
-    raise SystemExit(0)
+    for worktree, reason in pruned.failed:
+        quoted = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
+        name = quoted if quoted.startswith('"') else f"'{quoted}'"
+        sys.stderr.write(f"error: could not prune {name}: {reason}\n")
+    raise SystemExit(1 if pruned.failed else 0)
 
 
 #: Command name -> (typer app, synopsis lines of its ``-h``).

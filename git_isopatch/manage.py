@@ -16,7 +16,7 @@ from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .isolation.inventory import OwnedWorktree, owned_worktrees
-from .isolation.provider import prune
+from .isolation.provider import Pruned, prune
 from .isolation.store import GitMetadataStore
 
 
@@ -41,7 +41,7 @@ def prune_worktrees(
     expire: str | None = None,
     dry_run: bool = False,
     environ: Mapping[str, str] | None = None,
-) -> list[OwnedWorktree]:
+) -> Pruned:
     """Remove the kept and orphaned worktrees git-isopatch made for the
     repository at ``repo_path`` (:func:`.isolation.provider.prune`).
 
@@ -51,7 +51,8 @@ def prune_worktrees(
         dry_run: remove nothing; return what would be removed.
 
     Returns:
-        The worktrees removed, oldest first.
+        :class:`.isolation.provider.Pruned`: the worktrees removed, oldest
+        first, and those that could not be removed, with why.
 
     Raises:
         ValueError: ``expire`` is not a time git understands.

@@ -27,6 +27,7 @@ from ..git.worktree import (
     add_detached_worktree,
     list_worktrees,
     remove_worktree,
+    repair_worktree,
     unlock_worktree,
     worktree_admin_dir,
 )
@@ -305,38 +306,98 @@ class WorktreeProvider:
                     pass
 
 
-def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]) -> bool:
+def _our_folder(worktree: OwnedWorktree) -> str | None:
+    """The ``git-isopatch-*`` folder that holds ``worktree`` as its record
+    says (the worktree is ``<tmpdir>/<name>``), or ``None`` when the record
+    names none or the worktree is not right in it."""
+    tmpdir = worktree.tmpdir
+    if (
+        tmpdir
+        and os.path.dirname(os.path.normpath(worktree.path)) == os.path.normpath(tmpdir)
+        and os.path.basename(os.path.normpath(tmpdir)).startswith("git-isopatch-")
+    ):
+        return tmpdir
+    return None
+
+
+def discard_or_why(
+    repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]
+) -> str | None:
     """Remove one of our worktrees, kept or orphaned, and its
     ``git-isopatch-*`` folder (which holds its patch and output).
 
     ``git worktree remove --force --force`` removes it (locked or not, even
-    when its folder is gone).  Should git fail while the folder is gone, the
-    private folder, which holds our record, is deleted as ``git worktree
-    prune`` would, without pruning anyone else's.  The caller holds the
-    worktree lock (:func:`worktree_admin_lock`).  Best effort.
+    when its folder is gone).  When git refuses a worktree whose folder is
+    there, the repository was likely moved (``mv repo moved``: the
+    worktree's ``.git`` file still names the old place, and git says it "is
+    not a .git file"): ``git worktree repair`` with its path mends the
+    links (git-worktree(1), ``repair``), and the removal is tried again.
+    Should git fail still, what is ours is deleted by hand: the worktree's
+    folder when it is right inside its ``git-isopatch-*`` folder, then, once
+    the folder is gone, its private folder (which holds our record), as
+    ``git worktree prune`` would, without pruning anyone else's.  The
+    caller holds the worktree lock (:func:`worktree_admin_lock`).
+
+    Returns:
+        ``None`` when it is gone, else why not (one line, for an
+        ``error:``).
+    """
+    path = WorktreePath(worktree.path)
+    admin_dir = worktree.admin_dir
+    folder = _our_folder(worktree)
+    match remove_worktree(repository.git_dir, path, env=env):
+        case Ok():
+            failure = None
+        case Err(error):
+            failure = error.message()
+    if failure is not None and os.path.lexists(path) and admin_dir and os.path.isdir(admin_dir):
+        repair_worktree(repository.git_dir, path, env=env)  # its failure shows in the retry
+        match remove_worktree(repository.git_dir, path, env=env):
+            case Ok():
+                failure = None
+            case Err(error):
+                failure = error.message()
+    if failure is not None:
+        log.debug("git worktree remove '%s' failed: %s", path, failure)
+        if folder is not None and os.path.lexists(path):
+            shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(path):
+            return failure
+        if admin_dir is not None and os.path.lexists(admin_dir):
+            _delete_registration(repository, admin_dir)
+            if os.path.lexists(admin_dir):
+                return f"could not delete its registration '{admin_dir}'"
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.path.lexists(folder):
+            return f"could not delete '{folder}'"
+    return None
+
+
+def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]) -> bool:
+    """:func:`discard_or_why`, the reason logged as a warning.
 
     Returns:
         True when it is gone.
     """
-    path = WorktreePath(worktree.path)
-    match remove_worktree(repository.git_dir, path, env=env):
-        case Ok():
-            pass
-        case Err(error):
-            if os.path.lexists(path) or worktree.admin_dir is None:
-                log.warning("could not remove worktree '%s': %s", path, error.message())
-                return False
-            shutil.rmtree(worktree.admin_dir, ignore_errors=True)
-            if os.path.exists(worktree.admin_dir):
-                return False
-    tmpdir = worktree.tmpdir
-    if (
-        tmpdir
-        and os.path.dirname(os.path.normpath(path)) == os.path.normpath(tmpdir)
-        and os.path.basename(os.path.normpath(tmpdir)).startswith("git-isopatch-")
-    ):
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return True
+    reason = discard_or_why(repository, worktree, env=env)
+    if reason is not None:
+        log.warning("could not remove worktree '%s': %s", worktree.path, reason)
+    return reason is None
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What :func:`prune` did.
+
+    Attributes:
+        removed: the worktrees removed (or that would be, with ``dry_run``),
+            oldest first.
+        failed: the worktrees that could not be removed, each with why.
+    """
+
+    removed: list[OwnedWorktree]
+    failed: list[tuple[OwnedWorktree, str]]
 
 
 def prune(
@@ -346,9 +407,10 @@ def prune(
     env: Mapping[str, str],
     expire: float | None = None,
     dry_run: bool = False,
-) -> list[OwnedWorktree]:
-    """Remove our kept and orphaned worktrees; never a running or locked
-    one, never the one the caller stands in, never one we did not make.
+) -> Pruned:
+    """Remove our kept and orphaned worktrees (:func:`discard_or_why`);
+    never a running or locked one, never the one the caller stands in,
+    never one we did not make.
 
     Args:
         expire: remove only those made before this time (seconds since the
@@ -356,7 +418,8 @@ def prune(
         dry_run: remove nothing, report what would go.
 
     Returns:
-        The worktrees removed (or that would be), oldest first.
+        :class:`Pruned`: the worktrees removed (or that would be), oldest
+        first, and those that could not be, with why.
 
     Raises:
         IsopatchError: git could not list the worktrees.
@@ -372,8 +435,15 @@ def prune(
         ]
         candidates.sort(key=lambda w: w.created or 0.0)
         if dry_run:
-            return candidates
-        return [w for w in candidates if discard(repository, w, env=env)]
+            return Pruned(candidates, [])
+        removed, failed = [], []
+        for worktree in candidates:
+            reason = discard_or_why(repository, worktree, env=env)
+            if reason is None:
+                removed.append(worktree)
+            else:
+                failed.append((worktree, reason))
+        return Pruned(removed, failed)
 
 
 def make_room(
