@@ -33,6 +33,7 @@ from .git.shared_state import SharedState, describe_changes, read_shared_state
 from .git.snapshot import snapshot_work_tree
 from .git.sparse import check_out_present_skipped
 from .git.types import CommitId, Ref
+from .isolation import results
 from .isolation.command import CommandOutcome, forward_signals, run_command
 from .isolation.errors import (
     IsopatchError,
@@ -72,7 +73,12 @@ class CaptureResult:
         stdout: file holding the command's stdout, when captured.
         stderr: file holding the command's stderr, when captured.
         worktree_path: the worktree, when it was kept (``keep`` or failure).
-        tmpdir: the private temporary folder of this run.
+        tmpdir: the private temporary folder of this run (mode 0700), the
+            caller's to delete (:func:`git_isopatch.isolation.results.discard`)
+            once it has read the patch and output; already deleted when it
+            holds nothing reported here (``output`` without ``capture_output``).
+            Folders left behind expire after two weeks (checked at most once a
+            day per repository) and with ``git isopatch prune``.
         error: one line saying why extraction failed, else ``None``.
         error_code: the stable code of that failure (see
             :data:`git_isopatch.isolation.errors.FAILURE_TABLE`), else ``None``.
@@ -413,11 +419,24 @@ def run(
         isolation = provider.create(
             repository, commit, command=list(request.command), tmp_root=tmp_root
         )
+        results.mark(isolation.tmpdir, repository.common_dir)
         if request.include_uncommitted:
             _check_out_present_skipped(isolation, provider, git_env)
-        return _run_and_extract(
+        result = _run_and_extract(
             isolation, provider, request, git_env, state, environ=environ, includes=includes
         )
+    if not _reports_inside(result, result.tmpdir):  # -o without captured output
+        results.discard(result.tmpdir)
+    results.expire_automatically(repository.common_dir, tmp_root)
+    return result
+
+
+def _reports_inside(result: CaptureResult, folder: str) -> bool:
+    """A path the result reports (patch, captured output, kept worktree) is
+    in ``folder``."""
+    reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
+    prefix = os.path.join(folder, "")
+    return any(path is not None and path.startswith(prefix) for path in reported)
 
 
 def _check_out_present_skipped(

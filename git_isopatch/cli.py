@@ -248,6 +248,8 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
 def render_result(result: CaptureResult, mode: OutputMode) -> int:
     """Show ``result`` as ``mode`` says (messages on stderr, porcelain/JSON
     or the patch on stdout, the summary); return the exit status."""
+    from .isolation import results
+
     if result.command_error:
         stderr_line(f"error: {result.command_error}")
     if result.timed_out:
@@ -285,15 +287,15 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
                 stderr_line(f"fatal: could not write the patch to stdout: {exc.strerror or exc}")
                 stderr_line(f"hint: the patch is kept at '{result.patch_path}'")
                 return FATAL_STATUS
-        if private:
-            os.unlink(result.patch_path)
-            if not os.listdir(result.tmpdir):
-                os.rmdir(result.tmpdir)
+        if private and not results.discard(result.tmpdir):
+            os.unlink(result.patch_path)  # the folder holds a kept worktree
     if not mode.quiet:
         for line in summary_lines(result):
             if mode.stdout and private:
                 line = line.split(", patch ")[0]
             stderr_line(line)
+    if mode.exit_code and mode.quiet and not mode.machine:
+        results.discard(result.tmpdir)  # nobody is told where the patch is
     if mode.exit_code and result.exit_code == 0:
         return 1 if result.files else 0
     return result.exit_code
@@ -346,14 +348,17 @@ def prune_command(
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
 ) -> None:
-    """Remove kept and orphaned worktrees git-isopatch made; never a
-    running one, never one it did not make (design: "Kept worktrees")."""
+    """Remove kept and orphaned worktrees git-isopatch made, and the result
+    folders of its runs older than ``--expire`` (default two weeks); never
+    a running worktree, never one it did not make (design: "Kept
+    worktrees", "Placement")."""
     from .isolation.errors import IsopatchError
-    from .manage import prune_worktrees
+    from .manage import prune_result_folders, prune_worktrees
 
     configure_logging()
     try:
         pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
+        folders = prune_result_folders(repo_path, expire=expire, dry_run=dry_run)
     except ValueError as exc:
         raise UsageFailure(f"option 'expire': {exc}") from exc
     except IsopatchError as failure:
@@ -361,6 +366,8 @@ def prune_command(
     if dry_run or verbose:
         for worktree in pruned.removed:
             sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
+        for folder in folders:
+            sys.stdout.write(f"Removing {folder.path}: result folder\n")
     for worktree, reason in pruned.failed:
         quoted = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
         name = quoted if quoted.startswith('"') else f"'{quoted}'"

@@ -1,5 +1,6 @@
 """``git isopatch list`` and ``git isopatch prune``: the worktrees
-git-isopatch made for a repository (design: "Kept worktrees").
+git-isopatch made for a repository (design: "Kept worktrees"), and the
+result folders its runs left (design: "Placement").
 
 The work is :mod:`.isolation.inventory` (list) and
 :mod:`.isolation.provider` (prune); this opens the repository as
@@ -15,9 +16,13 @@ from .capture import open_repository
 from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
+from .isolation import results
 from .isolation.inventory import OwnedWorktree, owned_worktrees
 from .isolation.provider import Pruned, prune
+from .isolation.results import ResultFolder
 from .isolation.store import GitMetadataStore
+from .request import CaptureRequest
+from .settings import complete_request
 
 
 def list_worktrees(
@@ -60,12 +65,61 @@ def prune_worktrees(
     """
     environ = os.environ if environ is None else environ
     env = own_git_environment(environ)
-    cutoff: float | None = None
-    if expire is not None:
-        match parse_expiry_date(expire, env):
-            case Ok(seconds):
-                cutoff = float(seconds)
-            case Err(error):
-                raise ValueError(error.message())
+    cutoff = None if expire is None else _expiry(expire, env)
     repository = open_repository(repo_path, environ)
     return prune(repository, GitMetadataStore(), env=env, expire=cutoff, dry_run=dry_run)
+
+
+def _expiry(expire: str, env: Mapping[str, str]) -> float:
+    """``expire`` as git's ``--expire`` reads it, in seconds since the epoch.
+
+    Raises:
+        ValueError: not a time git understands.
+    """
+    match parse_expiry_date(expire, env):
+        case Ok(seconds):
+            return float(seconds)
+        case Err(error):
+            raise ValueError(error.message())
+
+
+def prune_result_folders(
+    repo_path: str = ".",
+    *,
+    expire: str | None = None,
+    dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> list[ResultFolder]:
+    """Remove the result folders of earlier runs of the repository at
+    ``repo_path``: its ``git-isopatch-*`` folders under the temporary root
+    (``isopatch.tmpdir``, else ``$TMPDIR``) that hold no worktree
+    (:func:`.isolation.results.expire`).
+
+    Args:
+        expire: only those last modified before this time, as git's
+            ``--expire`` reads it; ``None``: two weeks ago, git's own
+            default for ``gc.pruneExpire``.
+        dry_run: remove nothing; return what would be removed.
+
+    Returns:
+        The folders removed, oldest first.
+
+    Raises:
+        ValueError: ``expire`` is not a time git understands.
+        IsopatchError: not a git repository, or a bad ``isopatch.tmpdir``.
+    """
+    environ = os.environ if environ is None else environ
+    env = own_git_environment(environ)
+    cutoff = _expiry(results.DEFAULT_EXPIRE if expire is None else expire, env)
+    repository = open_repository(repo_path, environ)
+    # only isopatch.tmpdir is read: the other fields are given
+    given = CaptureRequest(
+        command=("prune",),
+        keep=False,
+        timeout=0,
+        configured_links=(),
+        configured_copies=(),
+        max_worktrees=0,
+    )
+    root = complete_request(given, repository, environ).tmpdir or "/tmp"
+    return results.expire(repository.common_dir, root, before=cutoff, dry_run=dry_run)
