@@ -486,20 +486,13 @@ class Bench:
         if implementation == "bare":
             return ["sh", str(BARE_SCRIPT), "--", *command]
         assert self.tool is not None
+        options = ["-q", *(["--sandbox"] if implementation == "sandbox" else []), "--", *command]
         if self.tool_tmp is not None:
-            return [
-                "git",
-                "-c",
-                f"isopatch.tmpdir={self.tool_tmp}",
-                "isopatch",
-                "-q",
-                "--",
-                *command,
-            ]
-        return self.tool.argv(["-q", "--", *command])
+            return ["git", "-c", f"isopatch.tmpdir={self.tool_tmp}", "isopatch", *options]
+        return self.tool.argv(options)
 
     def env_for(self, implementation: str) -> dict[str, str]:
-        return self.tool.env(self.env) if implementation == "tool" else self.env
+        return self.env if implementation == "bare" else self.tool.env(self.env)
 
     def capture(self, implementation: str, scenario: str, repo: Path, label: str) -> float | None:
         """Time one capture; check it and clean up after it. None if it failed."""
@@ -559,7 +552,7 @@ class Bench:
     ) -> list[dict[str, object]]:
         """Interleaved rounds: each round runs every scenario both ways, in
         alternating order, so that drift in the machine hits both alike."""
-        implementations = ["bare", "tool"] if self.tool else ["bare"]
+        implementations = ["bare", "tool", "sandbox"] if self.tool else ["bare"]
         samples: dict[tuple[str, str], list[float]] = {
             (scenario, implementation): []
             for scenario in SCENARIOS
@@ -584,6 +577,7 @@ class Bench:
             bare = median_or_none(samples[scenario, "bare"])
             tool = median_or_none(samples.get((scenario, "tool"), []))
             ratio = tool / bare if tool is not None and bare else None
+            sandbox = median_or_none(samples.get((scenario, "sandbox"), []))
             target = RATIO_TARGETS.get(spec.name)
             results.append(
                 {
@@ -595,6 +589,9 @@ class Bench:
                     "ratio": ratio,
                     "target": target,
                     "met": None if target is None or ratio is None else ratio <= target,
+                    "sandbox_median_s": sandbox,
+                    "sandbox_ratio": sandbox / bare if sandbox is not None and bare else None,
+                    "sandbox_samples_s": samples.get((scenario, "sandbox"), []),
                     "bare_samples_s": samples[scenario, "bare"],
                     "tool_samples_s": samples.get((scenario, "tool"), []),
                 }
@@ -691,6 +688,8 @@ def print_report(
         "bare median s",
         "tool median s",
         "ratio tool/bare",
+        "--sandbox s",
+        "ratio sandbox/bare",
         "target",
         "result",
     ]
@@ -702,6 +701,8 @@ def print_report(
             fmt(r["bare_median_s"], ".3f"),
             fmt(r["tool_median_s"], ".3f"),
             fmt(r["ratio"], ".2f"),
+            fmt(r.get("sandbox_median_s"), ".3f"),
+            fmt(r.get("sandbox_ratio"), ".2f"),
             "-" if r["target"] is None else f"<= {r['target']:.2f}",
             verdict(r["met"]),
         ]

@@ -37,7 +37,7 @@ _git_isopatch ()
 			command_at=$((i + 1))
 			break
 			;;
-		--base|-C|-o|--output|--timeout|--link|--copy)
+		--base|-C|-o|--output|--timeout|--link|--copy|--allow-write)
 			i=$((i + 1)) # its value
 			;;
 		-*)
@@ -56,7 +56,7 @@ _git_isopatch ()
 			__git_complete_refs
 			return
 			;;
-		-C|-o|--output|--timeout|--link|--copy)
+		-C|-o|--output|--timeout|--link|--copy|--allow-write)
 			return # a folder, a file or path (file name completion), seconds
 			;;
 		esac
@@ -65,14 +65,16 @@ _git_isopatch ()
 			__git_complete_refs --cur="${cur#--base=}"
 			return
 			;;
-		--output=*|--timeout=*|--link=*|--copy=*)
+		--output=*|--timeout=*|--link=*|--copy=*|--allow-write=*)
 			return
 			;;
 		-*)
 			__gitcomp "
 				--base= --include-uncommitted -C --link= --copy= --output=
 				--stdout --porcelain -z --json --keep --timeout= --exit-code
+				--sandbox --allow-write= --allow-network
 				--quiet --help --version -- --no-keep --no-link --no-copy
+				--no-sandbox
 				"
 			return
 			;;

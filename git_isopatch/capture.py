@@ -14,7 +14,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import IO, Any
 
@@ -51,6 +51,7 @@ from .isolation.include import (
     resolve_includes,
 )
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
+from .isolation.sandbox import Sandbox, SandboxPolicy, check_available, prepare
 from .request import CaptureRequest, conflicts
 from .settings import complete_request
 
@@ -314,7 +315,9 @@ def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: 
 
 
 #: Fields of a sequence type, which the API also takes as lists.
-_TUPLE_FIELDS = frozenset({"command", "link", "copy", "configured_links", "configured_copies"})
+_TUPLE_FIELDS = frozenset(
+    {"command", "link", "copy", "configured_links", "configured_copies", "allow_write"}
+)
 
 
 def capture(
@@ -386,8 +389,10 @@ def run(
             value is bad (``bad-config``), the base does not resolve, a
             linked or copied path leaves the work tree or is tracked
             (``bad-include-path``), every worktree ``isopatch.maxWorktrees``
-            allows is running (``too-many-worktrees``), or the worktree could
-            not be made; no worktree was created.
+            allows is running (``too-many-worktrees``), the worktree could
+            not be made, the sandbox is not available here
+            (``sandbox-unavailable``) or an ``allow_write`` path does not
+            exist; no worktree was created.
     """
     problem = conflicts(request)
     if problem is not None:
@@ -401,7 +406,11 @@ def run(
     repository = open_repository(request.repo_path, environ)
     if request.output is not None:
         check_output_target(request.output, repository)
+    if request.allow_write is not None:
+        paths = (os.path.abspath(os.path.join(request.repo_path, p)) for p in request.allow_write)
+        request = replace(request, allow_write=tuple(paths))
     request = complete_request(request, repository, environ)
+    confinement = _sandbox_request(request)
     tmp_root = request.tmpdir or "/tmp"
     commit = None if request.include_uncommitted else resolve_base(repository, request.base)
     git_env = own_git_environment(environ)
@@ -423,7 +432,14 @@ def run(
         if request.include_uncommitted:
             _check_out_present_skipped(isolation, provider, git_env)
         result = _run_and_extract(
-            isolation, provider, request, git_env, state, environ=environ, includes=includes
+            isolation,
+            provider,
+            request,
+            git_env,
+            state,
+            environ=environ,
+            includes=includes,
+            sandbox=confinement,
         )
     if not _reports_inside(result, result.tmpdir):  # -o without captured output
         results.discard(result.tmpdir)
@@ -476,6 +492,7 @@ def _run_and_extract(
     *,
     environ: Mapping[str, str],
     includes: Sequence[Include] = (),
+    sandbox: SandboxRequest | None = None,
 ) -> CaptureResult:
     """Steps 4-7 on a made worktree for a completed ``request`` (after
     linking and copying ``includes`` into it); the worktree never outlives an
@@ -496,14 +513,19 @@ def _run_and_extract(
                 stderr_path = os.path.join(isolation.tmpdir, "stderr")
                 stdout = files.enter_context(_open_private(stdout_path))
                 stderr = files.enter_context(_open_private(stderr_path))
+            env = command_environment(environ)
+            box = None
+            if sandbox is not None:
+                box = files.enter_context(_sandboxed(isolation, sandbox, env, stdout, stderr))
             outcome = run_command(
                 request.command,
                 cwd=cwd,
-                env=command_environment(environ),
+                env=env,
                 stdout=stdout,
                 stderr=stderr,
                 timeout=timeout,
                 signal_state=state,
+                sandbox=box,
             )
     except OSError as exc:  # the folder or the output files cannot be made
         if provider.remove(isolation):
@@ -541,6 +563,85 @@ def _run_and_extract(
             provider.keep(isolation)
             kept = isolation.worktree
     return finish(worktree=kept, patch=patch, files=files)
+
+
+@dataclass(frozen=True)
+class SandboxRequest:
+    """The sandbox of one run, checked before anything is made.
+
+    Attributes:
+        allow_write: absolute paths, each existing, the command may write.
+        allow_network: keep the network.
+        abi: the Landlock ABI :func:`.isolation.sandbox.check_available` found.
+    """
+
+    allow_write: tuple[str, ...]
+    allow_network: bool
+    abi: int
+
+
+def _sandbox_request(request: CaptureRequest) -> SandboxRequest | None:
+    """``None`` without the sandbox; otherwise check, before anything is
+    made, that every writable path of the completed ``request`` exists and
+    that the kernel can enforce the sandbox.
+
+    Raises:
+        IsopatchError: ``no-such-file`` (and the like) for a path,
+            ``sandbox-unavailable``.
+    """
+    if not request.sandbox:
+        return None
+    paths = request.allow_write or ()
+    for path in paths:
+        try:
+            os.stat(path)
+        except OSError as exc:
+            raise known_os_failure(f"cannot allow writes to '{path}'", exc) from exc
+    allow_network = bool(request.allow_network)
+    abi = check_available(allow_network=allow_network)
+    return SandboxRequest(paths, allow_network, abi)
+
+
+def _fileno(stream: int | IO[bytes] | None, default: int) -> int:
+    if stream is None:
+        return default
+    return stream if isinstance(stream, int) else stream.fileno()
+
+
+@contextlib.contextmanager
+def _sandboxed(
+    isolation: Isolation,
+    request: SandboxRequest,
+    env: dict[str, str],
+    stdout: int | IO[bytes] | None,
+    stderr: int | IO[bytes] | None,
+) -> Iterator[Sandbox]:
+    """The sandbox for the command of ``isolation``: a private ``TMPDIR``
+    (set in ``env``, removed afterwards) in the run's private folder, and the
+    ruleset; the files behind the command's stdout and stderr stay writable.
+
+    Raises:
+        IsopatchError: ``sandbox-unavailable``.
+        OSError: the private ``TMPDIR`` cannot be made.
+    """
+    private_tmp = tempfile.mkdtemp(prefix="tmp-", dir=isolation.tmpdir)
+    try:
+        env["TMPDIR"] = private_tmp
+        policy = SandboxPolicy(
+            worktree=isolation.worktree,
+            admin_dir=isolation.admin_dir,
+            common_dir=isolation.repository.common_dir,
+            tmpdir=private_tmp,
+            allow_write=request.allow_write,
+            allow_network=request.allow_network,
+        )
+        box = prepare(policy, abi=request.abi, streams=[_fileno(stdout, 1), _fileno(stderr, 2)])
+        try:
+            yield box
+        finally:
+            box.close()
+    finally:
+        shutil.rmtree(private_tmp, ignore_errors=True)
 
 
 def _shared_writes(

@@ -134,6 +134,22 @@ def isopatch(
     json_output: Annotated[
         bool, typer.Option("--json", help="the result as one JSON object on stdout")
     ] = False,
+    sandbox: Annotated[
+        bool | None,
+        typer.Option(
+            "--sandbox/--no-sandbox",
+            help="confine the command: writes only to its worktree, no network",
+        ),
+    ] = None,
+    allow_write: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-write", metavar="<path>", help="with --sandbox: <path> is writable too"
+        ),
+    ] = None,
+    allow_network: Annotated[
+        bool, typer.Option("--allow-network", help="with --sandbox: keep the network")
+    ] = False,
     keep: Annotated[
         bool | None,
         typer.Option("--keep/--no-keep", help="keep the worktree after a successful run"),
@@ -210,6 +226,9 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         command_stdout=2 if params["to_stdout"] else None,
         keep=params["keep"],
         timeout=seconds,
+        sandbox=params["sandbox"],
+        allow_write=tuple(params["allow_write"]) if params["allow_write"] else None,
+        allow_network=True if params["allow_network"] else None,
     )
     problem = conflicts(request, mode)
     if problem is not None:

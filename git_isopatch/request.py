@@ -65,6 +65,16 @@ class CaptureRequest:
             unusable folder is an error, never a silent fall-back.
         max_worktrees: how many git-isopatch worktrees may stay registered
             (``isopatch.maxWorktrees``, default 25; 0: no limit).
+        sandbox: confine the command with the kernel
+            (:mod:`git_isopatch.isolation.sandbox`; ``--sandbox``/
+            ``--no-sandbox``, ``isopatch.sandbox``; default no).
+        allow_write: with ``sandbox``, paths the command may write too
+            (``--allow-write``, relative to ``repo_path``; else
+            ``isopatch.allowWrite``, relative to the top of the work tree:
+            given ones replace the configured ones, as git's
+            ``--push-option`` does ``push.pushOption``; default none).
+        allow_network: with ``sandbox``, keep the network
+            (``--allow-network``, ``isopatch.allowNetwork``; default no).
     """
 
     command: tuple[str, ...]
@@ -83,6 +93,9 @@ class CaptureRequest:
     timeout: float | None = None
     tmpdir: str | None = None
     max_worktrees: int | None = None
+    sandbox: bool | None = None
+    allow_write: tuple[str, ...] | None = None
+    allow_network: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
 ``isopatch.tmpdir`` (path), ``isopatch.link`` and ``isopatch.copy``
 (multi-valued paths, from the top of the work tree; an empty value clears
 the values read before it, as git does for ``push.pushOption``) and
-``isopatch.maxWorktrees`` (a count, 0 for no limit).  All are read through
+``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``
+and ``isopatch.allowNetwork`` (booleans), ``isopatch.allowWrite``
+(multi-valued paths).  All are read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
 ``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
@@ -138,6 +140,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("link", "configured_links", _include_path, multi=True),
     ConfigKey("copy", "configured_copies", _include_path, multi=True),
     ConfigKey("maxWorktrees", "max_worktrees", _count),
+    ConfigKey("sandbox", "sandbox", _bool),
+    ConfigKey("allowWrite", "allow_write", _path, multi=True),
+    ConfigKey("allowNetwork", "allow_network", _bool),
 )
 
 
@@ -150,6 +155,9 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "configured_links": (),
         "configured_copies": (),
         "max_worktrees": DEFAULT_MAX_WORKTREES,
+        "sandbox": False,
+        "allow_write": (),
+        "allow_network": False,
     }
 
 

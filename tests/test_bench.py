@@ -34,6 +34,7 @@ def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "ratio tool/bare" in done.stdout
+    assert "ratio sandbox/bare" in done.stdout
     assert "target peak RSS of the tool process" in done.stdout
     assert "startup: git isopatch -h" in done.stdout
 

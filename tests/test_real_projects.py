@@ -92,13 +92,20 @@ def test_npm_lint_fix_needs_node_modules(env, node_project: Path) -> None:
     assert run.fields()["exit"] == "127", "prettier is not found without node_modules"
 
 
+SANDBOX = pytest.mark.parametrize("options", [(), ("--sandbox",)], ids=["plain", "sandbox"])
+
+
 @pytest.mark.needs("nodejs", "npm")
+@SANDBOX
 def test_npm_lint_fix_with_linked_node_modules(
-    env, node_project: Path, tmp_path: Path, no_leftovers
+    env, node_project: Path, tmp_path: Path, no_leftovers, options: tuple[str, ...]
 ) -> None:
+    """Under ``--sandbox`` too: the linked ``node_modules`` is read-only
+    then, and npm's own writes to ``~/.npm`` fail without stopping it."""
     before = repo_state(node_project, env)
     run = isopatch(
         "--porcelain",
+        *options,
         "--link",
         "node_modules",
         "--",
@@ -119,11 +126,14 @@ def test_npm_lint_fix_with_linked_node_modules(
     assert (checkout / "src/index.js").read_text() == PRETTIER_JS
 
 
-def test_ruff_format_python_project(env, make_repo, tmp_path: Path, no_leftovers) -> None:
+@SANDBOX
+def test_ruff_format_python_project(
+    env, make_repo, tmp_path: Path, no_leftovers, options: tuple[str, ...]
+) -> None:
     assert (BIN_DIR / "ruff").exists(), "ruff comes with the test extra"
     repo = make_repo({"app.py": UNFORMATTED_PY, "pkg/mod.py": RUFF_PY})
     before = repo_state(repo, env)
-    run = isopatch("--porcelain", "--", "ruff", "format", ".", cwd=repo, env=env)
+    run = isopatch("--porcelain", *options, "--", "ruff", "format", ".", cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert repo_state(repo, env) == before
     assert run.fields()["files"] == "1"

@@ -35,6 +35,9 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     "timeout": (["--timeout", "2.5", "--", "true"], 2.5, "isopatch.timeout"),
     "tmpdir": (None, None, "isopatch.tmpdir"),
     "max_worktrees": (None, None, "isopatch.maxWorktrees"),
+    "sandbox": (["--sandbox", "--", "true"], True, "isopatch.sandbox"),
+    "allow_write": (["--allow-write", "c", "--", "true"], ("c",), "isopatch.allowWrite"),
+    "allow_network": (["--allow-network", "--", "true"], True, "isopatch.allowNetwork"),
 }
 
 
@@ -72,12 +75,17 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
         ("isopatch.maxWorktrees", "3"),
         ("isopatch.link", "node_modules"),
         ("isopatch.copy", ".env"),
+        ("isopatch.sandbox", "true"),
+        ("isopatch.allowWrite", "~/cache"),
+        ("isopatch.allowNetwork", "yes"),
     ]:
         git("config", key, value, cwd=repo, env=env)
     repository = open_user_repository(str(repo), env).value
     completed = complete_request(CaptureRequest(command=("true",)), repository, env)
     assert (completed.keep, completed.timeout, completed.max_worktrees) == (True, 7.0, 3)
     assert completed.tmpdir == str(tmp_path / "elsewhere")
+    assert (completed.sandbox, completed.allow_network) == (True, True)
+    assert completed.allow_write == (str(Path(env["HOME"]) / "cache"),)
     assert (completed.configured_links, completed.configured_copies) == (
         ("node_modules",),
         (".env",),
@@ -85,8 +93,14 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
     given = CaptureRequest(
         command=("true",), keep=False, timeout=0, configured_links=(), configured_copies=()
     )
+    given = dataclasses.replace(given, sandbox=False, allow_write=("/given",), allow_network=False)
     flags_win = complete_request(given, repository, env)
     assert (flags_win.keep, flags_win.timeout) == (False, 0)
+    assert (flags_win.sandbox, flags_win.allow_write, flags_win.allow_network) == (
+        False,
+        ("/given",),
+        False,
+    )
     assert (flags_win.configured_links, flags_win.configured_copies) == ((), ())
 
 
@@ -98,6 +112,11 @@ def test_defaults_without_configuration(make_repo, env) -> None:
     assert completed.tmpdir == env["TMPDIR"]
     assert completed.max_worktrees == 25
     assert (completed.configured_links, completed.configured_copies) == ((), ())
+    assert (completed.sandbox, completed.allow_write, completed.allow_network) == (
+        False,
+        (),
+        False,
+    )
 
 
 def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
@@ -109,6 +128,8 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     git("commit", "-q", "--allow-empty", "-m", "second", cwd=repo, env=env)
     private_root = tmp_path / "private"
     private_root.mkdir()
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
     options = {
         "base": "main~1",
         "include_uncommitted": False,
@@ -125,9 +146,15 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "timeout": 30,
         "tmpdir": str(private_root),
         "max_worktrees": 5,
+        "sandbox": True,
+        "allow_write": [str(allowed)],
+        "allow_network": True,
     }
     assert set(options) | {"command"} == set(SOURCES)
-    script = "cat ../local/data > copied && echo out && pwd >&2"
+    script = (
+        "cat ../local/data > copied && echo out && pwd >&2"
+        f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied; true"
+    )
     result = capture(["sh", "-c", script], **options)
     first = git("rev-parse", "main~1", cwd=repo, env=env).decode().strip()
     assert result.base == first
@@ -138,7 +165,15 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     assert result.timeout == 30
     assert Path(result.tmpdir).parent == private_root
     assert Path(result.stdout).read_text() == "out\n"
-    assert Path(result.stderr).read_text().strip().endswith("/sub")
+    assert Path(result.stderr).read_text().splitlines()[0].endswith("/sub")
+    assert not (tmp_path / "denied").exists(), "sandbox"
+
+    def names(text: str) -> list[str]:
+        return [line.split(":")[0].strip() for line in text.splitlines()[2:]]
+
+    interfaces = names(Path("/proc/self/net/dev").read_text())
+    seen = names((allowed / "net").read_text())
+    assert seen == interfaces, "allow_write, allow_network: the network is ours"
     git("worktree", "remove", "--force", result.worktree_path, cwd=repo, env=env)
 
 

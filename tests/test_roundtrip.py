@@ -100,6 +100,7 @@ def _check_roundtrip(
     changes: list[dict],
     extra_args: tuple[str, ...] = (),
     isopatch_env: dict[str, str] | None = None,
+    options: tuple[str, ...] = (),
 ) -> None:
     repo = root / "repo"
     repo.mkdir()
@@ -116,9 +117,13 @@ def _check_roundtrip(
     spec = root / "spec.json"
     spec.write_text(json.dumps({"changes": changes}))
     manifest_file = root / "manifest.json"
+    manifest_file.touch()
+    if "--sandbox" in options:  # the manifest is written outside the worktree
+        options = (*options, "--allow-write", str(manifest_file))
     before = repo_state(repo, env)
     run = isopatch(
         "--porcelain",
+        *options,
         "--",
         sys.executable,
         CHANGE_SCRIPT,
@@ -159,7 +164,26 @@ def test_patch_reproduces_the_worktree_and_repository_is_untouched(
         _check_roundtrip(Path(root), env, tree, changes)
 
 
-def test_every_kind_of_change_round_trips(env: dict[str, str], tmp_path: Path) -> None:
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), tree=base_trees)
+def test_round_trip_under_the_sandbox(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
+) -> None:
+    """The same property with ``--sandbox``: the changes, commits made
+    inside the worktree included, come back whole."""
+    changes = data.draw(change_lists(tree))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
+        _check_roundtrip(Path(root), env, tree, changes, options=("--sandbox",))
+
+
+@pytest.mark.parametrize("options", [(), ("--sandbox",)], ids=["plain", "sandbox"])
+def test_every_kind_of_change_round_trips(
+    env: dict[str, str], tmp_path: Path, options: tuple[str, ...]
+) -> None:
     """A fixed example with each change the issue lists, so that a failure
     of one kind does not depend on hypothesis finding it."""
     tree = {
@@ -196,7 +220,7 @@ def test_every_kind_of_change_round_trips(env: dict[str, str], tmp_path: Path) -
         {"kind": "ignored"},
     ]
     tree_bytes = {k: v for k, v in tree.items()}
-    _check_roundtrip(tmp_path, env, tree_bytes, changes)
+    _check_roundtrip(tmp_path, env, tree_bytes, changes, options=options)
 
 
 def test_large_binary_change_round_trips(env: dict[str, str], tmp_path: Path) -> None:

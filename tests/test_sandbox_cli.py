@@ -1,0 +1,255 @@
+"""``git isopatch --sandbox`` end to end: a hostile command cannot write
+outside its worktree or reach the network, while the work it is there for
+(edits, ``git commit`` inside the worktree) still comes back as the right
+patch; where the kernel cannot enforce it, nothing runs.
+
+Real kernel, real git; the network tests use 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from repo_helpers import ISOPATCH, Run, apply_to_clean_checkout, git, isopatch, repo_state
+from sandbox_helpers import NO_LANDLOCK, NO_NAMESPACES, loopback_server, refuse_syscall
+
+HOSTILE = textwrap.dedent(
+    """\
+    # every way out the containment issue lists; each prints ESCAPED if it works
+    try() { if sh -c "$1" 2>/dev/null; then echo "ESCAPED: $1"; else echo "denied: $1"; fi; }
+    try 'echo pwned > "$CHECKOUT/README"'
+    try 'echo pwned > "$CHECKOUT/dropped"'
+    try 'git tag evil'
+    try 'git branch evil'
+    try 'git config user.name evil'
+    try 'echo x >> README && git stash'
+    git checkout -q -- README
+    try 'echo x > "$HOME/.profile"'
+    try 'echo x > deps/lib.js'
+    try 'ln -s "$CHECKOUT/README" planted && echo x > planted'
+    rm -f planted
+    try 'setsid sh -c "echo x > \\"$CHECKOUT/from-setsid\\""'
+    try 'echo x > "$CHECKOUT/.git/hooks/pre-commit"'
+    try 'rm -rf "$CHECKOUT/.git/refs/heads"'
+    # and the work it is there for
+    echo edited >> README
+    git add README && git commit -q -m "inside" && echo committed
+    echo new > new.txt
+    echo "$TMPDIR" > tmpdir-seen.txt && echo scratch > "$TMPDIR/scratch" && echo tmp-ok
+    """
+)
+
+
+def _repo_with_deps(make_repo) -> Path:
+    repo = make_repo({"README": "hello\n", ".gitignore": "deps/\n"})
+    (repo / "deps").mkdir()
+    (repo / "deps" / "lib.js").write_text("module.exports = 1\n")
+    return repo
+
+
+def _output(run: Run, stream: str = "stdout") -> str:
+    return Path(run.fields()[stream]).read_text()
+
+
+def test_hostile_command_leaves_the_repository_bit_identical(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    repo = _repo_with_deps(make_repo)
+    script = tmp_path / "hostile.sh"
+    script.write_text(HOSTILE)
+    home = Path(env["HOME"])
+    home_before = sorted(home.rglob("*"))
+    before = repo_state(repo, env)
+    run = isopatch(
+        "--porcelain",
+        "--sandbox",
+        "--link",
+        "deps",
+        "--",
+        "sh",
+        script,
+        cwd=repo,
+        env={**env, "CHECKOUT": str(repo)},
+    )
+    assert run.returncode == 0, run.err
+    out = _output(run)
+    assert "ESCAPED" not in out, out
+    assert out.count("denied:") == 12, out
+    assert "committed" in out and "tmp-ok" in out, out + _output(run, "stderr")
+    assert repo_state(repo, env) == before
+    assert sorted(home.rglob("*")) == home_before
+    assert "shared-write" not in run.out
+    git("fsck", "--strict", cwd=repo, env=env)
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "checkout", env
+    )
+    assert (checkout / "README").read_text() == "hello\nedited\n"
+    assert (checkout / "new.txt").read_text() == "new\n"
+    private = Path((checkout / "tmpdir-seen.txt").read_text().strip())
+    assert private.parent == Path(run.fields()["patch"]).parent, "TMPDIR in the private folder"
+    assert not private.exists(), "the command's TMPDIR is removed after the run"
+
+
+def test_without_sandbox_the_same_command_escapes(env, make_repo, tmp_path: Path) -> None:
+    """The hostile script does reach the repository when not confined:
+    the test above shows the sandbox, not a broken script."""
+    repo = _repo_with_deps(make_repo)
+    script = tmp_path / "hostile.sh"
+    script.write_text(HOSTILE)
+    run = isopatch(
+        "--porcelain", "--link", "deps", "--", "sh", script,
+        cwd=repo, env={**env, "CHECKOUT": str(repo)},
+    )  # fmt: skip
+    assert _output(run).count("ESCAPED") >= 10, _output(run)
+
+
+def test_sandbox_from_configuration_and_no_sandbox(env, make_repo) -> None:
+    repo = make_repo()
+    write_outside = ["sh", "-c", f"echo x > {repo}/outside"]
+    configured = ("-c", "isopatch.sandbox=true")
+    run = isopatch("-q", "--", *write_outside, cwd=repo, env=env, git_options=configured)
+    assert run.returncode != 0
+    assert not (repo / "outside").exists()
+    run = isopatch(
+        "-q", "--no-sandbox", "--", *write_outside, cwd=repo, env=env, git_options=configured
+    )
+    assert run.returncode == 0, run.err
+    assert (repo / "outside").exists()
+
+
+def test_allow_write_from_flag_and_configuration(env, make_repo, tmp_path: Path) -> None:
+    repo = make_repo()
+    cache = tmp_path / "cache"
+    other = tmp_path / "other"
+    cache.mkdir()
+    other.mkdir()
+    run = isopatch(
+        "-q", "--sandbox", "--allow-write", cache, "--",
+        "sh", "-c", f"echo x > {cache}/f && echo y > {other}/f",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert (cache / "f").exists() and not (other / "f").exists()
+    assert run.returncode != 0
+    run = isopatch(
+        "-q", "--sandbox", "--", "sh", "-c", f"echo y > {other}/f",
+        cwd=repo, env=env, git_options=("-c", f"isopatch.allowWrite={other}"),
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert (other / "f").exists()
+
+
+def test_allow_write_of_a_missing_path_is_refused_before_anything_runs(
+    env, make_repo, tmp_path: Path
+) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    run = isopatch(
+        "--porcelain", "--sandbox", "--allow-write", "nowhere", "--", "touch", tmp_path / "ran",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.returncode == 128
+    assert run.err.startswith("fatal: cannot allow writes to ")
+    assert "No such file or directory" in run.err
+    assert run.fields()["error-code"] == "no-such-file"
+    assert not (tmp_path / "ran").exists()
+    assert repo_state(repo, env) == before
+    assert not list(Path(env["TMPDIR"]).iterdir())
+
+
+def test_output_files_stay_writable_through_dev_stderr(env, make_repo) -> None:
+    """``echo ... > /dev/stderr`` reopens the captured output file by path."""
+    repo = make_repo()
+    run = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", "-c", "echo to-stderr > /dev/stderr",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.fields()["exit"] == "0", _output(run, "stderr")
+    assert _output(run, "stderr") == "to-stderr\n"
+
+
+PROBE = textwrap.dedent(
+    """\
+    import socket, sys
+    try:
+        with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5) as s:
+            print("reached", s.recv(100).decode().strip())
+    except OSError as e:
+        print("unreachable", type(e).__name__)
+    print(sorted(l.split(":")[0].strip() for l in open("/proc/self/net/dev").readlines()[2:]))
+    """
+)
+
+
+def test_network_outside_is_unreachable_unless_allowed(env, make_repo, tmp_path: Path) -> None:
+    repo = make_repo()
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    with loopback_server() as port:
+        command = ["--", sys.executable, probe, str(port)]
+        confined = isopatch("--porcelain", "--sandbox", *command, cwd=repo, env=env)
+        allowed = isopatch(
+            "--porcelain", "--sandbox", "--allow-network", *command, cwd=repo, env=env
+        )
+        configured = isopatch(
+            "--porcelain", "--sandbox", *command, cwd=repo, env=env,
+            git_options=("-c", "isopatch.allowNetwork=true"),
+        )  # fmt: skip
+    assert _output(confined) == "unreachable ConnectionRefusedError\n['lo']\n"
+    assert _output(allowed).startswith("reached hello from outside\n")
+    assert _output(configured).startswith("reached hello from outside\n")
+
+
+def _isopatch_refused(preexec, *args: str, cwd: Path, env: dict[str, str]) -> Run:
+    done = subprocess.run(
+        [str(ISOPATCH), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=preexec,
+        timeout=120,
+        check=False,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def test_no_landlock_stops_before_anything_is_made(env, make_repo, tmp_path: Path) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    marker = tmp_path / "ran"
+    run = _isopatch_refused(
+        refuse_syscall(*NO_LANDLOCK), "--porcelain", "--sandbox", "--", "touch", str(marker),
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.returncode == 128
+    assert run.err.splitlines()[0] == (
+        "fatal: --sandbox is not available: the kernel offers no Landlock "
+        "(Linux 6.2 or later, 'landlock' in lsm=)"
+    )
+    assert "Traceback" not in run.err
+    assert run.fields()["error-code"] == "sandbox-unavailable"
+    assert not marker.exists()
+    assert repo_state(repo, env) == before
+    assert not list(Path(env["TMPDIR"]).iterdir())
+
+
+def test_no_namespaces_stops_unless_the_network_is_allowed(env, make_repo, tmp_path) -> None:
+    repo = make_repo()
+    marker = tmp_path / "ran"
+    refused = _isopatch_refused(
+        refuse_syscall(*NO_NAMESPACES), "--sandbox", "--", "touch", str(marker),
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert refused.returncode == 128
+    assert "fatal: --sandbox is not available: cannot make a network namespace" in refused.err
+    assert not marker.exists()
+    allowed = _isopatch_refused(
+        refuse_syscall(*NO_NAMESPACES), "-q", "--sandbox", "--allow-network", "--",
+        "sh", "-c", f"touch inside; touch {marker}",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert allowed.returncode == 1, allowed.err  # the first touch was denied
+    assert not marker.exists()
