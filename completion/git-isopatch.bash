@@ -20,7 +20,7 @@ _git_isopatch ()
 		case "${words[i]}" in
 		list)
 			case "$prev" in -C) return ;; esac
-			__gitcomp "--porcelain -z -C"
+			__gitcomp "--porcelain -z --json -C"
 			return
 			;;
 		prune)

@@ -29,7 +29,7 @@ from .git.metadata import git_metadata_dir
 from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
-from .git.shared_state import SharedState, describe_changes, read_shared_state
+from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
 from .git.snapshot import snapshot_work_tree
 from .git.sparse import check_out_present_skipped
 from .git.types import CommitId, Ref
@@ -88,8 +88,9 @@ class CaptureResult:
         command_error: why the command could not be started, else ``None``.
         shared_writes: refs and configuration of the user's repository that
             changed while the command ran (a linked worktree shares them;
-            see :mod:`git_isopatch.git.shared_state`), e.g.
-            ``("refs/heads/x (created)",)``; empty when nothing changed.
+            see :mod:`git_isopatch.git.shared_state`), refs in the order of
+            their names, then the configuration file; empty when nothing
+            changed.
         timeout: the timeout in force, in seconds (``timeout`` or
             ``isopatch.timeout``), or ``None`` for no limit.
     """
@@ -108,7 +109,7 @@ class CaptureResult:
     signal: int | None = None
     command_error: str | None = None
     timeout: float | None = None
-    shared_writes: tuple[str, ...] = ()
+    shared_writes: tuple[SharedWrite, ...] = ()
 
 
 def _repository_error(error: GitError) -> IsopatchError:
@@ -646,7 +647,7 @@ def _sandboxed(
 
 def _shared_writes(
     before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
-) -> tuple[str, ...]:
+) -> tuple[SharedWrite, ...]:
     """What changed in the refs and configuration the worktree shares with
     the user's repository since ``before`` (empty when either look fails)."""
     match before:
@@ -673,7 +674,7 @@ def _result(
     files: int | None = None,
     error: IsopatchError | None = None,
     timeout: float | None = None,
-    shared_writes: tuple[str, ...] = (),
+    shared_writes: tuple[SharedWrite, ...] = (),
 ) -> CaptureResult:
     received = state.get("received")
     exit_code = 128 + received if received is not None else outcome.exit_code

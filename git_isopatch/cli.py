@@ -23,6 +23,7 @@ from .render import (
     quote_c_style,
     result_fields,
     summary_lines,
+    worktree_list_json,
     worktree_list_lines,
     worktree_list_porcelain,
 )
@@ -277,7 +278,7 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
             f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
         )
     if result.shared_writes:
-        shown = ", ".join(result.shared_writes[:5])
+        shown = ", ".join(map(str, result.shared_writes[:5]))
         more = len(result.shared_writes) - 5
         stderr_line(
             "warning: your repository changed while the command ran: "
@@ -326,6 +327,9 @@ def list_command(
         bool, typer.Option("--porcelain", help="machine-readable output on stdout")
     ] = False,
     nul: NulOption = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="the worktrees as a JSON array on stdout")
+    ] = False,
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
 ) -> None:
@@ -338,12 +342,16 @@ def list_command(
 
     if nul and not porcelain_output:
         raise UsageFailure("the option '-z' requires '--porcelain'")
+    if porcelain_output and json_output:
+        raise UsageFailure("options '--porcelain' and '--json' cannot be used together")
     try:
         worktrees = list_worktrees(repo_path)
     except IsopatchError as failure:
         fatal(failure)
     if porcelain_output:
         write_stdout(worktree_list_porcelain(worktrees, nul=nul))
+    elif json_output:
+        write_stdout(worktree_list_json(worktrees))
     else:
         for line in worktree_list_lines(worktrees, time.time()):
             sys.stdout.write(line + "\n")

@@ -25,12 +25,19 @@ PORCELAIN_KEYS = (
     "stdout",
     "stderr",
     "worktree",
+    "shared-write",
     "error",
     "error-code",
 )
 
+#: Keys that may repeat: one record each (a JSON array).
+LIST_KEYS = frozenset({"shared-write"})
+
 #: Keys whose value is a path (quoted like git quotes paths without ``-z``).
 PATH_KEYS = frozenset({"patch", "stdout", "stderr", "worktree"})
+
+#: Keys whose value is ``<name> <word>``: the name is quoted as a path is.
+QUOTED_NAME_KEYS = frozenset({"shared-write"})
 
 _C_ESCAPES = {
     0x07: b"\\a",
@@ -78,6 +85,7 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
         "stdout": result.stdout,
         "stderr": result.stderr,
         "worktree": result.worktree_path,
+        "shared-write": [write.record() for write in result.shared_writes] or None,
         "error": result.error,
         "error-code": result.error_code,
     }
@@ -93,12 +101,16 @@ def porcelain(fields: dict[str, object], *, nul: bool) -> bytes:
         if key not in fields:
             continue
         value = fields[key]
-        raw = os.fsencode(value) if isinstance(value, str) else str(value).encode()
-        if key in PATH_KEYS and not nul:
-            raw = quote_c_style(raw)
-        elif key == "error" and not nul:
-            raw = raw.replace(b"\n", b" ")
-        out += key.encode() + b" " + raw + end
+        for one in value if key in LIST_KEYS else [value]:  # type: ignore[attr-defined]
+            raw = os.fsencode(one) if isinstance(one, str) else str(one).encode()
+            if key in PATH_KEYS and not nul:
+                raw = quote_c_style(raw)
+            elif key in QUOTED_NAME_KEYS and not nul:
+                name, _, rest = raw.rpartition(b" ")
+                raw = quote_c_style(name) + b" " + rest
+            elif key == "error" and not nul:
+                raw = raw.replace(b"\n", b" ")
+            out += key.encode() + b" " + raw + end
     return bytes(out)
 
 
@@ -199,3 +211,26 @@ def worktree_list_porcelain(worktrees: Iterable[OwnedWorktree], *, nul: bool) ->
             record("prunable", worktree.prunable, quoted=True)
         out.extend(end)
     return bytes(out)
+
+
+def worktree_list_json(worktrees: Iterable[OwnedWorktree]) -> bytes:
+    """``git isopatch list --json``: one JSON array and a newline, an object
+    per worktree with the keys of :func:`worktree_list_porcelain`, in its
+    order, absent ones left out: ``worktree``, ``state``, ``head``,
+    ``prunable`` strings, ``pid`` and ``created`` (seconds since the epoch)
+    numbers, and ``command`` the argument list, an array of strings.
+    Paths are decoded as the other JSON output decodes them (a byte that is
+    not UTF-8 becomes a lone surrogate)."""
+    objects = []
+    for worktree in worktrees:
+        fields: dict[str, object] = {
+            "worktree": worktree.path,
+            "state": worktree.state,
+            "pid": worktree.pid,
+            "created": None if worktree.created is None else int(worktree.created),
+            "head": worktree.head or None,
+            "command": list(worktree.command) or None,
+            "prunable": worktree.prunable,
+        }
+        objects.append({k: v for k, v in fields.items() if v is not None})
+    return json.dumps(objects, ensure_ascii=True).encode() + b"\n"

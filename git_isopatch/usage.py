@@ -25,7 +25,7 @@ USAGE_STATUS = 129
 FATAL_STATUS = 128
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
-LIST_SYNOPSIS = "git isopatch list [--porcelain [-z]] [-C <path>]"
+LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
 PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
 
 #: parse-options.c: the option column is this wide, then a gap of 2; longer

@@ -106,6 +106,65 @@ def test_docs_tell_consumers_to_ignore_unknown_keys() -> None:
     assert "Ignore keys you do not know" in readme
     output = page.split(".SH OUTPUT")[1].split(".SH EXIT STATUS")[0]
     assert "must ignore keys they do not know" in output
-    for key in ("base", "exit", "patch", "files", "stdout", "stderr", "worktree", "error",
-                "error\\-code"):  # fmt: skip
+    for key in ("base", "exit", "patch", "files", "stdout", "stderr", "worktree",
+                "shared\\-write", "error", "error\\-code"):  # fmt: skip
         assert f"\\fB{key}\\fP" in output, key
+
+
+SHARED_WRITES = (
+    "git tag v9; git branch -D gone; "
+    "git commit -q --allow-empty -m x; git branch -f moved HEAD; "
+    "git branch 'café'; git config user.name Mallory"
+)
+
+
+def test_shared_writes_are_records_in_order(env, make_repo) -> None:
+    """Each write to the refs and configuration a worktree shares with the
+    repository is a ``shared-write <name> <change>`` record, after
+    ``worktree`` and before ``error``: refs by name, then ``config``; a ref
+    name is quoted as a path is, and raw with ``-z``."""
+    repo = make_repo()
+    git("branch", "gone", cwd=repo, env=env)
+    git("branch", "moved", cwd=repo, env=env)
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", SHARED_WRITES, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    tail = run.stdout.split(b"\nworktree ", 1)[1].split(b"\n", 1)[1]
+    assert tail == (
+        b'shared-write "refs/heads/caf\\303\\251" created\n'
+        b"shared-write refs/heads/gone deleted\n"
+        b"shared-write refs/heads/moved changed\n"
+        b"shared-write refs/tags/v9 created\n"
+        b"shared-write config changed\n"
+    )
+    raw = isopatch("--porcelain", "-z", "--", "sh", "-c", "git branch -D 'café'", cwd=repo, env=env)
+    assert raw.stdout.endswith(b"\0shared-write refs/heads/caf\xc3\xa9 deleted\0")
+
+
+def test_shared_writes_in_json_are_an_array(env, make_repo) -> None:
+    repo = make_repo()
+    script = "git tag v9; git config user.name Mallory"
+    run = isopatch("--json", "--", "sh", "-c", script, cwd=repo, env=env)
+    fields = json.loads(run.stdout)
+    assert list(fields)[-1] == "shared-write"
+    assert fields["shared-write"] == ["refs/tags/v9 created", "config changed"]
+    quiet = isopatch("--json", "--", "true", cwd=repo, env=env)
+    assert "shared-write" not in json.loads(quiet.stdout)
+
+
+def test_list_json_has_the_list_porcelain_keys(env, make_repo) -> None:
+    repo = make_repo()
+    assert isopatch("list", "--json", cwd=repo, env=env).stdout == b"[]\n"
+    kept = isopatch("--porcelain", "--keep", "--", "sh", "-c", "exit 0", cwd=repo, env=env)
+    worktree = kept.fields()["worktree"]
+    run = isopatch("list", "--json", cwd=repo, env=env)
+    assert run.returncode == 0 and run.stdout.endswith(b"]\n") and run.stdout.count(b"\n") == 1
+    (entry,) = json.loads(run.stdout)
+    porcelain = isopatch("list", "--porcelain", "-z", cwd=repo, env=env).stdout
+    keys = [r.split(b" ", 1)[0].decode() for r in porcelain.split(b"\0") if r]
+    assert list(entry) == keys
+    assert entry["worktree"] == worktree and entry["state"] == "kept"
+    assert entry["command"] == ["sh", "-c", "exit 0"]
+    assert isinstance(entry["pid"], int) and isinstance(entry["created"], int)
+    assert entry["head"] == git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    both = isopatch("list", "--json", "--porcelain", cwd=repo, env=env)
+    assert both.returncode == 129 and "cannot be used together" in both.err

@@ -34,7 +34,7 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         assert lines[0] == SYNOPSIS
         # the subcommands' forms follow, as git prints them ("   or: ...")
         assert lines[1:4] == [
-            "   or: git isopatch list [--porcelain [-z]] [-C <path>]",
+            "   or: git isopatch list [--porcelain [-z] | --json] [-C <path>]",
             "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
             "",
         ]

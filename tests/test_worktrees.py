@@ -263,7 +263,7 @@ def test_subcommands_are_only_recognised_first(env, make_repo, tmp_path) -> None
 @pytest.mark.parametrize(
     ("args", "status", "first_line"),
     [
-        (["list", "-h"], 129, "usage: git isopatch list [--porcelain [-z]] [-C <path>]"),
+        (["list", "-h"], 129, "usage: git isopatch list [--porcelain [-z] | --json] [-C <path>]"),
         (["prune", "-h"], 129, "usage: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"),
         (["list", "extra"], 129, "error: got unexpected extra argument(s) (extra)"),
         (["list", "-z"], 129, "error: the option '-z' requires '--porcelain'"),

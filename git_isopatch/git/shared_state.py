@@ -60,17 +60,48 @@ def read_shared_state(
     return Ok(SharedState(refs=refs, config=config))
 
 
-def describe_changes(before: SharedState, after: SharedState) -> list[str]:
-    """What changed between two states, one short phrase each, in order:
-    ``"refs/heads/x (created)"``, ``"refs/stash (changed)"``,
-    ``"refs/tags/v1 (deleted)"``, ``"the configuration file"``."""
+#: ``SharedWrite.name`` of the repository's configuration file.
+CONFIG = "config"
+
+
+@dataclass(frozen=True)
+class SharedWrite:
+    """One change to what a linked worktree shares with its repository.
+
+    Attributes:
+        name: a full ref name (``refs/heads/x``, ``refs/stash``), or
+            :data:`CONFIG` for the configuration file
+            ``$GIT_COMMON_DIR/config`` (a ref name always starts with
+            ``refs/``).
+        change: ``created``, ``changed`` or ``deleted``.
+    """
+
+    name: str
+    change: str
+
+    def __str__(self) -> str:
+        """A short phrase for people: ``refs/heads/x (created)``, ``the
+        configuration file``."""
+        return "the configuration file" if self.name == CONFIG else f"{self.name} ({self.change})"
+
+    def record(self) -> str:
+        """The porcelain and JSON form, ``<name> <change>``:
+        ``refs/heads/x created``, ``config changed``."""
+        return f"{self.name} {self.change}"
+
+
+def _change(old: object, new: object) -> str:
+    return "created" if old is None else "deleted" if new is None else "changed"
+
+
+def describe_changes(before: SharedState, after: SharedState) -> list[SharedWrite]:
+    """What changed between two states: the refs in the order of their
+    names, then the configuration file."""
     changes = []
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
-        if old == new:
-            continue
-        what = "created" if old is None else "deleted" if new is None else "changed"
-        changes.append(f"{name} ({what})")
+        if old != new:
+            changes.append(SharedWrite(name, _change(old, new)))
     if before.config != after.config:
-        changes.append("the configuration file")
+        changes.append(SharedWrite(CONFIG, _change(before.config, after.config)))
     return changes
