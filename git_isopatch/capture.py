@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import os
+import shlex
 import shutil
 import stat
 import tempfile
@@ -93,6 +94,8 @@ class CaptureResult:
             changed.
         timeout: the timeout in force, in seconds (``timeout`` or
             ``isopatch.timeout``), or ``None`` for no limit.
+        hints: one-line advice where users get stuck (a command that could
+            not run a program: :func:`command_hints`); empty otherwise.
     """
 
     base: CommitId
@@ -110,6 +113,54 @@ class CaptureResult:
     command_error: str | None = None
     timeout: float | None = None
     shared_writes: tuple[SharedWrite, ...] = ()
+    hints: tuple[str, ...] = ()
+
+
+#: Folders of installed dependencies that commands commonly need and git
+#: does not track: npm, pnpm and yarn's ``node_modules``, a Python virtual
+#: environment ``.venv``, Go, PHP and Ruby's ``vendor``.
+DEPENDENCY_FOLDERS = ("node_modules", ".venv", "vendor")
+#: Exit statuses for a program that was not found (127) or could not be
+#: executed (126), as POSIX shells report it ("Command Search and
+#: Execution") and npm, make and ``sh -c`` pass it on.
+NOT_RUNNABLE = frozenset({126, 127})
+
+
+def command_hints(
+    command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str
+) -> tuple[str, ...]:
+    """Advice for a command that could not run a program (exit 126 or
+    127; see :data:`NOT_RUNNABLE`), one line each:
+
+    - the command's name holds a space and was not found: it is not run by
+      a shell, so ``"ruff format src"`` is one program name;
+    - a folder of :data:`DEPENDENCY_FOLDERS` is at the top of the user's
+      checkout (``top``) but not in the ``worktree`` (git does not track it,
+      and it was neither linked nor copied): ``--link``/``--copy`` it.
+
+    Deciding on the exit status, never on timing, keeps the advice the same
+    on a slow machine.
+    """
+    if outcome.exit_code not in NOT_RUNNABLE:
+        return ()
+    hints = []
+    name = command[0] if command else ""
+    if outcome.start_error is not None and " " in name:
+        split = " ".join(shlex.quote(word) for word in name.split())
+        hints.append(
+            f"the command is run without a shell, so '{name}' is one program name; "
+            f"split it (git isopatch -- {split}) or use sh -c {shlex.quote(name)}"
+        )
+        return tuple(hints)  # the name, not a missing dependency, is the trouble
+    for folder in DEPENDENCY_FOLDERS:
+        if os.path.isdir(os.path.join(top, folder)) and not os.path.lexists(
+            os.path.join(worktree, folder)
+        ):
+            hints.append(
+                f"'{folder}' of your checkout is not in the worktree; "
+                f"bring it in with --link {folder} (or --copy {folder})"
+            )
+    return tuple(hints)
 
 
 def _repository_error(error: GitError) -> IsopatchError:
@@ -545,6 +596,7 @@ def _run_and_extract(
         stderr_path,
         timeout=timeout,
         shared_writes=_shared_writes(before, repository, git_env),
+        hints=command_hints(request.command, outcome, repository.top, isolation.worktree),
     )
     try:
         patch = _extract_patch(isolation, git_env, request.output, [i.path for i in includes])
@@ -675,6 +727,7 @@ def _result(
     error: IsopatchError | None = None,
     timeout: float | None = None,
     shared_writes: tuple[SharedWrite, ...] = (),
+    hints: tuple[str, ...] = (),
 ) -> CaptureResult:
     received = state.get("received")
     exit_code = 128 + received if received is not None else outcome.exit_code
@@ -694,4 +747,5 @@ def _result(
         command_error=outcome.start_error,
         timeout=timeout,
         shared_writes=shared_writes,
+        hints=hints,
     )

@@ -272,6 +272,8 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
 
     if result.command_error:
         stderr_line(f"error: {result.command_error}")
+    for hint in result.hints:
+        stderr_line(f"hint: {hint}")
     if result.timed_out:
         seconds = result.timeout or 0
         stderr_line(

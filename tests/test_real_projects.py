@@ -164,3 +164,47 @@ def test_ruff_format_on_top_of_unstaged_edits(env, make_repo, no_leftovers) -> N
     for name in ("app.py", "other.py", "new.py"):
         assert (repo / name).read_text() == RUFF_PY, name
     assert git("status", "--porcelain", cwd=repo, env=env) == b"?? new.py\n"
+
+
+@pytest.mark.needs("nodejs", "npm")
+def test_npm_workspace_packages_resolve_through_a_link_to_the_checkout(
+    env, make_repo, no_leftovers
+) -> None:
+    """npm workspaces put relative links in node_modules (``a ->
+    ../packages/a``).  Through ``--link node_modules`` they resolve against
+    the real node_modules, in the user's checkout: the command would load
+    (and a build would write) the checkout's workspace packages.  A
+    ``--copy`` keeps the links relative to the worktree's own packages.  The
+    README and the manual page say so; this is what they rest on."""
+    repo = make_repo(
+        {
+            ".gitignore": "node_modules/\n",
+            "package.json": '{"name": "ws", "private": true, "workspaces": ["packages/*"]}\n',
+            "packages/a/package.json": '{"name": "a", "version": "1.0.0", "main": "index.js"}\n',
+            "packages/a/index.js": "module.exports = __dirname;\n",
+            "packages/b/package.json": '{"name": "b", "version": "1.0.0", '
+            '"dependencies": {"a": "1.0.0"}}\n',
+            "packages/b/index.js": 'console.log(require("a"));\n',
+        }
+    )
+    subprocess.run(
+        ["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"],
+        cwd=repo,
+        env=_npm_env(env),
+        check=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        timeout=600,
+    )
+    assert os.readlink(repo / "node_modules" / "a") == "../packages/a"
+    command = ("--", "node", "packages/b/index.js")
+    linked = isopatch("--porcelain", "--link", "node_modules", *command, cwd=repo, env=env)
+    copied = isopatch("--porcelain", "--copy", "node_modules", *command, cwd=repo, env=env)
+    for run in (linked, copied):
+        assert run.fields()["exit"] == "0", run.err
+    loaded_linked = Path(linked.fields()["stdout"]).read_text().strip()
+    loaded_copied = Path(copied.fields()["stdout"]).read_text().strip()
+    assert loaded_linked == str((repo / "packages" / "a").resolve())
+    assert loaded_copied != loaded_linked
+    assert loaded_copied.endswith("/packages/a")
+    assert not Path(loaded_copied).exists(), "the worktree's own package, gone with it"

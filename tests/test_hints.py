@@ -1,0 +1,70 @@
+"""Hints where users get stuck: a command that could not run a program
+(exit 126 or 127) while a dependency folder of the checkout is missing from
+the worktree, and a command name holding a space (it is not run by a
+shell).  Decided on the exit status, never on timing."""
+
+from __future__ import annotations
+
+import pytest
+from repo_helpers import isopatch, write_tree
+
+NOT_FOUND = ("sh", "-c", "prettier --write .")
+
+
+def _hints(run) -> list[str]:
+    return [line for line in run.err.splitlines() if line.startswith("hint: ")]
+
+
+def _dependency_hint(folder: str) -> str:
+    return (
+        f"hint: '{folder}' of your checkout is not in the worktree; "
+        f"bring it in with --link {folder} (or --copy {folder})"
+    )
+
+
+@pytest.mark.parametrize("folder", ["node_modules", ".venv", "vendor"])
+def test_a_missing_dependency_folder_is_named(env, make_repo, folder: str) -> None:
+    repo = make_repo({".gitignore": f"{folder}/\n"})
+    write_tree(repo, {f"{folder}/tool": "installed\n"})
+    run = isopatch("--", *NOT_FOUND, cwd=repo, env=env)
+    assert run.returncode == 127
+    assert _hints(run) == [_dependency_hint(folder)]
+    quiet = isopatch("--porcelain", "--", *NOT_FOUND, cwd=repo, env=env)
+    assert _hints(quiet) == [_dependency_hint(folder)], "stderr says it in every mode"
+
+
+def test_not_executable_counts_too(env, make_repo) -> None:
+    repo = make_repo({".gitignore": "node_modules/\n", "tool": "#!/bin/sh\n"})
+    write_tree(repo, {"node_modules/x": "x"})
+    run = isopatch("--", "sh", "-c", "./tool", cwd=repo, env=env)
+    assert run.returncode == 126
+    assert _hints(run) == [_dependency_hint("node_modules")]
+
+
+def test_no_hint_when_linked_copied_tracked_or_absent(env, make_repo) -> None:
+    repo = make_repo({".gitignore": "node_modules/\n.venv/\n", "vendor/lib.go": "package lib\n"})
+    write_tree(repo, {"node_modules/x": "x", ".venv/y": "y"})
+    run = isopatch("--link", "node_modules", "--copy", ".venv", "--", *NOT_FOUND, cwd=repo, env=env)
+    assert run.returncode == 127
+    assert _hints(run) == []
+    bare = make_repo(name="bare")
+    assert _hints(isopatch("--", *NOT_FOUND, cwd=bare, env=env)) == []
+
+
+def test_no_hint_for_an_ordinary_failure(env, make_repo) -> None:
+    repo = make_repo({".gitignore": "node_modules/\n"})
+    write_tree(repo, {"node_modules/x": "x"})
+    for command in (("sh", "-c", "exit 1"), ("sh", "-c", "exit 2"), ("true",)):
+        assert _hints(isopatch("--", *command, cwd=repo, env=env)) == [], command
+
+
+def test_a_command_name_with_a_space_is_not_run_by_a_shell(env, make_repo) -> None:
+    repo = make_repo({".gitignore": "node_modules/\n"})
+    write_tree(repo, {"node_modules/x": "x"})
+    run = isopatch("ruff format src", cwd=repo, env=env)
+    assert run.returncode == 127
+    assert "error: cannot run 'ruff format src'" in run.err
+    assert _hints(run) == [
+        "hint: the command is run without a shell, so 'ruff format src' is one program "
+        "name; split it (git isopatch -- ruff format src) or use sh -c 'ruff format src'"
+    ]
