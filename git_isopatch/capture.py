@@ -20,9 +20,11 @@ from dataclasses import dataclass, fields, replace
 from typing import IO, Any
 
 from .git.diff import (
+    apply_size_warning,
     count_patch_files,
     mark_untracked_intent_to_add,
     quote_ambiguous_headers,
+    unreadable_folder_warning,
     write_binary_diff,
 )
 from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
@@ -163,8 +165,16 @@ def command_hints(
     return tuple(hints)
 
 
-def _repository_error(error: GitError) -> IsopatchError:
-    return IsopatchError(classify(error) or "not-a-git-repository", error.message())
+def _repository_error(error: GitError, default: str | None = None) -> IsopatchError:
+    """git's or libgit2's refusal of the repository or the base, with git's
+    advice as hints; ``default`` is the code when no specific row of the
+    table classifies it (else ``git-failed``, or ``not-a-git-repository``
+    for libgit2's own refusals)."""
+    code = classify(error)
+    if default is not None and code in (None, "git-failed"):
+        code = default
+    hint = "\n".join(error.hints) or None
+    return IsopatchError(code or "not-a-git-repository", error.message(), hint=hint)
 
 
 def open_repository(repo_path: str, environ: Mapping[str, str]) -> UserRepository:
@@ -220,21 +230,28 @@ def check_output_target(output: str, repository: UserRepository) -> None:
         )
 
 
-def resolve_base(repository: UserRepository, base: str) -> CommitId:
+def resolve_base(
+    repository: UserRepository, base: str, environ: Mapping[str, str] | None = None
+) -> CommitId:
     """Step 2, second half: the base revision as a full commit id.
 
+    ``environ`` (default ``os.environ``) carries ``git -c`` settings for
+    git, asked where libgit2 cannot resolve the base.
+
     Raises:
-        IsopatchError: ``unknown-revision`` or ``unborn-head``.
+        IsopatchError: ``unknown-revision``, ``ambiguous-revision`` (git's
+            candidates as hints) or ``unborn-head``.
     """
+    environ = os.environ if environ is None else environ
     try:
         ref = Ref(base)
     except ValueError as exc:  # the reason quotes the value with its escapes
         raise IsopatchError("unknown-revision", f"invalid base: {exc}") from exc
-    match resolve_commit(repository, ref):
+    match resolve_commit(repository, ref, env=own_git_environment(environ)):
         case Ok(commit):
             return commit
         case Err(error):
-            raise _repository_error(error)
+            raise _repository_error(error, "unknown-revision")
 
 
 def _open_private(path: str) -> IO[bytes]:
@@ -242,11 +259,57 @@ def _open_private(path: str) -> IO[bytes]:
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
 
 
+def _umask() -> int:
+    """The process's umask: ``Umask:`` of ``/proc/self/status`` (Linux 4.7),
+    else set and restored (not thread-safe, hence the second choice)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _output_mode(output: str) -> int:
+    """The mode an ``-o`` file gets: what ``--stdout > FILE`` would leave,
+    the existing file's permission bits when it replaces one, else 0666
+    less the umask.  (The run's private files stay 0600.)"""
+    try:
+        return stat.S_IMODE(os.stat(output).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _open_patch_file(folder: str) -> tuple[IO[bytes], str]:
+    """Create the patch file in the run's private ``folder``: ``isopatch.patch``
+    (mode 0600), or, when the command put something of its own under that
+    name (it can guess the folder: it is the worktree's parent), a fresh
+    ``isopatch-<random>.patch`` beside it; the command's file is left alone.
+
+    Returns:
+        the open file and its path.
+    Raises:
+        OSError: the folder cannot be written (no space, gone).
+    """
+    path = os.path.join(folder, PATCH_NAME)
+    try:
+        return _open_private(path), path
+    except FileExistsError:
+        pass
+    fd, path = tempfile.mkstemp(prefix="isopatch-", suffix=".patch", dir=folder)
+    return os.fdopen(fd, "wb"), path
+
+
 def _extract_patch(
     isolation: Isolation,
     env: Mapping[str, str],
     output: str | None,
     exclude: Sequence[str] = (),
+    warn: Callable[[str], None] = log.warning,
 ) -> str:
     """Steps 5: intent-to-add, then the binary diff into a 0600 file.
 
@@ -265,11 +328,16 @@ def _extract_patch(
             "worktree-gone", f"the command removed or replaced its worktree '{worktree}'"
         )
     git_dir = isolation.admin_dir
-    match mark_untracked_intent_to_add(worktree, git_dir=git_dir, env=env, exclude=exclude):
+    unreadable: list[str] = []
+    match mark_untracked_intent_to_add(
+        worktree, git_dir=git_dir, env=env, exclude=exclude, unreadable=unreadable
+    ):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
         case Ok():
             pass
+    for said in unreadable:
+        warn(unreadable_folder_warning(said))
     target = output if output is not None else os.path.join(isolation.tmpdir, PATCH_NAME)
     try:
         if output is not None:
@@ -280,9 +348,7 @@ def _extract_patch(
                 delete=False,
             )
         else:
-            if os.path.lexists(target) and not os.path.isdir(target):
-                os.unlink(target)  # the command wrote there: the folder is ours
-            handle = _open_private(target)
+            handle, target = _open_patch_file(isolation.tmpdir)
     except OSError as exc:
         raise known_os_failure(f"could not write patch '{target}'", exc) from exc
     written = handle.name if output is not None else target
@@ -297,6 +363,7 @@ def _extract_patch(
                     pass
         quote_ambiguous_headers(written)
         if output is not None:
+            os.chmod(written, _output_mode(output))
             os.replace(written, output)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -348,7 +415,7 @@ def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: 
         IsopatchError: a classified failure (no space, permission...).
     """
     try:
-        head: CommitId | None = resolve_base(repository, "HEAD")
+        head: CommitId | None = resolve_base(repository, "HEAD", env)
     except IsopatchError as failure:
         if failure.code != "unborn-head":
             raise
@@ -464,7 +531,9 @@ def run(
     request = complete_request(request, repository, environ)
     confinement = _sandbox_request(request)
     tmp_root = request.tmpdir or "/tmp"
-    commit = None if request.include_uncommitted else resolve_base(repository, request.base)
+    commit = (
+        None if request.include_uncommitted else resolve_base(repository, request.base, environ)
+    )
     git_env = own_git_environment(environ)
     includes = resolve_includes(
         repository, include_requests(repository, request, env=git_env), warn=warn
@@ -492,6 +561,7 @@ def run(
             environ=environ,
             includes=includes,
             sandbox=confinement,
+            warn=warn,
         )
     if not _reports_inside(result, result.tmpdir):  # -o without captured output
         results.discard(result.tmpdir)
@@ -545,6 +615,7 @@ def _run_and_extract(
     environ: Mapping[str, str],
     includes: Sequence[Include] = (),
     sandbox: SandboxRequest | None = None,
+    warn: Callable[[str], None] = log.warning,
 ) -> CaptureResult:
     """Steps 4-7 on a made worktree for a completed ``request`` (after
     linking and copying ``includes`` into it); the worktree never outlives an
@@ -599,8 +670,13 @@ def _run_and_extract(
         hints=command_hints(request.command, outcome, repository.top, isolation.worktree),
     )
     try:
-        patch = _extract_patch(isolation, git_env, request.output, [i.path for i in includes])
+        patch = _extract_patch(
+            isolation, git_env, request.output, [i.path for i in includes], warn=warn
+        )
         files = count_patch_files(patch)
+        too_large = apply_size_warning(os.path.getsize(patch))
+        if too_large is not None:
+            warn(too_large)
     except IsopatchError as failure:
         provider.keep(isolation)
         return finish(worktree=isolation.worktree, error=failure)

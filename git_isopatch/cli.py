@@ -204,11 +204,25 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
             seconds = parse_seconds(timeout)
         except ValueError:
             raise UsageFailure("option 'timeout' expects a number of seconds") from None
+    output, to_stdout = params["output"], params["to_stdout"]
+    if output == "-":  # standard output, as for tar -f -, curl -o -, sort -o -
+        others = [
+            name
+            for name, given in (
+                ("--stdout", to_stdout),
+                ("--porcelain", params["porcelain_output"]),
+                ("--json", params["json_output"]),
+            )
+            if given
+        ]
+        if others:
+            raise UsageFailure(f"options '-o -' and '{others[0]}' cannot be used together")
+        output, to_stdout = None, True
     mode = OutputMode(
         porcelain=params["porcelain_output"],
         nul=params["nul"],
         json=params["json_output"],
-        stdout=params["to_stdout"],
+        stdout=to_stdout,
         exit_code=params["exit_code_option"],
         quiet=params["quiet"] or params["porcelain_output"] or params["json_output"],
     )
@@ -222,9 +236,9 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         configured_links=() if params["no_link"] else None,
         configured_copies=() if params["no_copy"] else None,
         worktree_include=not params["no_copy"],
-        output=params["output"],
+        output=output,
         capture_output=mode.machine,
-        command_stdout=2 if params["to_stdout"] else None,
+        command_stdout=2 if to_stdout else None,
         keep=params["keep"],
         timeout=seconds,
         sandbox=params["sandbox"],
@@ -258,8 +272,8 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
         result = run(request)
     except IsopatchError as failure:
         stderr_line(f"fatal: {failure.message}")
-        if failure.hint:
-            stderr_line(f"hint: {failure.hint}")
+        for line in (failure.hint or "").splitlines():
+            stderr_line(f"hint: {line}")
         _emit_fields({"error": failure.message, "error-code": failure.code}, mode)
         return FATAL_STATUS
     return render_result(result, mode)

@@ -161,7 +161,13 @@ def worktree_list_lines(worktrees: Iterable[OwnedWorktree], now: float) -> list[
         if worktree.pid is not None and state == "running":
             state = f"running (pid {worktree.pid})"
         path = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
-        rows.append((path, state, relative_age(worktree.age(now)), shlex.join(worktree.command)))
+        # the command may hold newlines and control bytes: quoted as in the
+        # porcelain, so that one worktree is one line and nothing reaches
+        # the terminal raw
+        command = quote_c_style(os.fsencode(shlex.join(worktree.command)))
+        rows.append(
+            (path, state, relative_age(worktree.age(now)), command.decode("utf-8", "replace"))
+        )
     if not rows:
         return []
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

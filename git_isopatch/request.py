@@ -148,6 +148,8 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
             return f"options '--stdout' and '{other}' cannot be used together"
     if request.output == "":
         return "option 'output' expects a file name"
+    if request.output == "-":  # the command line turns it into --stdout
+        return "option 'output' '-' means standard output: use command_stdout and patch_path"
     if request.include_uncommitted and request.base != "HEAD":
         return "options '--include-uncommitted' and '--base' cannot be used together"
     return None

@@ -219,7 +219,8 @@ def configure_logging(stream: TextIO | None = None) -> logging.Handler:
 def fatal(failure: Exception) -> NoReturn:
     """``fatal: <message>`` (and ``hint: <hint>``) of an ``IsopatchError``, exit 128."""
     stderr_line(f"fatal: {getattr(failure, 'message', str(failure))}")
-    hint = getattr(failure, "hint", None)
-    if hint:
-        stderr_line(f"hint: {hint}")
+    # one ``hint:`` line per line: git's advice (the candidates of an
+    # ambiguous short id, the safe.directory command) spans several
+    for line in (getattr(failure, "hint", None) or "").splitlines():
+        stderr_line(f"hint: {line}")
     raise SystemExit(FATAL_STATUS)

@@ -170,6 +170,62 @@ def _filter_failed(env, tmp_path, make_repo) -> GitError:
     return _add_worktree(env, repo, tmp_path / "wt")
 
 
+def _filter_process_failed(env, tmp_path, make_repo) -> GitError:
+    """What ``git lfs install`` writes, without git-lfs on ``PATH``."""
+    repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
+    git("config", "filter.lfs.process", "git-lfs filter-process", cwd=repo, env=env)
+    git("config", "filter.lfs.required", "true", cwd=repo, env=env)
+    return _add_worktree(env, repo, tmp_path / "wt")
+
+
+def _dubious_ownership(env, tmp_path, make_repo) -> GitError:
+    from test_git_fallback import _owned_by_another_user
+
+    return _git(env, "-C", str(_owned_by_another_user(env, make_repo)), "status")
+
+
+def _ambiguous_revision(env, tmp_path, make_repo) -> GitError:
+    from test_git_fallback import _colliding, _commit_template, _write
+
+    repo = make_repo()
+    template = _commit_template(repo, env)
+    prefix = _write(repo, env, "commit", template % b"first")[:4]
+    body = _colliding("commit", lambda n: template % b"second %d" % n, prefix)
+    _write(repo, env, "commit", body)
+    return _git(env, "-C", str(repo), "rev-parse", "--verify", f"{prefix}^{{commit}}")
+
+
+def partial_clone_without_its_remote(env, tmp_path: Path, make_repo) -> Path:
+    """A blobless clone whose promisor remote is gone: ``HEAD~1``'s blob
+    was never fetched."""
+    upstream = make_repo({"f": "one\n"}, name="promisor")
+    (upstream / "f").write_text("two\n")
+    git("commit", "-q", "-a", "-m", "two", cwd=upstream, env=env)
+    git("config", "uploadpack.allowFilter", "true", cwd=upstream, env=env)
+    clone = tmp_path / "partial"
+    git("clone", "-q", "--filter=blob:none", f"file://{upstream}", clone, cwd=tmp_path, env=env)
+    upstream.rename(tmp_path / "gone")
+    return clone
+
+
+def _promisor_remote(env, tmp_path, make_repo) -> GitError:
+    clone = partial_clone_without_its_remote(env, tmp_path, make_repo)
+    return _git(env, "-C", str(clone), "cat-file", "-p", "HEAD~1:f")
+
+
+def corrupt_index_command() -> list[str]:
+    """A command that leaves its worktree's index unreadable, so that git
+    fails in a way no specific row knows ("index file smaller than
+    expected")."""
+    return ["sh", "-c", 'echo new > new.txt; printf garbage > "$(git rev-parse --git-dir)/index"']
+
+
+def _git_failed(env, tmp_path, make_repo) -> GitError:
+    repo = make_repo()
+    (repo / ".git" / "index").write_bytes(b"garbage")
+    return _git(env, "-C", str(repo), "add", "--intent-to-add", "README")
+
+
 def _embedded_repository(env, tmp_path, make_repo) -> GitError:
     repo = make_repo()
     git("init", "-q", repo / "inner", cwd=repo, env=env)
@@ -198,6 +254,15 @@ CASES: dict[str, Callable[..., GitError]] = {
     "unsupported-repository": _unsupported_repository,
     "filter-failed": _filter_failed,
     "embedded-repository": _embedded_repository,
+    "dubious-ownership": _dubious_ownership,
+    "ambiguous-revision": _ambiguous_revision,
+    "promisor-remote": _promisor_remote,
+    "git-failed": _git_failed,
+}
+
+#: more failures of a row's kind, each as git really produces it.
+MORE_CASES: dict[str, tuple[str, Callable[..., GitError]]] = {
+    "filter-process": ("filter-failed", _filter_process_failed),
 }
 
 
@@ -205,9 +270,10 @@ def test_every_row_has_a_case() -> None:
     assert sorted(CASES) == sorted(row.code for row in FAILURE_TABLE)
 
 
-@pytest.mark.parametrize("code", sorted(CASES))
-def test_row(env, tmp_path: Path, make_repo, code: str) -> None:
-    error = CASES[code](env, tmp_path, make_repo)
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(MORE_CASES))
+def test_row(env, tmp_path: Path, make_repo, case: str) -> None:
+    code, make = MORE_CASES.get(case, (case, CASES.get(case)))
+    error = make(env, tmp_path, make_repo)
     assert classify(error) == code, error
     failure = known_failure("could not do it", error)
     assert isinstance(failure, IsopatchError) and failure.code == code
@@ -217,42 +283,85 @@ def test_row(env, tmp_path: Path, make_repo, code: str) -> None:
         assert classify_os_error(OSError(error.errno, error.reason)) == code
 
 
-def _corrupt_index_command() -> list[str]:
-    """A command that leaves its worktree's index unreadable, so that git
-    fails in a way no row knows ("index file smaller than expected")."""
-    return ["sh", "-c", 'echo new > new.txt; printf garbage > "$(git rev-parse --git-dir)/index"']
-
-
-def test_an_unknown_git_failure_is_a_bug_that_crashes(env, make_repo) -> None:
-    """Through the executable: a traceback, then git's ``hint:`` line asking
-    for a report, exit 128; the worktree is kept (unlocked) for a look."""
+def test_an_unknown_git_failure_is_gits_own_message(env, make_repo) -> None:
+    """A refusal no specific row knows is still git's, not a bug: one
+    ``fatal:`` line with git's words, ``git-failed``, exit 128; the
+    worktree is kept (unlocked) for a look."""
     repo = make_repo()
-    run = isopatch("--porcelain", "--", *_corrupt_index_command(), cwd=repo, env=env)
+    run = isopatch("--porcelain", "--", *corrupt_index_command(), cwd=repo, env=env)
     assert run.returncode == 128
-    assert run.err.startswith("Traceback (most recent call last):\n"), run.err
-    assert "UnexpectedGitFailure: could not mark new files intent-to-add in '" in run.err
-    assert "index file smaller than expected" in run.err
-    assert run.err.splitlines()[-1] == (
-        "hint: this is a bug in git-isopatch; please report it with the output above"
-    )
+    lines = run.err.splitlines()
+    assert lines[0].startswith("fatal: could not mark new files intent-to-add in '"), run.err
+    assert lines[0].endswith(": index file smaller than expected"), run.err
+    assert lines[1:] == [
+        f"hint: the worktree is kept for inspection at '{run.fields()['worktree']}'"
+    ]
+    assert run.fields()["error-code"] == "git-failed"
     (worktree,) = registered_worktrees(repo, env)
     assert b"locked" not in git("worktree", "list", "--porcelain", cwd=repo, env=env)
     git("worktree", "remove", "--force", worktree[len("worktree ") :], cwd=repo, env=env)
 
 
-def test_known_failure_raises_for_an_unknown_failure(env, make_repo) -> None:
-    """Through the Python API: the same failure raises
-    ``UnexpectedGitFailure`` out of ``capture``, and ``known_failure``
-    raises it for git's real message."""
-    from git_isopatch import capture
-
-    repo = make_repo()
-    with pytest.raises(UnexpectedGitFailure) as raised:
-        capture(_corrupt_index_command(), repo_path=str(repo))
-    error = raised.value.error
-    assert b"index file smaller than expected" in error.stderr
+def test_a_git_usage_error_is_a_bug(env, tmp_path: Path) -> None:
+    """git's own usage error (129) means git-isopatch called it wrongly:
+    no row knows it, and ``known_failure`` raises ``UnexpectedGitFailure``."""
+    error = _git(env, "-C", str(tmp_path), "diff", "--no-such-option")
+    assert error.returncode == 129
     assert classify(error) is None
     with pytest.raises(UnexpectedGitFailure):
         known_failure("could not do it", error)
-    for line in registered_worktrees(repo, env):
-        git("worktree", "remove", "--force", line[len("worktree ") :], cwd=repo, env=env)
+
+
+def test_a_required_filter_process_that_cannot_run(env, make_repo) -> None:
+    """``filter.lfs.process`` as ``git lfs install`` writes it, ``required``,
+    and no git-lfs: one ``fatal:`` line naming what failed."""
+    repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
+    git("config", "filter.lfs.process", "git-lfs filter-process", cwd=repo, env=env)
+    git("config", "filter.lfs.required", "true", cwd=repo, env=env)
+    run = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
+    assert run.returncode == 128
+    (line,) = run.err.splitlines()
+    assert line.startswith("fatal: could not create worktree at '"), run.err
+    assert "a filter process failed: git-lfs filter-process: 1: git-lfs: not found" in line
+    assert run.fields()["error-code"] == "filter-failed"
+    assert registered_worktrees(repo, env) == []
+
+
+def test_a_promisor_remote_that_is_gone(env, tmp_path: Path, make_repo) -> None:
+    clone = partial_clone_without_its_remote(env, tmp_path, make_repo)
+    run = isopatch("--porcelain", "--base", "HEAD~1", "--", "true", cwd=clone, env=env)
+    assert run.returncode == 128
+    (line,) = run.err.splitlines()
+    assert line.startswith("fatal: could not create worktree at '"), run.err
+    assert line.endswith("from promisor remote"), line
+    assert run.fields()["error-code"] == "promisor-remote"
+    assert registered_worktrees(clone, env) == []
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "mkdir ../isopatch.patch",
+        "mkdir -p ../isopatch.patch/x && echo y > ../isopatch.patch/x/y",
+        'ln -s "$HOME/victim" ../isopatch.patch',
+        "ln -s .. ../isopatch.patch",
+        "mkfifo ../isopatch.patch",
+    ],
+)
+def test_the_command_takes_the_patch_name_in_the_private_folder(
+    env, make_repo, script: str
+) -> None:
+    """The private folder is the worktree's parent: a command can guess it.
+    Whatever it puts under our name, the patch is written beside it, and
+    what it made is left alone."""
+    repo = make_repo()
+    victim = Path(env["HOME"]) / "victim"
+    victim.write_text("mine\n")
+    run = isopatch("--porcelain", "--", "sh", "-c", f"{script}; echo x > y", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"])
+    assert patch.is_file() and not patch.is_symlink()
+    assert patch.read_bytes().startswith(b"diff --git a/y b/y\n")
+    assert patch.stat().st_mode & 0o777 == 0o600
+    assert os.path.lexists(patch.parent / "isopatch.patch")
+    assert victim.read_text() == "mine\n"

@@ -92,12 +92,45 @@ def _worktree_args(worktree: WorktreePath, git_dir: GitDirPath) -> list[str]:
     return [f"--git-dir={git_dir}", f"--work-tree={worktree}", "-C", worktree]
 
 
+#: ``git apply`` refuses a patch of this many bytes or more ("git apply:
+#: failed to read"; apply.c, ``MAX_APPLY_SIZE``, since git 2.39.1 and the
+#: maintenance releases of January 2023; t4141-apply-too-large.sh).
+GIT_APPLY_MAX_BYTES = 1024 * 1024 * 1023
+
+
+def apply_size_warning(size: int) -> str | None:
+    """The warning for a patch of ``size`` bytes that ``git apply`` would
+    refuse (:data:`GIT_APPLY_MAX_BYTES`), else ``None``."""
+    if size < GIT_APPLY_MAX_BYTES:
+        return None
+    return (
+        f"the patch is {size} bytes ({size / (1 << 20):.0f} MiB): git apply refuses a patch "
+        "of 1023 MiB or more"
+    )
+
+
+def unreadable_folder_warning(said: str) -> str:
+    """The warning for a folder git could not open while listing new files
+    (``said``: git's "'<path>/': <reason>"), a long path shortened in the
+    middle: what the command wrote under it is not in the patch."""
+    quoted, sep, reason = said.rpartition("': ")
+    if sep:
+        path = quoted.removeprefix("'")
+    else:  # git cuts a message at 4096 bytes (usage.c, vreportf): no reason
+        path = said.removeprefix("'")
+        reason = "a path longer than git can name"
+    if len(path) > 120:
+        path = f"{path[:60]}...{path[-40:]}"
+    return f"left out of the patch: git could not open '{path}' ({reason})"
+
+
 def mark_untracked_intent_to_add(
     worktree: WorktreePath,
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
+    unreadable: list[str] | None = None,
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -117,9 +150,16 @@ def mark_untracked_intent_to_add(
     ``git_dir`` is the worktree's private folder
     (``$GIT_COMMON_DIR/worktrees/<id>``).
 
+    A folder git cannot open (a path longer than ``PATH_MAX``, a folder
+    without read permission) is left out by git with a warning and no
+    error (dir.c, "could not open directory"): each such warning is
+    appended to ``unreadable`` when given, as git wrote it ("'<path>/':
+    File name too long").
+
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
+    warnings: list[str] = []
     listed = run_git(
         [
             *_worktree_args(worktree, git_dir),
@@ -133,12 +173,16 @@ def mark_untracked_intent_to_add(
         ],
         env=env,
         config=DIFF_CONFIG,
+        warnings=warnings,
     )
     match listed:
         case Err() as err:
             return err
         case Ok(output):
             paths = output
+    if unreadable is not None:
+        prefix = "could not open directory "
+        unreadable += [w[len(prefix) :] for w in warnings if w.startswith(prefix)]
     if not paths:
         return Ok(0)
     result = run_git(

@@ -30,6 +30,10 @@ class GitError:
         reason: a short description when there is no git stderr (OSError text,
             ``"timed out after N seconds"``, pygit2's message).
         errno: the OS error number when the failure was an ``OSError``.
+        timed_out: git was stopped by the timeout.
+        hints: git's advice after its message (``hint:`` lines, and the
+            lines of a ``fatal:`` message after its first, such as the
+            ``safe.directory`` advice), without the ``hint: `` prefix.
     """
 
     args: tuple[str, ...] = ()
@@ -38,6 +42,35 @@ class GitError:
     reason: str = ""
     errno: int | None = None
     timed_out: bool = False
+    hints: tuple[str, ...] = ()
+
+    @classmethod
+    def refusal(cls, args: tuple[str, ...], returncode: int, stderr: bytes) -> GitError:
+        """A git refusal passed on as git said it: ``reason`` is the first
+        line of ``stderr`` without its ``fatal: ``/``error: `` prefix,
+        ``hints`` the advice that follows (``hint:`` lines and the
+        continuation lines of the message; later ``fatal:``/``error:``
+        lines, such as "Needed a single revision", are dropped); a leading
+        tab becomes two spaces, as git indents its candidates."""
+        lines = [line.rstrip() for line in stderr.decode("utf-8", "replace").splitlines()]
+        lines = [line for line in lines if line.strip()]
+        first = lines[0] if lines else f"git exited with status {returncode}"
+        for prefix in ("fatal: ", "error: "):
+            first = first.removeprefix(prefix)
+        hints = []
+        for line in lines[1:]:
+            if line.startswith(("fatal: ", "error: ", "warning: ")):
+                continue
+            if line.startswith("hint:"):
+                line = line.removeprefix("hint:").removeprefix(" ")
+            hints.append("  " + line.lstrip("\t") if line.startswith("\t") else line)
+        return cls(
+            args=args,
+            returncode=returncode,
+            stderr=stderr,
+            reason=first.rstrip("."),
+            hints=tuple(hints),
+        )
 
     def message(self) -> str:
         """One line: ``reason`` when the failure has an ``errno`` (the OS
@@ -50,7 +83,7 @@ class GitError:
         return line[:-1] if line.endswith(".") and not line.endswith("..") else line
 
     def _line(self) -> str:
-        if self.errno is not None and self.reason:
+        if (self.errno is not None or self.hints or self.returncode is not None) and self.reason:
             return self.reason
         lines = [
             line.strip()

@@ -123,6 +123,7 @@ def run_git(
     stdout: int | IO[bytes] | None = subprocess.PIPE,
     input: bytes | None = None,
     timeout: float | None = DEFAULT_GIT_TIMEOUT,
+    warnings: list[str] | None = None,
 ) -> GitResult[bytes]:
     """Run ``git [-c k=v ...] <args>`` and return its stdout.
 
@@ -139,6 +140,10 @@ def run_git(
             :func:`_run_into_file`), or ``subprocess.DEVNULL``.
         input: bytes for git's stdin; stdin is ``/dev/null`` when ``None``.
         timeout: seconds before git is killed; ``None`` waits for ever.
+        warnings: when given (and stdout is not streamed to a file), the
+            ``warning:`` lines git printed on a successful run are appended
+            to it, without the prefix (git goes on after them, e.g. "could
+            not open directory 'x/': File name too long").
 
     Git runs in a process group of its own, so that a Ctrl-C on the
     terminal (which signals the whole foreground group) reaches
@@ -190,6 +195,10 @@ def run_git(
                 stderr=completed.stderr or b"",
             )
         )
+    if warnings is not None:
+        for line in (completed.stderr or b"").decode("utf-8", "replace").splitlines():
+            if line.startswith("warning: "):
+                warnings.append(line[len("warning: ") :])
     return Ok(completed.stdout if completed.stdout is not None else b"")
 
 

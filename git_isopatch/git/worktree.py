@@ -95,6 +95,30 @@ def add_detached_worktree(
             return err
 
 
+def checkout_size(
+    git_dir: GitDirPath, commit: CommitId, *, block: int, env: Mapping[str, str]
+) -> GitResult[tuple[int, int]]:
+    """What a checkout of ``commit`` takes on disk: ``(bytes, files)``, each
+    file's size rounded up to whole ``block``s (``git ls-tree -r -l``;
+    content filters aside).  Used to tell why a checkout failed, as git's
+    "unable to write file" does not say (entry.c)."""
+    match run_git(
+        [f"--git-dir={git_dir}", "ls-tree", "-r", "-l", "-z", "--full-tree", commit], env=env
+    ):
+        case Err() as failed:
+            return failed
+        case Ok(output):
+            pass
+    total = files = 0
+    for entry in output.split(b"\0"):
+        fields = entry.split(b"\t", 1)[0].split()
+        if len(fields) == 4 and fields[1] == b"blob":
+            files += 1
+            size = int(fields[3])
+            total += -(-size // block) * block
+    return Ok((total, files))
+
+
 def worktree_admin_dir(worktree: WorktreePath) -> GitResult[GitDirPath]:
     """Read ``<worktree>/.git`` (``gitdir: <path>``) and return that folder.
 

@@ -61,11 +61,32 @@ class CommandOutcome:
 
 
 def _group_alive(pgid: int) -> bool:
+    """True while a process of group ``pgid`` still runs.
+
+    A zombie does not count: it has ended, and it stays a member of its
+    group only until its parent reaps it, which may never happen (PID 1 in
+    a container without an init, or a subreaper that does not wait, takes
+    the orphans of a killed shell).  ``kill(-pgid, 0)`` succeeds for
+    zombies too, so the members are read from ``/proc/<pid>/stat`` (proc(5):
+    state, field 3; process group, field 5); ``kill`` decides where
+    ``/proc`` cannot be read."""
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    return True
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in b"ZXx":
+            return True
+    return False
 
 
 def _stop_group(process: subprocess.Popen[bytes], pgid: int, grace: float) -> None:

@@ -58,16 +58,22 @@ class FailureKind:
         pattern: a regular expression searched in git's stderr (``LC_ALL=C``)
             or in the failure's reason.
         timed_out: matches a timed-out git call.
+        any_git_refusal: matches any git call that ended with an exit
+            status other than 129 (git's usage error, which means that
+            git-isopatch called git wrongly: a bug).
     """
 
     code: str
     errnos: frozenset[int] = frozenset()
     pattern: re.Pattern[str] | None = None
     timed_out: bool = False
+    any_git_refusal: bool = False
 
     def matches(self, error: GitError) -> bool:
         if self.timed_out and error.timed_out:
             return True
+        if self.any_git_refusal:
+            return bool(error.args) and error.returncode not in (None, USAGE_STATUS)
         if error.errno is not None and error.errno in self.errnos:
             return True
         if self.pattern is None:
@@ -76,14 +82,23 @@ class FailureKind:
         return self.pattern.search(text) is not None
 
 
+#: git's exit status for a usage error (parse-options.c).
+USAGE_STATUS = 129
+
+
 def _row(
-    code: str, errnos: tuple[int, ...] = (), pattern: str | None = None, timed_out: bool = False
+    code: str,
+    errnos: tuple[int, ...] = (),
+    pattern: str | None = None,
+    timed_out: bool = False,
+    any_git_refusal: bool = False,
 ) -> FailureKind:
     return FailureKind(
         code=code,
         errnos=frozenset(errnos),
-        pattern=re.compile(pattern) if pattern else None,
+        pattern=re.compile(pattern, re.MULTILINE) if pattern else None,
         timed_out=timed_out,
+        any_git_refusal=any_git_refusal,
     )
 
 
@@ -109,8 +124,11 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("not-a-directory", (errno_codes.ENOTDIR,), r": Not a directory$"),
     _row("is-a-directory", (errno_codes.EISDIR,)),
     _row("not-a-git-repository", pattern=r"not a git repository"),
+    # git refuses a repository another user owns (safe.directory, git-config(1))
+    _row("dubious-ownership", pattern=r"detected dubious ownership"),
     _row("not-a-work-tree", pattern=r"must be run in a work tree"),
     _row("unborn-head", pattern=r"unborn HEAD"),
+    _row("ambiguous-revision", pattern=r"short object ID \S+ is ambiguous"),
     _row(
         "unknown-revision",
         pattern=r"unknown revision|bad revision|invalid reference|is not a commit",
@@ -120,11 +138,29 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("index-locked", pattern=r"index\.lock': File exists"),
     # Checkout could not write a file; git does not say why (entry.c).
     _row("checkout-failed", pattern=r"unable to (?:write|create) file"),
-    _row("unsupported-repository", pattern=r"unsupported repository"),
-    # a clean/smudge filter the repository requires failed (gitattributes(5))
-    _row("filter-failed", pattern=r"filter '?[^ ]*'? failed|filter [^ ]+ failed"),
+    _row(
+        "unsupported-repository",
+        pattern=r"unsupported repository|unknown repository extension"
+        r"|expected git repo version <= \d+",
+    ),
+    # a partial clone needs an object its promisor remote cannot give
+    # (git-config(1), remote.<name>.promisor; the remote is gone or offline)
+    _row("promisor-remote", pattern=r"from promisor remote"),
+    # a clean/smudge filter the repository requires failed (gitattributes(5));
+    # a long-running ``filter.<driver>.process`` that cannot start or dies
+    # leaves git with a closed pipe: "the remote end hung up unexpectedly"
+    # (pkt-line.c), where no remote is involved
+    _row(
+        "filter-failed",
+        pattern=r"filter '?[^ ]*'? failed|filter [^ ]+ failed"
+        r"|^fatal: the remote end hung up unexpectedly$",
+    ),
     # the command left a repository without commits inside its worktree
     _row("embedded-repository", pattern=r"does not have a commit checked out"),
+    # Last: any other refusal of git is git's, said in its words (design:
+    # "a failure of git that the repository explains is git's message under
+    # fatal:"); only a usage error of git, or no git at all, is a bug.
+    _row("git-failed", any_git_refusal=True),
 )
 
 
@@ -172,4 +208,24 @@ def known_failure(
     code = classify(error)
     if code is None:
         raise UnexpectedGitFailure(action, error)
-    return IsopatchError(code, f"{action}: {error.message()}", worktree=worktree, hint=hint)
+    message = error.message()
+    if code == "filter-failed" and message == "the remote end hung up unexpectedly":
+        message = _filter_process_message(error)
+    hint = hint or "\n".join(error.hints) or None
+    return IsopatchError(code, f"{action}: {message}", worktree=worktree, hint=hint)
+
+
+def _filter_process_message(error: GitError) -> str:
+    """What git says when a ``filter.<driver>.process`` program could not
+    start or died ("the remote end hung up unexpectedly"), put in words
+    that name the filter: the line its shell or program printed, if any
+    ("git-lfs filter-process: 1: git-lfs: not found")."""
+    said = [
+        line.strip()
+        for line in error.stderr.decode("utf-8", "replace").splitlines()
+        if line.strip()
+        and not line.startswith(("fatal: ", "error: ", "warning: ", "hint: "))
+        and not line.startswith(("Preparing worktree", "HEAD is now at", "Updating files"))
+    ]
+    detail = f": {said[-1]}" if said else ""
+    return f"a filter process failed{detail} (the remote end hung up unexpectedly)"

@@ -25,6 +25,7 @@ from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import (
     add_detached_worktree,
+    checkout_size,
     list_worktrees,
     remove_worktree,
     repair_worktree,
@@ -201,7 +202,10 @@ class WorktreeProvider:
             case Err(error):
                 # git removes its own half-made registration (worktree.c, is_junk)
                 shutil.rmtree(tmpdir, ignore_errors=True)
-                raise known_failure(f"could not create worktree at '{path}'", error)
+                failure = known_failure(f"could not create worktree at '{path}'", error)
+                if failure.code == "checkout-failed":
+                    failure = self._no_space(repository, base, path, tmp_root, failure)
+                raise failure
             case Ok(worktree):
                 pass
         try:
@@ -225,6 +229,41 @@ class WorktreeProvider:
             repository=repository,
             base=base,
             record=record,
+        )
+
+    def _no_space(
+        self,
+        repository: UserRepository,
+        base: CommitId,
+        path: str,
+        tmp_root: str | None,
+        failure: IsopatchError,
+    ) -> IsopatchError:
+        """A failed checkout (git: "unable to write file", without a reason)
+        becomes ``no-space`` when the checkout needs more room or more
+        files than the file system under ``tmp_root`` offers (statvfs(3));
+        else ``failure`` as it was."""
+        try:
+            fs = os.statvfs(tmp_root or tempfile.gettempdir())
+        except OSError:
+            return failure
+        block = fs.f_frsize or fs.f_bsize or 4096
+        match checkout_size(repository.git_dir, base, block=block, env=self.env):
+            case Ok((needed, files)):
+                pass
+            case Err():
+                return failure
+        free = fs.f_bavail * block
+        if needed > free:
+            why = f"the checkout needs {needed} bytes, {free} are free"
+        elif fs.f_files and files > fs.f_favail:
+            why = f"the checkout needs {files} files, {fs.f_favail} inodes are free"
+        else:
+            return failure
+        return IsopatchError(
+            "no-space",
+            f"could not create worktree at '{path}': No space left on device ({why})",
+            hint=f"git said: {failure.message.split(': ', 1)[-1]}",
         )
 
     def _remove_worktree(
