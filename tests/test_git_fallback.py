@@ -25,12 +25,17 @@ def _new_file_command() -> tuple[str, ...]:
     return ("sh", "-c", "echo new > new.txt")
 
 
-def test_an_extension_libgit2_does_not_know(env, make_repo) -> None:
+@pytest.mark.parametrize(
+    ("extension", "value"),
+    [("partialClone", "origin"), ("worktreeConfig", "true"), ("preciousObjects", "true")],
+)
+def test_an_extension_libgit2_does_not_know(env, make_repo, extension: str, value: str) -> None:
     """``extensions.partialClone`` under repositoryformatversion 1 (what a
-    partial clone has): git works, so git-isopatch works."""
+    partial clone has), and the other extensions git 2.39 knows: git works,
+    so git-isopatch works."""
     repo = make_repo()
     git("config", "core.repositoryformatversion", "1", cwd=repo, env=env)
-    git("config", "extensions.partialClone", "origin", cwd=repo, env=env)
+    git("config", f"extensions.{extension}", value, cwd=repo, env=env)
     before = repo_state(repo, env)
     run = isopatch("--porcelain", "--", *_new_file_command(), cwd=repo, env=env)
     assert run.returncode == 0, run.err
