@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -54,7 +55,7 @@ from .isolation.include import (
     resolve_includes,
 )
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
-from .isolation.sandbox import Sandbox, SandboxPolicy, check_available, prepare
+from .isolation.sandbox import UNAVAILABLE, Sandbox, SandboxPolicy, check_available, prepare
 from .request import CaptureRequest, conflicts
 from .settings import complete_request
 
@@ -310,12 +311,16 @@ def _extract_patch(
     output: str | None,
     exclude: Sequence[str] = (),
     warn: Callable[[str], None] = log.warning,
+    confine: Callable[[], None] | None = None,
 ) -> str:
     """Steps 5: intent-to-add, then the binary diff into a 0600 file.
 
     With ``output``, the patch is written beside it and renamed over it, so a
     failure never leaves a half-written file there.  ``exclude`` (paths from
-    the top: the linked and copied ones) never enters the patch.
+    the top: the linked and copied ones) never enters the patch.  With
+    ``confine`` (the command's sandbox), git runs confined as the command
+    did: it runs what the worktree names (a nested repository's filter, its
+    attributes), which the command wrote.
 
     Returns:
         the patch path.
@@ -327,10 +332,32 @@ def _extract_patch(
         raise IsopatchError(
             "worktree-gone", f"the command removed or replaced its worktree '{worktree}'"
         )
+    try:
+        return _write_patch(isolation, env, output, exclude, confine, warn)
+    except subprocess.SubprocessError as exc:  # only a confine that failed raises it
+        raise IsopatchError(
+            UNAVAILABLE, f"--sandbox is not available: could not confine git: {exc}"
+        ) from None
+
+
+def _write_patch(
+    isolation: Isolation,
+    env: Mapping[str, str],
+    output: str | None,
+    exclude: Sequence[str],
+    confine: Callable[[], None] | None,
+    warn: Callable[[str], None],
+) -> str:
+    worktree = isolation.worktree
     git_dir = isolation.admin_dir
     unreadable: list[str] = []
     match mark_untracked_intent_to_add(
-        worktree, git_dir=git_dir, env=env, exclude=exclude, unreadable=unreadable
+        worktree,
+        git_dir=git_dir,
+        env=env,
+        exclude=exclude,
+        unreadable=unreadable,
+        preexec_fn=confine,
     ):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
@@ -355,7 +382,13 @@ def _extract_patch(
     try:
         with handle:
             match write_binary_diff(
-                worktree, isolation.base, handle, git_dir=git_dir, env=env, exclude=exclude
+                worktree,
+                isolation.base,
+                handle,
+                git_dir=git_dir,
+                env=env,
+                exclude=exclude,
+                preexec_fn=confine,
             ):
                 case Err(error):
                     raise known_failure(f"could not write patch '{target}'", error)
@@ -617,6 +650,37 @@ def _run_and_extract(
     sandbox: SandboxRequest | None = None,
     warn: Callable[[str], None] = log.warning,
 ) -> CaptureResult:
+    """:func:`_confined_run_and_extract` with the sandbox (when asked)
+    alive from the command to the end of the extraction, then closed and
+    its ``TMPDIR`` removed."""
+    with contextlib.ExitStack() as confinement:
+        return _confined_run_and_extract(
+            isolation,
+            provider,
+            request,
+            git_env,
+            state,
+            confinement,
+            environ=environ,
+            includes=includes,
+            sandbox=sandbox,
+            warn=warn,
+        )
+
+
+def _confined_run_and_extract(
+    isolation: Isolation,
+    provider: IsolationProvider,
+    request: CaptureRequest,
+    git_env: Mapping[str, str],
+    state: dict[str, int | None],
+    confinement: contextlib.ExitStack,
+    *,
+    environ: Mapping[str, str],
+    includes: Sequence[Include] = (),
+    sandbox: SandboxRequest | None = None,
+    warn: Callable[[str], None] = log.warning,
+) -> CaptureResult:
     """Steps 4-7 on a made worktree for a completed ``request`` (after
     linking and copying ``includes`` into it); the worktree never outlives an
     error unless it is kept and reported."""
@@ -639,7 +703,7 @@ def _run_and_extract(
             env = command_environment(environ)
             box = None
             if sandbox is not None:
-                box = files.enter_context(_sandboxed(isolation, sandbox, env, stdout, stderr))
+                box = confinement.enter_context(_sandboxed(isolation, sandbox, env, stdout, stderr))
             outcome = run_command(
                 request.command,
                 cwd=cwd,
@@ -671,7 +735,12 @@ def _run_and_extract(
     )
     try:
         patch = _extract_patch(
-            isolation, git_env, request.output, [i.path for i in includes], warn=warn
+            isolation,
+            git_env,
+            request.output,
+            [i.path for i in includes],
+            warn=warn,
+            confine=box.confine if box is not None else None,
         )
         files = count_patch_files(patch)
         too_large = apply_size_warning(os.path.getsize(patch))

@@ -253,3 +253,40 @@ def test_no_namespaces_stops_unless_the_network_is_allowed(env, make_repo, tmp_p
     )  # fmt: skip
     assert allowed.returncode == 1, allowed.err  # the first touch was denied
     assert not marker.exists()
+
+
+NESTED_FILTER = textwrap.dedent(
+    """\
+    # a repository inside the worktree whose own configuration names a
+    # program, for the git that later inspects it (git-isopatch's diff)
+    mkdir nested && cd nested && git init -q -b main
+    git config filter.evil.clean "sh -c 'touch \\"$MARKER\\"; cat'"
+    echo '* filter=evil' > .gitattributes
+    echo data > f
+    git add . 2>/dev/null; git commit -q -m x
+    echo datb > f  # the same size: git compares the content, through the filter
+    """
+)
+
+
+def test_programs_the_command_plants_for_the_extraction_stay_confined(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """The extraction's git runs what the worktree's contents name (a
+    nested repository's filter); it runs under the same sandbox, so that
+    the command cannot write through git-isopatch."""
+    repo = make_repo()
+    marker = tmp_path / "written-through-the-extraction"
+    script = tmp_path / "plant.sh"
+    script.write_text(NESTED_FILTER)
+    run = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", script,
+        cwd=repo, env={**env, "MARKER": str(marker)},
+    )  # fmt: skip
+    assert "exit" in run.fields(), run.err
+    assert not marker.exists(), Path(run.fields()["stderr"]).read_text() + run.out
+    unconfined = isopatch(
+        "--porcelain", "--", "sh", script, cwd=repo, env={**env, "MARKER": str(marker)}
+    )
+    assert "exit" in unconfined.fields(), unconfined.err
+    assert marker.exists(), "the planted filter does run, unconfined"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO
 
 from .result import Err, GitResult, Ok
@@ -131,6 +131,7 @@ def mark_untracked_intent_to_add(
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
     unreadable: list[str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -148,7 +149,8 @@ def mark_untracked_intent_to_add(
     doing (``--link``).
 
     ``git_dir`` is the worktree's private folder
-    (``$GIT_COMMON_DIR/worktrees/<id>``).
+    (``$GIT_COMMON_DIR/worktrees/<id>``).  ``preexec_fn`` confines git
+    (:func:`.run.run_git`).
 
     A folder git cannot open (a path longer than ``PATH_MAX``, a folder
     without read permission) is left out by git with a warning and no
@@ -174,6 +176,7 @@ def mark_untracked_intent_to_add(
         env=env,
         config=DIFF_CONFIG,
         warnings=warnings,
+        preexec_fn=preexec_fn,
     )
     match listed:
         case Err() as err:
@@ -198,6 +201,7 @@ def mark_untracked_intent_to_add(
         env=env,
         config=DIFF_CONFIG,
         input=paths,
+        preexec_fn=preexec_fn,
     )
     match result:
         case Ok():
@@ -214,6 +218,7 @@ def write_binary_diff(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[None]:
     """Stream ``git diff --binary <base>`` of the worktree into ``out``.
 
@@ -221,6 +226,7 @@ def write_binary_diff(
     checkout of ``base`` reproduces the worktree (design: The patch), but
     for ``exclude``: paths relative to the top left out of the patch even if
     the command ``git add``-ed them (:func:`exclude_pathspecs`).
+    ``preexec_fn`` confines git (:func:`.run.run_git`).
     """
     result = run_git(
         [
@@ -235,6 +241,7 @@ def write_binary_diff(
         env=env,
         config=DIFF_CONFIG,
         stdout=out,
+        preexec_fn=preexec_fn,
     )
     match result:
         case Ok():

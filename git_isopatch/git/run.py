@@ -12,7 +12,7 @@ import select
 import subprocess
 import termios
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 from .result import Err, GitError, GitResult, Ok
@@ -124,6 +124,7 @@ def run_git(
     input: bytes | None = None,
     timeout: float | None = DEFAULT_GIT_TIMEOUT,
     warnings: list[str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[bytes]:
     """Run ``git [-c k=v ...] <args>`` and return its stdout.
 
@@ -144,6 +145,9 @@ def run_git(
             ``warning:`` lines git printed on a successful run are appended
             to it, without the prefix (git goes on after them, e.g. "could
             not open directory 'x/': File name too long").
+        preexec_fn: called in the child before git starts, as
+            :class:`subprocess.Popen`'s (a confinement of what git runs);
+            if it raises, git is not run and ``SubprocessError`` propagates.
 
     Git runs in a process group of its own, so that a Ctrl-C on the
     terminal (which signals the whole foreground group) reaches
@@ -162,7 +166,9 @@ def run_git(
     if not isinstance(stdout, int) and stdout is not None:
         if input is not None:
             raise ValueError("run_git cannot both stream stdout to a file and feed stdin")
-        return _run_into_file(argv, stdout, env=env, cwd=cwd, timeout=timeout)
+        return _run_into_file(
+            argv, stdout, env=env, cwd=cwd, timeout=timeout, preexec_fn=preexec_fn
+        )
     try:
         completed = subprocess.run(
             argv,
@@ -175,6 +181,7 @@ def run_git(
             timeout=timeout,
             check=False,
             process_group=0,
+            preexec_fn=preexec_fn,
         )
     except subprocess.TimeoutExpired as exc:
         return Err(
@@ -224,6 +231,7 @@ def _run_into_file(
     env: Mapping[str, str],
     cwd: str | None,
     timeout: float | None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[bytes]:
     """Run ``argv`` and copy its stdout into ``out`` chunk by chunk.
 
@@ -242,6 +250,7 @@ def _run_into_file(
             env=dict(env),
             cwd=cwd,
             process_group=0,
+            preexec_fn=preexec_fn,
         )
     except OSError as exc:
         return _cannot_run(argv, exc)
