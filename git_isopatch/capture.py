@@ -575,7 +575,10 @@ def run(
         commit = snapshot_base(repository, git_env, tmp_root)
     refuse_tracked(repository, commit, includes)
     provider = provider or WorktreeProvider(
-        git_env, max_worktrees=request.max_worktrees or 0, warn=warn
+        git_env,
+        max_worktrees=request.max_worktrees or 0,
+        warn=warn,
+        pool=request.pool or 0,
     )
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
@@ -757,7 +760,7 @@ def _confined_run_and_extract(
         kept = isolation.worktree
     else:
         kept = None
-        if not provider.remove(isolation):  # reported as kept, unlocked for the user
+        if not provider.release(isolation):  # reported as kept, unlocked for the user
             provider.keep(isolation)
             kept = isolation.worktree
     return finish(worktree=kept, patch=patch, files=files)

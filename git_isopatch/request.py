@@ -27,7 +27,7 @@ class CaptureRequest:
     Fields left ``None`` are decided by configuration, then by a default
     (:func:`git_isopatch.settings.complete_request` fills them in; after it,
     none of ``keep``, ``timeout``, ``tmpdir``, ``configured_links``,
-    ``configured_copies`` and ``max_worktrees`` is ``None``).
+    ``configured_copies``, ``max_worktrees`` and ``pool`` is ``None``).
 
     Attributes:
         command: the program and its arguments (argv; never a shell string).
@@ -65,6 +65,8 @@ class CaptureRequest:
             unusable folder is an error, never a silent fall-back.
         max_worktrees: how many git-isopatch worktrees may stay registered
             (``isopatch.maxWorktrees``, default 25; 0: no limit).
+        pool: how many used worktrees to keep warm for later runs of the
+            repository (``isopatch.pool``, default 0: none).
         sandbox: confine the command with the kernel
             (:mod:`git_isopatch.isolation.sandbox`; ``--sandbox``/
             ``--no-sandbox``, ``isopatch.sandbox``; default no).
@@ -93,6 +95,7 @@ class CaptureRequest:
     timeout: float | None = None
     tmpdir: str | None = None
     max_worktrees: int | None = None
+    pool: int | None = None
     sandbox: bool | None = None
     allow_write: tuple[str, ...] | None = None
     allow_network: bool | None = None

@@ -6,7 +6,8 @@
 the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``
 and ``isopatch.allowNetwork`` (booleans), ``isopatch.allowWrite``
-(multi-valued paths).  All are read through
+(multi-valued paths); ``isopatch.pool`` (a count, 0 for no pool).  All are
+read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
 ``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
@@ -108,6 +109,14 @@ def after_last_reset(values: list[str | None]) -> list[str | None]:
     return values[resets[-1] + 1 :] if resets else values
 
 
+def _pool_size(key: str, value: str | None, repository: UserRepository) -> int:
+    """A count as :func:`_count` reads one; 0 means no pool."""
+    try:
+        return _count(key, value, repository)
+    except BadValue:
+        raise BadValue(f"'{value or ''}' is not a number of worktrees (0 for no pool)") from None
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     """One ``isopatch.<name>`` key.
@@ -143,6 +152,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("sandbox", "sandbox", _bool),
     ConfigKey("allowWrite", "allow_write", _path, multi=True),
     ConfigKey("allowNetwork", "allow_network", _bool),
+    ConfigKey("pool", "pool", _pool_size),
 )
 
 
@@ -155,6 +165,7 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "configured_links": (),
         "configured_copies": (),
         "max_worktrees": DEFAULT_MAX_WORKTREES,
+        "pool": 0,
         "sandbox": False,
         "allow_write": (),
         "allow_network": False,

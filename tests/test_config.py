@@ -146,6 +146,7 @@ BAD_VALUES = [
         "git -c",
     ),
     ("isopatch.tmpdir", "", "isopatch.tmpdir needs a path", "global"),
+    ("isopatch.pool", "-1", "'-1' is not a number of worktrees (0 for no pool)", "repository"),
 ]
 
 

@@ -19,6 +19,9 @@ never listed, pruned or counted.  Each of ours is in one state:
 ``locked``
     ours, its process has ended, but someone locked it since
     (``git worktree lock``): it is left alone like a running one.
+``pooled``
+    waiting in the pool (``isopatch.pool``) for the next run to claim it:
+    its record says so and it is locked with the pool's reason.
 
 Git's own view comes from ``git worktree list --porcelain -z``; the
 records from the store.
@@ -36,7 +39,7 @@ from ..git.result import Err, Ok
 from ..git.types import GitDirPath
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .errors import known_failure
-from .store import DEFAULT_MAX_WORKTREES, IsolationStore, parse_lock_reason
+from .store import DEFAULT_MAX_WORKTREES, POOL_LOCK_REASON, IsolationStore, parse_lock_reason
 
 __all__ = [
     "DEFAULT_MAX_WORKTREES",
@@ -50,9 +53,10 @@ RUNNING = "running"
 KEPT = "kept"
 ORPHANED = "orphaned"
 LOCKED = "locked"
+POOLED = "pooled"
 
 #: States a worktree can be pruned in.
-PRUNABLE_STATES = frozenset({KEPT, ORPHANED})
+PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED})
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,8 @@ class OwnedWorktree:
 
     Attributes:
         path: its top folder, as ``git worktree list`` shows it.
-        state: :data:`RUNNING`, :data:`KEPT`, :data:`ORPHANED` or :data:`LOCKED`.
+        state: :data:`RUNNING`, :data:`KEPT`, :data:`ORPHANED`, :data:`LOCKED`
+            or :data:`POOLED`.
         admin_dir: its private folder ``$GIT_COMMON_DIR/worktrees/<id>``,
             when found.
         pid: the process that made it, when known.
@@ -125,7 +130,9 @@ def owned_worktrees(
                 created = os.stat(admin_dir).st_mtime
             except OSError:
                 created = None
-        if running:
+        if record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
+            state = POOLED
+        elif running:
             state = RUNNING
         elif entry.locked is not None and lock_owner is None:
             state = LOCKED

@@ -11,15 +11,15 @@ Design: procedure steps 3 and 7, Architecture.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..git.refresh import admin_extras, refresh_worktree
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -31,23 +31,22 @@ from ..git.worktree import (
     repair_worktree,
     unlock_worktree,
     worktree_admin_dir,
+    worktree_admin_dirs,
 )
 from .errors import IsopatchError, known_failure, known_os_failure
 from .inventory import (
     DEFAULT_MAX_WORKTREES,
     KEPT,
     ORPHANED,
+    POOLED,
     PRUNABLE_STATES,
     OwnedWorktree,
     owned_worktrees,
 )
-from .store import GitMetadataStore, IsolationStore, WorktreeRecord
+from .lock import worktree_admin_lock
+from .store import POOL_LOCK_REASON, GitMetadataStore, IsolationStore, WorktreeRecord
 
 log = logging.getLogger("git_isopatch")
-
-#: File in the common git directory that serialises worktree add, remove and
-#: prune between concurrent git-isopatch runs (commands are never serialised).
-LOCK_FILE = "isopatch.lock"
 
 
 @dataclass(frozen=True)
@@ -55,13 +54,21 @@ class Isolation:
     """A live ephemeral worktree.
 
     Attributes:
-        tmpdir: the private (0700) ``mkdtemp`` folder holding the worktree,
-            the patch and captured output.
-        worktree: the worktree's top folder, ``<tmpdir>/<name of the user's top>``.
+        tmpdir: the run's private (0700) ``mkdtemp`` folder, holding the
+            patch and captured output (and the worktree, unless
+            ``container`` says otherwise).
+        worktree: the worktree's top folder, ``<container>/<name of the user's top>``.
         admin_dir: its private folder, ``$GIT_COMMON_DIR/worktrees/<id>``.
         repository: the user's repository.
         base: the commit id checked out.
         record: what the store holds for it.
+        container: the ``git-isopatch-*`` folder holding the worktree:
+            ``tmpdir``, or with a pool (``isopatch.pool``) a folder of its
+            own that holds nothing else, so that the worktree can outlive
+            the run and its patch.
+        poolable: it may go back to the pool after the run (its private
+            folder held nothing beyond what a plain detached worktree has,
+            :func:`..git.refresh.admin_extras`, when it was made).
     """
 
     tmpdir: str
@@ -70,6 +77,13 @@ class Isolation:
     repository: UserRepository
     base: CommitId
     record: WorktreeRecord
+    container: str = ""
+    poolable: bool = False
+
+    @property
+    def holder(self) -> str:
+        """The folder holding the worktree (``container`` or ``tmpdir``)."""
+        return self.container or self.tmpdir
 
 
 class IsolationProvider(Protocol):
@@ -84,27 +98,9 @@ class IsolationProvider(Protocol):
 
     def remove(self, isolation: Isolation) -> bool: ...
 
+    def release(self, isolation: Isolation) -> bool: ...
+
     def keep(self, isolation: Isolation) -> None: ...
-
-
-@contextlib.contextmanager
-def worktree_admin_lock(common_dir: GitDirPath) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``<common_dir>/isopatch.lock``.
-
-    Best effort: where the file cannot be opened (a read-only repository)
-    the block runs unlocked and git's own locking is all there is.
-    """
-    try:
-        fd = os.open(os.path.join(common_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        log.debug("no worktree lock: %s", exc)
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> None:
@@ -120,6 +116,49 @@ def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> N
     shutil.rmtree(admin_dir, ignore_errors=True)
     with contextlib.suppress(OSError):
         os.rmdir(worktrees)
+
+
+def _make_private_folder(tmp_root: str | None) -> str:
+    """A new ``git-isopatch-*`` folder, mode 0700, under ``tmp_root``."""
+    try:
+        return tempfile.mkdtemp(prefix="git-isopatch-", dir=tmp_root)
+    except OSError as exc:
+        where = tmp_root or tempfile.gettempdir()
+        raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
+
+
+def _write_file(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (a temporary file renamed over it)."""
+    temporary = path + ".isopatch-tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+def _write_lock_reason(admin_dir: GitDirPath, reason: str) -> None:
+    """Set the worktree's lock reason: the ``locked`` file of its private
+    folder, which ``git worktree lock --reason`` writes and ``git worktree
+    list``/``prune`` read (gitrepository-layout(5), ``worktrees/<id>/locked``)."""
+    _write_file(os.path.join(admin_dir, "locked"), reason)
+
+
+def _empty_container(container: str, worktree: str) -> bool:
+    """Empty the folder holding a pooled worktree of everything but the
+    worktree (what a command wrote in ``..``); False if that fails."""
+    name = os.path.basename(worktree)
+    try:
+        for entry in os.listdir(container):
+            if entry == name:
+                continue
+            path = os.path.join(container, entry)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        return os.listdir(container) == [name]
+    except OSError as exc:
+        log.debug("cannot empty '%s': %s", container, exc)
+        return False
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -139,6 +178,9 @@ class WorktreeProvider:
             then the oldest kept ones are removed (:func:`make_room`).
             0 or less: no limit.
         warn: called with a one-line warning (a kept worktree removed).
+        pool: ``isopatch.pool``: keep up to this many worktrees warm for
+            later runs (:meth:`release`) and claim one of them before making
+            a new one (:meth:`create`); 0: no pool.
     """
 
     def __init__(
@@ -148,11 +190,13 @@ class WorktreeProvider:
         *,
         max_worktrees: int = DEFAULT_MAX_WORKTREES,
         warn: Callable[[str], None] | None = None,
+        pool: int = 0,
     ) -> None:
         self.env = dict(env)
         self.store = store or GitMetadataStore()
         self.max_worktrees = max_worktrees
         self.warn = warn or log.warning
+        self.pool = max(0, pool)
 
     def create(
         self,
@@ -162,11 +206,15 @@ class WorktreeProvider:
         command: list[str],
         tmp_root: str | None = None,
     ) -> Isolation:
-        """Make ``<mkdtemp>/<name>`` a detached, locked worktree at ``base``.
+        """A detached, locked worktree at ``base`` for one run: claimed from
+        the pool (:meth:`_claim`) when one waits there, else made with
+        ``git worktree add`` as ``<container>/<name>``.
 
-        The temporary folder is made with mode 0700 under ``tmp_root``
-        (default: ``$TMPDIR``).  The worktree is named after the user's top
-        folder so that tools deriving a project name from it behave alike.
+        The run's private folder (``tmpdir``) is made with mode 0700 under
+        ``tmp_root`` (default: ``$TMPDIR``); without a pool the worktree is
+        made in it, with one in a ``git-isopatch-*`` folder of its own beside
+        it.  The worktree is named after the user's top folder so that tools
+        deriving a project name from it behave alike.
 
         Raises:
             IsopatchError: the folder or the worktree could not be made
@@ -174,15 +222,38 @@ class WorktreeProvider:
                 ``too-many-worktrees`` (``max_worktrees``); nothing is left
                 behind.
         """
+        tmpdir = _make_private_folder(tmp_root)
+        if self.pool:
+            try:
+                claimed = self._claim(repository, base, tmpdir, command)
+                if claimed is not None:
+                    return claimed
+                container = _make_private_folder(tmp_root)
+            except BaseException:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+                raise
+        else:
+            container = tmpdir
         try:
-            tmpdir = tempfile.mkdtemp(prefix="git-isopatch-", dir=tmp_root)
-        except OSError as exc:
-            where = tmp_root or tempfile.gettempdir()
-            raise known_os_failure(
-                f"could not create a temporary folder in '{where}'", exc
-            ) from exc
-        path = os.path.join(tmpdir, _worktree_name(repository))
-        record = WorktreeRecord.for_this_process(tmpdir=tmpdir, base=base, command=command)
+            return self._add(repository, base, tmpdir, container, command, tmp_root)
+        except BaseException:
+            if container != tmpdir:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+            raise
+
+    def _add(
+        self,
+        repository: UserRepository,
+        base: CommitId,
+        tmpdir: str,
+        container: str,
+        command: list[str],
+        tmp_root: str | None,
+    ) -> Isolation:
+        """``git worktree add`` in ``container``; on failure ``container``
+        is deleted."""
+        path = os.path.join(container, _worktree_name(repository))
+        record = WorktreeRecord.for_this_process(tmpdir=container, base=base, command=command)
         with worktree_admin_lock(repository.common_dir):
             try:
                 make_room(
@@ -193,7 +264,7 @@ class WorktreeProvider:
                     warn=self.warn,
                 )
             except BaseException:
-                shutil.rmtree(tmpdir, ignore_errors=True)
+                shutil.rmtree(container, ignore_errors=True)
                 raise
             added = add_detached_worktree(
                 repository.git_dir, path, base, lock_reason=record.lock_reason(), env=self.env
@@ -201,7 +272,7 @@ class WorktreeProvider:
         match added:
             case Err(error):
                 # git removes its own half-made registration (worktree.c, is_junk)
-                shutil.rmtree(tmpdir, ignore_errors=True)
+                shutil.rmtree(container, ignore_errors=True)
                 failure = known_failure(f"could not create worktree at '{path}'", error)
                 if failure.code == "checkout-failed":
                     failure = self._no_space(repository, base, path, tmp_root, failure)
@@ -218,9 +289,15 @@ class WorktreeProvider:
                 self.store.save(admin_dir, record)
             except OSError as exc:
                 raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
+            poolable = False
+            if self.pool:
+                try:
+                    poolable = not admin_extras(admin_dir)
+                except OSError:
+                    poolable = False
         except BaseException:
             self._remove_worktree(repository, worktree, None)
-            shutil.rmtree(tmpdir, ignore_errors=True)
+            shutil.rmtree(container, ignore_errors=True)
             raise
         return Isolation(
             tmpdir=tmpdir,
@@ -229,6 +306,8 @@ class WorktreeProvider:
             repository=repository,
             base=base,
             record=record,
+            container=container,
+            poolable=poolable,
         )
 
     def _no_space(
@@ -265,6 +344,114 @@ class WorktreeProvider:
             f"could not create worktree at '{path}': No space left on device ({why})",
             hint=f"git said: {failure.message.split(': ', 1)[-1]}",
         )
+
+    def _pooled(self, repository: UserRepository) -> list[tuple[WorktreePath, GitDirPath]]:
+        """The worktrees waiting in the pool of ``repository``, from their
+        private folders alone (no git call): our record says pooled, the
+        ``locked`` file holds the pool's reason, the folder exists.  The
+        caller holds the worktree lock."""
+        found = []
+        for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
+            record = self.store.load(admin_dir)
+            if record is None or not record.pooled:
+                continue
+            try:
+                with open(os.path.join(admin_dir, "locked"), encoding="utf-8") as handle:
+                    reason = handle.read()
+            except OSError:
+                continue
+            if reason == POOL_LOCK_REASON and os.path.isdir(top) and not os.path.islink(top):
+                found.append((WorktreePath(top), admin_dir))
+        return found
+
+    def _claim(
+        self, repository: UserRepository, base: CommitId, tmpdir: str, command: list[str]
+    ) -> Isolation | None:
+        """Claim a pooled worktree and bring it to ``base``; ``None`` when
+        none waits (or the one claimed could not be brought back, and was
+        removed).
+
+        The claim is atomic: under the worktree lock, the claimant writes its
+        own record and lock reason over the pool's, so that no other run can
+        see it as pooled any more; a run that cannot take the lock claims
+        nothing.  From then on the worktree is this run's (``running``; if
+        the run dies, ``orphaned``, which ``prune`` clears).  The refresh
+        itself runs outside the lock (:func:`..git.refresh.refresh_worktree`);
+        a worktree it cannot vouch for is removed, never used.
+        """
+        with worktree_admin_lock(repository.common_dir) as locked:
+            if not locked:
+                return None
+            pooled = self._pooled(repository)
+            if not pooled:
+                return None
+            worktree, admin_dir = pooled[0]
+            container = os.path.dirname(worktree)
+            record = WorktreeRecord.for_this_process(tmpdir=container, base=base, command=command)
+            try:
+                self.store.save(admin_dir, record)
+                _write_lock_reason(admin_dir, record.lock_reason())
+            except OSError as exc:
+                log.debug("could not claim pooled worktree '%s': %s", worktree, exc)
+                return None
+        isolation = Isolation(
+            tmpdir=tmpdir,
+            worktree=worktree,
+            admin_dir=admin_dir,
+            repository=repository,
+            base=base,
+            record=record,
+            container=container,
+            poolable=True,
+        )
+        refreshed = refresh_worktree(worktree, admin_dir, base, env=self.env)
+        if isinstance(refreshed, Ok) and _empty_container(container, worktree):
+            return isolation
+        if isinstance(refreshed, Err):
+            log.debug("pooled worktree '%s' not used: %s", worktree, refreshed.error.message())
+        self.remove(isolation)
+        return None
+
+    def release(self, isolation: Isolation) -> bool:
+        """After a run: return the worktree to the pool when there is room
+        (fewer than ``pool`` wait there), else :meth:`remove` it.
+
+        Returning it: ``HEAD`` is detached (a pooled worktree never holds a
+        branch the user may want to check out elsewhere), the record says
+        pooled and the ``locked`` file holds :data:`.store.POOL_LOCK_REASON`
+        (so ``git worktree prune`` leaves it alone), record first: a run
+        that dies between the two leaves an orphan, never a pooled
+        worktree that is not clean.  What the command left in it is cleared
+        by the next claim.  Best effort, never raises.
+
+        Returns:
+            True when the worktree is pooled or gone.
+        """
+        if self.pool and isolation.poolable and isolation.container != isolation.tmpdir:
+            try:
+                if self._return_to_pool(isolation):
+                    return True
+            except Exception as exc:  # clean-up never raises
+                log.debug("could not return '%s' to the pool: %s", isolation.worktree, exc)
+        return self.remove(isolation)
+
+    def _return_to_pool(self, isolation: Isolation) -> bool:
+        worktree, admin_dir = isolation.worktree, isolation.admin_dir
+        if os.path.islink(worktree) or not os.path.isdir(worktree):
+            return False
+        match worktree_admin_dir(worktree):
+            case Ok(pointer) if os.path.realpath(pointer) == os.path.realpath(admin_dir):
+                pass
+            case _:
+                return False
+        with worktree_admin_lock(isolation.repository.common_dir) as locked:
+            if not locked or len(self._pooled(isolation.repository)) >= self.pool:
+                return False
+            _write_file(os.path.join(admin_dir, "HEAD"), f"{isolation.base}\n")
+            isolation.record.pooled = True
+            self.store.save(admin_dir, isolation.record)
+            _write_lock_reason(admin_dir, POOL_LOCK_REASON)
+        return True
 
     def _remove_worktree(
         self, repository: UserRepository, worktree: WorktreePath, admin_dir: GitDirPath | None
@@ -321,6 +508,8 @@ class WorktreeProvider:
         if reason is not None:
             log.warning("could not remove worktree '%s': %s", isolation.worktree, reason)
             return False
+        if isolation.holder != isolation.tmpdir:  # a folder that held the worktree alone
+            shutil.rmtree(isolation.holder, ignore_errors=True)
         return True
 
     def keep(self, isolation: Isolation) -> None:
@@ -494,8 +683,8 @@ def make_room(
     warn: Callable[[str], None],
 ) -> None:
     """Keep fewer than ``limit`` of our worktrees before one more is added:
-    remove orphaned ones, oldest first, then the oldest kept ones (with a
-    warning).  The caller holds the worktree lock.  ``limit`` 0 or less
+    remove pooled ones, then orphaned ones, oldest first, then the oldest
+    kept ones (with a warning).  The caller holds the worktree lock.  ``limit`` 0 or less
     means no limit.
 
     Raises:
@@ -519,7 +708,7 @@ def make_room(
         found = [w for w in owned if w.state == state and os.path.realpath(w.path) != here]
         return sorted(found, key=lambda w: w.created or 0.0)
 
-    for worktree in oldest_first(ORPHANED) + oldest_first(KEPT):
+    for worktree in oldest_first(POOLED) + oldest_first(ORPHANED) + oldest_first(KEPT):
         if excess <= 0:
             break
         if discard(repository, worktree, env=env):

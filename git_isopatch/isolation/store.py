@@ -22,6 +22,11 @@ from ..git.types import GitDirPath
 RECORD_FILE = "isopatch.json"
 LOCK_REASON_PREFIX = "git-isopatch"
 
+#: The ``git worktree lock`` reason of a worktree waiting in the pool
+#: (``isopatch.pool``): no process owns it; a run claims it by writing its
+#: own reason over this one (:mod:`.provider`).
+POOL_LOCK_REASON = "git-isopatch pooled"
+
 #: Default of ``isopatch.maxWorktrees``: how many worktrees git-isopatch
 #: keeps registered in one repository at most (:func:`.inventory.make_room`).
 #: Here, not in ``inventory``, so that the settings can name it without
@@ -76,6 +81,8 @@ class WorktreeRecord:
         command: the command's argument list.
         kept: True once the worktree is kept on purpose (``--keep``, or
             extraction failed).
+        pooled: True while it waits in the pool (``isopatch.pool``) for the
+            next run; then ``tmpdir`` holds nothing but the worktree.
     """
 
     pid: int
@@ -87,6 +94,7 @@ class WorktreeRecord:
     command: list[str] = field(default_factory=list)
     kept: bool = False
     version: int = 1
+    pooled: bool = False
 
     @classmethod
     def for_this_process(cls, *, tmpdir: str, base: str, command: list[str]) -> WorktreeRecord:

@@ -1,0 +1,315 @@
+"""Bring a used linked worktree back to what ``git worktree add --detach``
+at a commit leaves, in time proportional to what differs, and check it.
+
+What a fresh ``git worktree add --detach <path> <commit>`` (git 2.39) leaves:
+
+- in its private folder ``$GIT_COMMON_DIR/worktrees/<id>``
+  (gitrepository-layout(5)): ``HEAD`` and ``ORIG_HEAD`` holding the commit
+  id, ``logs/HEAD`` with one entry from the null id to it (no message),
+  ``commondir``, ``gitdir``, ``index`` and, when added locked, ``locked``;
+  nothing else (no ``config.worktree``, no ``refs/bisect`` or
+  ``refs/worktree``, no ``BISECT_*``, ``MERGE_HEAD``, ``rebase-merge``...);
+- an index of the commit's tree, no entry flagged skip-worktree,
+  assume-unchanged or intent-to-add;
+- a work tree holding exactly the commit's files with their modes, no
+  untracked or ignored file, and empty folders for gitlinks.
+
+:func:`refresh_worktree` makes a used worktree so and then verifies it;
+a worktree it cannot vouch for is reported, never silently used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+
+from .result import Err, GitError, GitResult, Ok
+from .run import run_git
+from .types import CommitId, GitDirPath, WorktreePath
+
+#: Files of a worktree's private folder that a fresh ``git worktree add
+#: --detach --lock`` leaves, besides ``logs/``; git-isopatch adds its own
+#: record (:data:`RECORD_FILES`).
+FRESH_ADMIN_FILES = frozenset({"HEAD", "ORIG_HEAD", "commondir", "gitdir", "index", "locked"})
+
+#: Our own files in the private folder, which git ignores (the isolation
+#: layer's record).
+RECORD_FILES = frozenset({"isopatch.json"})
+
+_NULL_ID = "0" * 40
+
+#: Configuration for the refresh and its checks: no hook runs, no file
+#: system monitor answers for the work tree, every stat field and the
+#: executable bit count (so that a file whose mode the command changed, or
+#: whose content it changed and whose modification time it restored, is
+#: seen), and the whole index is used (no sparse index).
+REFRESH_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "false"),
+    ("core.fileMode", "true"),
+    ("core.trustctime", "true"),
+    ("core.checkStat", "default"),
+    ("index.sparse", "false"),
+    ("checkout.workers", "0"),
+)
+
+
+def _fail(reason: str) -> Err:
+    return Err(GitError(reason=reason))
+
+
+def _git(
+    worktree: WorktreePath, admin_dir: GitDirPath, args: list[str], env: Mapping[str, str]
+) -> GitResult[bytes]:
+    return run_git(
+        [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *args],
+        env=env,
+        config=REFRESH_CONFIG,
+    )
+
+
+def _write(path: str, data: bytes) -> None:
+    temporary = path + ".isopatch-tmp"
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+    os.replace(temporary, path)
+
+
+def admin_extras(admin_dir: GitDirPath) -> list[str]:
+    """Names in ``admin_dir`` that a fresh detached worktree's private
+    folder does not hold (``config.worktree``, ``refs``, ``BISECT_LOG``,
+    ``info``...), sorted; ``logs`` counts only when it holds more than
+    ``HEAD``."""
+    extras = []
+    for name in sorted(os.listdir(admin_dir)):
+        if name in FRESH_ADMIN_FILES or name in RECORD_FILES:
+            continue
+        if name == "logs":
+            logs = os.path.join(admin_dir, "logs")
+            if os.path.isdir(logs) and not os.path.islink(logs) and os.listdir(logs) == ["HEAD"]:
+                continue
+        extras.append(name)
+    return extras
+
+
+def _first_reflog_identity(admin_dir: GitDirPath) -> GitResult[bytes]:
+    """The ``Name <email>`` of the first entry of the worktree's
+    ``logs/HEAD``: what ``git worktree add`` wrote when it made the
+    worktree, with the identity git-isopatch's own git calls have (git's
+    lenient ``git_committer_info``, which ``git var`` does not offer)."""
+    path = os.path.join(admin_dir, "logs", "HEAD")
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline()
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot read '{path}': {exc.strerror}", errno=exc.errno))
+    entry = first.rstrip(b"\n").split(b"\t", 1)[0]
+    fields = entry.split(b" ", 2)
+    if len(fields) < 3 or b"<" not in fields[2]:
+        return _fail(f"cannot read the first entry of '{path}'")
+    ident = fields[2].rsplit(b" ", 2)[0]
+    return Ok(ident)
+
+
+def _reset_admin_dir(
+    worktree: WorktreePath, admin_dir: GitDirPath, commit: CommitId, env: Mapping[str, str]
+) -> GitResult[None]:
+    """Leave in ``admin_dir`` only what a fresh add leaves, ``HEAD``
+    detached at ``commit``."""
+    match _first_reflog_identity(admin_dir):
+        case Ok(ident):
+            pass
+        case Err() as err:
+            return err
+    offset = time.localtime().tm_gmtoff // 60
+    sign = "-" if offset < 0 else "+"
+    when = f"{int(time.time())} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+    line = f"{_NULL_ID} {commit} ".encode() + ident + f" {when}\n".encode()
+    try:
+        _write(os.path.join(admin_dir, "HEAD"), f"{commit}\n".encode())
+        _write(os.path.join(admin_dir, "ORIG_HEAD"), f"{commit}\n".encode())
+        for name in os.listdir(admin_dir):
+            if name in FRESH_ADMIN_FILES or name in RECORD_FILES:
+                continue
+            path = os.path.join(admin_dir, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        os.mkdir(os.path.join(admin_dir, "logs"))
+        _write(os.path.join(admin_dir, "logs", "HEAD"), line)
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot reset '{admin_dir}': {exc}", errno=exc.errno))
+    return Ok(None)
+
+
+def _index_entries(
+    worktree: WorktreePath, admin_dir: GitDirPath, env: Mapping[str, str]
+) -> GitResult[list[tuple[bytes, bytes, bytes]]]:
+    """``(tag, mode, path)`` of every index entry (``git ls-files -v -s``:
+    tag ``H`` for a plain entry, lower case for assume-unchanged, ``S`` for
+    skip-worktree; git-ls-files(1))."""
+    match _git(worktree, admin_dir, ["ls-files", "-z", "-v", "-s"], env):
+        case Ok(output):
+            pass
+        case Err() as err:
+            return err
+    entries = []
+    for record in output.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        fields = meta.split(b" ")
+        entries.append((fields[0], fields[1] if len(fields) > 1 else b"", path))
+    return Ok(entries)
+
+
+def _flagged(entries: list[tuple[bytes, bytes, bytes]]) -> list[bytes]:
+    return [path for tag, _, path in entries if tag != b"H"]
+
+
+def refresh_worktree(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    commit: CommitId,
+    *,
+    env: Mapping[str, str],
+) -> GitResult[None]:
+    """Make the used linked worktree ``worktree`` (private folder
+    ``admin_dir``) what a fresh ``git worktree add --detach <worktree>
+    <commit>`` leaves, then check it.
+
+    Steps, each proportional to what differs:
+
+    1. the private folder: ``HEAD``/``ORIG_HEAD`` at ``commit``, a one-entry
+       ``logs/HEAD``, everything else git keeps per worktree deleted
+       (``config.worktree``, ``refs/``, ``BISECT_*``, rebase state...);
+    2. index flags cleared (``git update-index --no-assume-unchanged
+       --no-skip-worktree``) for the entries that carry one;
+    3. ``git read-tree --reset -u <commit>``: the index and the work tree
+       move to the commit, rewriting only the files whose content, mode or
+       stat data changed (git-read-tree(1));
+    4. ``git clean -ffdqx``: untracked and ignored files go, nested
+       repositories too (git-clean(1): ``-f`` twice);
+    5. the checks: ``.git`` still points at ``admin_dir``; ``git status
+       --porcelain --ignored -uall`` prints nothing; every index entry is
+       plain (``git ls-files -v``); every gitlink's folder is empty; the
+       private folder holds only what a fresh add leaves.
+
+    Returns:
+        ``Ok(None)`` when the worktree now is as fresh; ``Err(GitError)``
+        saying why not (the caller must not use it then).
+    """
+    dotgit = os.path.join(worktree, ".git")
+    try:
+        with open(dotgit, "rb") as handle:
+            pointer = handle.read().decode("utf-8", "surrogateescape").strip()
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot read '{dotgit}': {exc.strerror}", errno=exc.errno))
+    if os.path.islink(dotgit) or pointer != f"gitdir: {admin_dir}":
+        return _fail(f"'{dotgit}' no longer points at '{admin_dir}'")
+    match _reset_admin_dir(worktree, admin_dir, commit, env):
+        case Err() as err:
+            return err
+        case Ok():
+            pass
+    match _index_entries(worktree, admin_dir, env):
+        case Ok(entries):
+            pass
+        case Err() as err:
+            return err
+    # one flag per call: update-index applies only the first of
+    # --[no-]assume-unchanged and --[no-]skip-worktree (update_one, builtin/update-index.c)
+    assume_unchanged = [path for tag, _, path in entries if tag.islower()]
+    skip_worktree = [path for tag, _, path in entries if tag.upper() == b"S"]
+    for option, paths in (
+        ("--no-assume-unchanged", assume_unchanged),
+        ("--no-skip-worktree", skip_worktree),
+    ):
+        if not paths:
+            continue
+        cleared = run_git(
+            [
+                f"--git-dir={admin_dir}",
+                f"--work-tree={worktree}",
+                "-C",
+                worktree,
+                "update-index",
+                option,
+                "-z",
+                "--stdin",
+            ],
+            env=env,
+            config=REFRESH_CONFIG,
+            input=b"".join(path + b"\0" for path in paths),
+        )
+        match cleared:
+            case Err() as err:
+                return err
+            case Ok():
+                pass
+    for args in (
+        ["read-tree", "--reset", "-u", commit],
+        ["clean", "-ffdqx"],
+    ):
+        match _git(worktree, admin_dir, args, env):
+            case Err() as err:
+                return err
+            case Ok():
+                pass
+    return verify_fresh(worktree, admin_dir, env=env)
+
+
+def verify_fresh(
+    worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]
+) -> GitResult[None]:
+    """Check that ``worktree`` is as a fresh detached add leaves it (step 5
+    of :func:`refresh_worktree`); ``Err`` names the first difference."""
+    status = _git(
+        worktree,
+        admin_dir,
+        [
+            "status",
+            "--porcelain",
+            "-z",
+            "--ignored=matching",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+            "--no-renames",
+        ],
+        env,
+    )
+    match status:
+        case Ok(output) if output:
+            first = output.split(b"\0")[0].decode("utf-8", "backslashreplace")
+            return _fail(f"the worktree still differs from its commit: {first}")
+        case Err() as err:
+            return err
+        case Ok():
+            pass
+    match _index_entries(worktree, admin_dir, env):
+        case Ok(entries):
+            pass
+        case Err() as err:
+            return err
+    flagged = _flagged(entries)
+    if flagged:
+        return _fail(f"an index entry is still flagged: {flagged[0].decode(errors='replace')}")
+    for _, mode, path in entries:
+        if mode == b"160000":
+            folder = os.path.join(worktree, os.fsdecode(path))
+            try:
+                if os.path.islink(folder) or os.listdir(folder):
+                    return _fail(f"submodule folder '{os.fsdecode(path)}' is not empty")
+            except OSError as exc:
+                return _fail(f"cannot read submodule folder '{os.fsdecode(path)}': {exc}")
+    try:
+        extras = admin_extras(admin_dir)
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot read '{admin_dir}': {exc}", errno=exc.errno))
+    if extras:
+        return _fail(f"the worktree's private folder still holds '{extras[0]}'")
+    return Ok(None)
