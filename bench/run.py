@@ -54,7 +54,10 @@ SCENARIOS: dict[str, list[str]] = {
 }
 
 # Largest acceptable median(tool) / median(bare), per repository size.
-RATIO_TARGETS: dict[str, float] = {"small": 6.0, "medium": 0.65}
+RATIO_TARGETS: dict[str, float] = {"small": 3.5, "medium": 0.65}
+# With --pool: largest acceptable median(warm) / median(bare), a run that
+# claims a worktree from the pool (isopatch.pool=1).
+WARM_RATIO_TARGETS: dict[str, float] = {"medium": 0.15}
 PEAK_RSS_TARGET_MB = 80.0
 
 
@@ -466,13 +469,26 @@ def find_tool(args: argparse.Namespace) -> Path | None:
 class Bench:
     """The measurements, in one work folder and one hermetic environment."""
 
-    def __init__(self, workdir: Path, tool: Tool | None, tool_tmpdir: Path | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        tool: Tool | None,
+        tool_tmpdir: Path | None = None,
+        pool: bool = False,
+    ) -> None:
         self.workdir = workdir
         self.tool = tool
         self.home = workdir / "home"
         self.run_tmp = workdir / "tmp"  # $TMPDIR of every measured run, emptied after each
         # --tool-tmpdir: the tool's isopatch.tmpdir (e.g. on a tmpfs), emptied likewise
         self.tool_tmp = tool_tmpdir
+        # --pool: the "warm" runs' isopatch.tmpdir, on the same disk as $TMPDIR; the
+        # pooled worktree lives there between runs, result folders are removed
+        self.pool = pool
+        self.pool_tmp = workdir / "pool-tmp"
+        if pool:
+            shutil.rmtree(self.pool_tmp, ignore_errors=True)
+            self.pool_tmp.mkdir(parents=True)
         for folder in (self.home, self.run_tmp, *([tool_tmpdir] if tool_tmpdir else [])):
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
@@ -487,6 +503,11 @@ class Bench:
             return ["sh", str(BARE_SCRIPT), "--", *command]
         assert self.tool is not None
         options = ["-q", *(["--sandbox"] if implementation == "sandbox" else []), "--", *command]
+        if implementation == "warm":
+            return [
+                *("git", "-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={self.pool_tmp}"),
+                *("isopatch", *options),
+            ]
         if self.tool_tmp is not None:
             return ["git", "-c", f"isopatch.tmpdir={self.tool_tmp}", "isopatch", *options]
         return self.tool.argv(options)
@@ -504,8 +525,8 @@ class Bench:
             path.stat().st_size
             for folder in (self.run_tmp, *([self.tool_tmp] if self.tool_tmp else []))
             for path in folder.rglob("*")
-            if path.is_file() and "patch" in path.name
-        )
+            if path.is_file() and (path.name == "patch" or path.name.endswith(".patch"))
+        ) + sum(path.stat().st_size for path in self.pool_tmp.glob("git-isopatch-*/*.patch"))
         self.clean_up(repo, label)
         if run.exit_code != 0:
             self.fail(f"{label}: exit {run.exit_code}", run.stderr)
@@ -522,13 +543,20 @@ class Bench:
         for folder in (self.run_tmp, *([self.tool_tmp] if self.tool_tmp else [])):
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
+        pooled = set()
+        if self.pool:  # result folders go, the folder holding the pooled worktree stays
+            for folder in self.pool_tmp.glob("git-isopatch-*"):
+                if any((child / ".git").exists() for child in folder.iterdir()):
+                    pooled |= {str(child) for child in folder.iterdir()}
+                else:
+                    shutil.rmtree(folder, ignore_errors=True)
         git(["worktree", "prune"], cwd=repo, env=self.env)
-        if worktree_count(repo, self.env) != 1:
+        if worktree_count(repo, self.env) != 1 + len(pooled):
             self.warn(f"{label}: a worktree was left behind")
             for line in git(
                 ["worktree", "list", "--porcelain"], cwd=repo, env=self.env
             ).splitlines()[1:]:
-                if line.startswith("worktree "):
+                if line.startswith("worktree ") and line[len("worktree ") :] not in pooled:
                     git(
                         ["worktree", "remove", "--force", line[len("worktree ") :]],
                         cwd=repo,
@@ -553,6 +581,10 @@ class Bench:
         """Interleaved rounds: each round runs every scenario both ways, in
         alternating order, so that drift in the machine hits both alike."""
         implementations = ["bare", "tool", "sandbox"] if self.tool else ["bare"]
+        if self.tool and self.pool:
+            implementations.append("warm")
+            # fill the pool first: the first warm run of the timed rounds must claim
+            self.capture("warm", "true", repo, f"{spec.name} filling the pool")
         samples: dict[tuple[str, str], list[float]] = {
             (scenario, implementation): []
             for scenario in SCENARIOS
@@ -572,12 +604,23 @@ class Bench:
                             samples[scenario, implementation].append(seconds)
             progress(f"{spec.name} {name}: {', '.join(timings)}")
 
+        if self.tool and self.pool:  # empty the pool: the repository is left as found
+            assert self.tool is not None
+            prune = measure(self.tool.argv(["prune"]), cwd=repo, env=self.tool.env(self.env))
+            if prune.exit_code != 0:
+                self.fail(f"{spec.name}: git isopatch prune: exit {prune.exit_code}", prune.stderr)
+            shutil.rmtree(self.pool_tmp, ignore_errors=True)
+            self.pool_tmp.mkdir()
+
         results = []
         for scenario in SCENARIOS:
             bare = median_or_none(samples[scenario, "bare"])
             tool = median_or_none(samples.get((scenario, "tool"), []))
             ratio = tool / bare if tool is not None and bare else None
             sandbox = median_or_none(samples.get((scenario, "sandbox"), []))
+            warm = median_or_none(samples.get((scenario, "warm"), []))
+            warm_ratio = warm / bare if warm is not None and bare else None
+            warm_target = WARM_RATIO_TARGETS.get(spec.name) if self.pool else None
             target = RATIO_TARGETS.get(spec.name)
             results.append(
                 {
@@ -592,6 +635,13 @@ class Bench:
                     "sandbox_median_s": sandbox,
                     "sandbox_ratio": sandbox / bare if sandbox is not None and bare else None,
                     "sandbox_samples_s": samples.get((scenario, "sandbox"), []),
+                    "warm_median_s": warm,
+                    "warm_ratio": warm_ratio,
+                    "warm_target": warm_target,
+                    "warm_met": None
+                    if warm_target is None or warm_ratio is None
+                    else warm_ratio <= warm_target,
+                    "warm_samples_s": samples.get((scenario, "warm"), []),
                     "bare_samples_s": samples[scenario, "bare"],
                     "tool_samples_s": samples.get((scenario, "tool"), []),
                 }
@@ -680,6 +730,7 @@ def print_report(
     startup: dict[str, float | None] | None,
     rss: dict[str, float | None] | None,
     rss_size_mb: int,
+    pool: bool = False,
 ) -> None:
     header = [
         "size",
@@ -690,6 +741,7 @@ def print_report(
         "ratio tool/bare",
         "--sandbox s",
         "ratio sandbox/bare",
+        *(["warm (pool) s", "ratio warm/bare"] if pool else []),
         "target",
         "result",
     ]
@@ -703,6 +755,11 @@ def print_report(
             fmt(r["ratio"], ".2f"),
             fmt(r.get("sandbox_median_s"), ".3f"),
             fmt(r.get("sandbox_ratio"), ".2f"),
+            *(
+                [fmt(r.get("warm_median_s"), ".3f"), fmt(r.get("warm_ratio"), ".2f")]
+                if pool
+                else []
+            ),
             "-" if r["target"] is None else f"<= {r['target']:.2f}",
             verdict(r["met"]),
         ]
@@ -738,6 +795,12 @@ def print_report(
             print(
                 f"target {r['size']} {r['scenario']}: ratio {fmt(r['ratio'], '.2f')} "
                 f"<= {r['target']:.2f}: {verdict(r['met'])}"
+            )
+        if r.get("warm_target") is not None:
+            print(
+                f"target {r['size']} {r['scenario']} warm (isopatch.pool=1): ratio "
+                f"{fmt(r['warm_ratio'], '.2f')} <= {r['warm_target']:.2f}: "
+                f"{verdict(r['warm_met'])}"
             )
     if rss is not None:
         tool_mb = rss.get("tool_self_mb")
@@ -806,6 +869,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="run the tool with `git -c isopatch.tmpdir=DIR` (e.g. a folder on /dev/shm); "
         "the bare sequence keeps $TMPDIR",
     )
+    parser.add_argument(
+        "--pool",
+        action="store_true",
+        help="also time warm runs (isopatch.pool=1: the worktree claimed from the pool) "
+        "beside the cold ones",
+    )
     args = parser.parse_args(argv)
 
     args.sizes = [size.strip() for size in args.sizes.split(",") if size.strip()]
@@ -852,7 +921,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
     workdir = args.workdir.absolute()
     workdir.mkdir(parents=True, exist_ok=True)
-    bench = Bench(workdir, tool, args.tool_tmpdir)
+    bench = Bench(workdir, tool, args.tool_tmpdir, pool=args.pool)
     progress(f"work folder: {workdir}; {git(['--version'], cwd=workdir, env=bench.env).strip()}")
 
     startup = bench.startup(args.startup_rounds) if tool else None
@@ -870,7 +939,7 @@ def run_bench(args: argparse.Namespace) -> int:
     rss_spec = SPECS["tiny" if args.quick else "small"]
     rss = bench.peak_rss(prepare_repository(rss_spec, workdir, bench.env), args.rss_mb)
 
-    print_report(results, startup, rss, args.rss_mb)
+    print_report(results, startup, rss, args.rss_mb, pool=args.pool)
     for warning in sorted(bench.warnings):
         print(f"warning: {warning}")
     if args.json:

@@ -1,5 +1,6 @@
-"""The benchmark harness runs (issue 6): ``bench/run.py --quick`` on a tiny
-repository prints the table and the targets, against the installed tool.
+"""The benchmark harness runs (issue 6): ``bench/run.py --quick --pool`` on a
+tiny repository prints the table, warm runs from the pool beside the cold
+ones, and the targets, against the installed tool.
 No timing is asserted."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
             BIN_DIR / "git-isopatch",
             "--startup-rounds",
             "1",
+            "--pool",
         ],
         env=env,
         capture_output=True,
@@ -35,6 +37,8 @@ def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     assert "ratio tool/bare" in done.stdout
     assert "ratio sandbox/bare" in done.stdout
+    assert "ratio warm/bare" in done.stdout
+    assert "left behind" not in done.stdout + done.stderr
     assert "target peak RSS of the tool process" in done.stdout
     assert "startup: git isopatch -h" in done.stdout
 
