@@ -586,19 +586,23 @@ def run(
             repository, commit, command=list(request.command), tmp_root=tmp_root
         )
         results.mark(isolation.tmpdir, repository.common_dir)
-        if request.include_uncommitted:
-            _check_out_present_skipped(isolation, provider, git_env)
-        result = _run_and_extract(
-            isolation,
-            provider,
-            request,
-            git_env,
-            state,
-            environ=environ,
-            includes=includes,
-            sandbox=confinement,
-            warn=warn,
-        )
+        try:
+            if request.include_uncommitted:
+                _check_out_present_skipped(isolation, provider, git_env)
+            result = _run_and_extract(
+                isolation,
+                provider,
+                request,
+                git_env,
+                state,
+                environ=environ,
+                includes=includes,
+                sandbox=confinement,
+                warn=warn,
+            )
+        except BaseException:  # the worktree is gone, or kept and reported
+            results.discard(isolation.tmpdir)
+            raise
     if not _reports_inside(result, result.tmpdir):  # -o without captured output
         results.discard(result.tmpdir)
     results.expire_automatically(repository.common_dir, tmp_root)

@@ -144,15 +144,20 @@ def test_prune_leaves_a_folder_that_holds_a_worktree_to_worktree_pruning(env, ma
 
 
 def test_a_run_expires_old_result_folders_once_a_day(env, make_repo) -> None:
+    """The time of the worktree lock, which every run opens, keeps count:
+    no other file is added to the git directory."""
     repo = make_repo()
     other = make_repo(name="other")
     tmp = Path(env["TMPDIR"])
+    isopatch("--stdout", "--", "true", cwd=repo, env=env)
     old = _old_result_folder(tmp, repo / ".git", "old")
     others = _old_result_folder(tmp, other / ".git", "others")
-    assert not _stamp(repo).exists()
-
     isopatch("--stdout", "--", "true", cwd=repo, env=env)
-    assert not old.exists(), "expired on the first run"
+    assert old.is_dir(), "the lock was made a moment ago: not yet"
+
+    _age(_stamp(repo), 1.5)
+    isopatch("--stdout", "--", "true", cwd=repo, env=env)
+    assert not old.exists(), "a day later, expired"
     assert others.is_dir(), "another repository's folder is its own business"
     assert time.time() - _stamp(repo).stat().st_mtime < 600
 

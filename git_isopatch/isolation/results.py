@@ -25,16 +25,19 @@ import stat
 import time
 from dataclasses import dataclass
 
+from .lock import LOCK_FILE
+
 log = logging.getLogger("git_isopatch")
 
 #: Prefix of every private folder a run makes (``tempfile.mkdtemp``).
 PRIVATE_PREFIX = "git-isopatch-"
 #: File in a private folder naming the common git directory of its repository.
 MARKER = ".isopatch-repository"
-#: File in the common git directory whose time says when result folders
-#: were last expired automatically (as ``gc.log`` and ``gc.pid`` do for
-#: ``git gc --auto``).
-STAMP = "isopatch-results.stamp"
+#: File in the common git directory whose modification time says when
+#: result folders were last expired automatically: git-isopatch's worktree
+#: lock, which every run opens anyway, so that no other file is added to
+#: the user's git directory.
+STAMP = LOCK_FILE
 #: Seconds between two automatic expiries for one repository.
 AUTO_INTERVAL = 24 * 3600
 #: Age after which a result folder expires: git's own two weeks
@@ -168,8 +171,8 @@ def expire(
 
 def expire_automatically(common_dir: str, root: str, *, now: float | None = None) -> bool:
     """``git gc --auto`` for result folders: when the repository's
-    :data:`STAMP` is missing or older than :data:`AUTO_INTERVAL`, touch it
-    and remove its result folders older than two weeks.  Nothing happens
+    :data:`STAMP` was last modified :data:`AUTO_INTERVAL` ago or more (or is
+    missing), touch it and remove its result folders older than two weeks.  Nothing happens
     when the stamp cannot be written (a read-only repository), so that such
     a repository is not scanned on every run.  Never raises.
 
@@ -184,7 +187,7 @@ def expire_automatically(common_dir: str, root: str, *, now: float | None = None
     except OSError:
         pass
     try:
-        fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             os.utime(fd, (now, now))
         finally:
