@@ -70,9 +70,9 @@ _git_isopatch ()
 			;;
 		-*)
 			__gitcomp "
-				--base= --include-uncommitted -C --link= --copy= --output=
-				--stdout --porcelain -z --json --keep --timeout= --exit-code
-				--sandbox --allow-write= --allow-network
+				--base= --include-uncommitted --staged -C --link= --copy=
+				--apply --output= --stdout --porcelain -z --json --keep
+				--timeout= --exit-code --sandbox --allow-write= --allow-network
 				--quiet --help --version -- --no-keep --no-link --no-copy
 				--no-sandbox
 				"

@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import IO, Any
 
+from .git.apply import apply_to_work_tree, diff_color
 from .git.diff import (
     apply_size_warning,
     count_patch_files,
+    diff_stat,
     mark_untracked_intent_to_add,
     quote_ambiguous_headers,
     unreadable_folder_warning,
@@ -34,7 +36,7 @@ from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
 from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
-from .git.snapshot import snapshot_work_tree
+from .git.snapshot import snapshot_index, snapshot_work_tree
 from .git.sparse import check_out_present_skipped
 from .git.types import CommitId, Ref
 from .isolation import results
@@ -99,6 +101,16 @@ class CaptureResult:
             ``isopatch.timeout``), or ``None`` for no limit.
         hints: one-line advice where users get stuck (a command that could
             not run a program: :func:`command_hints`); empty otherwise.
+        top: the top of the user's work tree (``git -C <top> apply`` brings
+            the patch home from anywhere).
+        diffstat: ``git diff --stat --summary`` of the patch, coloured or
+            not (see :attr:`.request.CaptureRequest.diffstat`), when asked
+            for and the patch is not empty; else ``None``.
+        applied: ``None`` when ``apply`` was not asked for; ``True`` when
+            the patch was applied to the work tree; ``False`` when it was
+            not: the command did not exit 0, the patch is empty, or it did
+            not apply (then ``error_code`` is ``apply-failed``, nothing was
+            written, and the patch is kept).
     """
 
     base: CommitId
@@ -117,6 +129,9 @@ class CaptureResult:
     timeout: float | None = None
     shared_writes: tuple[SharedWrite, ...] = ()
     hints: tuple[str, ...] = ()
+    top: str | None = None
+    diffstat: bytes | None = None
+    applied: bool | None = None
 
 
 #: Folders of installed dependencies that commands commonly need and git
@@ -439,10 +454,14 @@ def include_requests(
     return requests
 
 
-def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: str) -> CommitId:
+def snapshot_base(
+    repository: UserRepository, env: Mapping[str, str], tmp_root: str, *, staged: bool = False
+) -> CommitId:
     """``--include-uncommitted``: a commit of the work tree as it is, on top
     of ``HEAD`` (or parentless on an unborn branch); nothing of the user's
-    is written (:func:`.git.snapshot.snapshot_work_tree`).
+    is written (:func:`.git.snapshot.snapshot_work_tree`).  With ``staged``
+    (``--staged``), a commit of the index as it is, what ``git commit``
+    would commit (:func:`.git.snapshot.snapshot_index`).
 
     Raises:
         IsopatchError: a classified failure (no space, permission...).
@@ -458,12 +477,16 @@ def snapshot_base(repository: UserRepository, env: Mapping[str, str], tmp_root: 
     except OSError as exc:
         raise known_os_failure(f"could not create a temporary folder in '{tmp_root}'", exc) from exc
     with scratch as folder:
-        result = snapshot_work_tree(repository.git_dir, repository.top, head, folder, env=env)
+        if staged:
+            result = snapshot_index(repository.git_dir, head, folder, env=env)
+        else:
+            result = snapshot_work_tree(repository.git_dir, repository.top, head, folder, env=env)
     match result:
         case Ok(commit):
             return commit
         case Err(error):
-            raise known_failure("could not snapshot the work tree", error)
+            what = "the index" if staged else "the work tree"
+            raise known_failure(f"could not snapshot {what}", error)
 
 
 #: Fields of a sequence type, which the API also takes as lists.
@@ -564,21 +587,21 @@ def run(
     request = complete_request(request, repository, environ)
     confinement = _sandbox_request(request)
     tmp_root = request.tmpdir or "/tmp"
-    commit = (
-        None if request.include_uncommitted else resolve_base(repository, request.base, environ)
-    )
+    snapshot = request.include_uncommitted or request.staged
+    commit = None if snapshot else resolve_base(repository, request.base, environ)
     git_env = own_git_environment(environ)
     includes = resolve_includes(
         repository, include_requests(repository, request, env=git_env), warn=warn
     )
     if commit is None:
-        commit = snapshot_base(repository, git_env, tmp_root)
+        commit = snapshot_base(repository, git_env, tmp_root, staged=request.staged)
     refuse_tracked(repository, commit, includes)
     provider = provider or WorktreeProvider(
         git_env,
         max_worktrees=request.max_worktrees or 0,
         warn=warn,
         pool=request.pool or 0,
+        progress=request.progress,
     )
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
@@ -740,12 +763,14 @@ def _confined_run_and_extract(
         shared_writes=_shared_writes(before, repository, git_env),
         hints=command_hints(request.command, outcome, repository.top, isolation.worktree),
     )
+    excluded = [i.path for i in includes]
+    diffstat = None
     try:
         patch = _extract_patch(
             isolation,
             git_env,
             request.output,
-            [i.path for i in includes],
+            excluded,
             warn=warn,
             confine=box.confine if box is not None else None,
         )
@@ -753,6 +778,9 @@ def _confined_run_and_extract(
         too_large = apply_size_warning(os.path.getsize(patch))
         if too_large is not None:
             warn(too_large)
+        if request.diffstat and files:
+            confine = box.confine if box is not None else None
+            diffstat = _diffstat(isolation, request, git_env, excluded, confine)
     except IsopatchError as failure:
         provider.keep(isolation)
         return finish(worktree=isolation.worktree, error=failure)
@@ -767,7 +795,72 @@ def _confined_run_and_extract(
         if not provider.release(isolation):  # reported as kept, unlocked for the user
             provider.keep(isolation)
             kept = isolation.worktree
-    return finish(worktree=kept, patch=patch, files=files)
+    result = finish(worktree=kept, patch=patch, files=files, diffstat=diffstat)
+    if not request.apply:
+        return result
+    if files and result.exit_code == 0:
+        return _apply(result, repository, git_env)
+    return replace(result, applied=False)
+
+
+def _diffstat(
+    isolation: Isolation,
+    request: CaptureRequest,
+    env: Mapping[str, str],
+    exclude: Sequence[str],
+    confine: Callable[[], None] | None = None,
+) -> bytes | None:
+    """The diffstat of the patch just written, coloured as git colours a
+    diff for where it goes (``request.terminal_columns``); ``None`` when git
+    cannot show it: the patch is there, and the run does not fail for a
+    summary (the failure is logged at debug level)."""
+    terminal = request.terminal_columns is not None
+    color = diff_color(isolation.repository.git_dir, to_terminal=terminal, env=env)
+    try:
+        shown = diff_stat(
+            isolation.worktree,
+            isolation.base,
+            git_dir=isolation.admin_dir,
+            env=env,
+            exclude=exclude,
+            color=color,
+            width=request.terminal_columns,
+            preexec_fn=confine,
+        )
+    except subprocess.SubprocessError as exc:  # the sandbox could not confine git
+        log.debug("no diffstat: %s", exc)
+        return None
+    match shown:
+        case Ok(output):
+            return output
+        case Err(error):
+            log.debug("no diffstat: %s", error.message())
+            return None
+
+
+def _apply(
+    result: CaptureResult, repository: UserRepository, env: Mapping[str, str]
+) -> CaptureResult:
+    """``--apply``: the patch into the user's work tree as it is now, all or
+    nothing (:func:`.git.apply.apply_to_work_tree`); when it does not apply,
+    the result says ``apply-failed`` and keeps the patch."""
+    assert result.patch_path is not None
+    match apply_to_work_tree(repository.git_dir, repository.top, result.patch_path, env=env):
+        case Ok():
+            return replace(result, applied=True)
+        case Err(error):
+            lines = [
+                line.removeprefix("error: ").removeprefix("fatal: ")
+                for line in error.stderr.decode("utf-8", "replace").splitlines()
+                if line.strip()
+            ]
+            reason = "; ".join(lines) or error.message()
+            return replace(
+                result,
+                applied=False,
+                error=f"the patch does not apply to the work tree as it is now: {reason}",
+                error_code="apply-failed",
+            )
 
 
 @dataclass(frozen=True)
@@ -880,6 +973,7 @@ def _result(
     timeout: float | None = None,
     shared_writes: tuple[SharedWrite, ...] = (),
     hints: tuple[str, ...] = (),
+    diffstat: bytes | None = None,
 ) -> CaptureResult:
     received = state.get("received")
     exit_code = 128 + received if received is not None else outcome.exit_code
@@ -900,4 +994,6 @@ def _result(
         timeout=timeout,
         shared_writes=shared_writes,
         hints=hints,
+        top=isolation.repository.top,
+        diffstat=diffstat,
     )

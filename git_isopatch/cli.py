@@ -96,6 +96,12 @@ def isopatch(
             help="start from HEAD plus the staged, unstaged and untracked changes",
         ),
     ] = False,
+    staged: Annotated[
+        bool,
+        typer.Option(
+            "--staged", help="start from HEAD plus the index only (what git commit would commit)"
+        ),
+    ] = False,
     repo_path: RepoPathOption = ".",
     link: Annotated[
         list[str] | None,
@@ -117,6 +123,13 @@ def isopatch(
     no_copy: Annotated[
         bool,
         typer.Option("--no-copy", help="do not copy the isopatch.copy and .worktreeinclude paths"),
+    ] = False,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="apply the patch to the work tree if the command succeeded; all or nothing",
+        ),
     ] = False,
     output: Annotated[
         str | None,
@@ -166,7 +179,9 @@ def isopatch(
     exit_code_option: Annotated[
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no summary on stderr")] = False,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="no summary and no progress on stderr")
+    ] = False,
     _short_help: ShortHelpOption = False,
     _manual: Annotated[
         bool,
@@ -218,6 +233,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         if others:
             raise UsageFailure(f"options '-o -' and '{others[0]}' cannot be used together")
         output, to_stdout = None, True
+    columns = _terminal_columns()
     mode = OutputMode(
         porcelain=params["porcelain_output"],
         nul=params["nul"],
@@ -244,11 +260,27 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         sandbox=params["sandbox"],
         allow_write=tuple(params["allow_write"]) if params["allow_write"] else None,
         allow_network=True if params["allow_network"] else None,
+        staged=params["staged"],
+        apply=params["apply"],
+        progress=not mode.quiet and columns is not None,
+        diffstat=not mode.quiet,
+        terminal_columns=columns,
     )
     problem = conflicts(request, mode)
     if problem is not None:
         raise UsageFailure(problem)
     return request, mode
+
+
+def _terminal_columns() -> int | None:
+    """The width of our standard error when it is a terminal, else ``None``
+    (git shows progress only on a terminal, and colours for one)."""
+    try:
+        if not os.isatty(2):
+            return None
+        return os.get_terminal_size(2).columns or 80
+    except OSError:
+        return None
 
 
 def _emit_fields(fields: dict[str, object], mode: OutputMode) -> None:
@@ -306,6 +338,11 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
             "repository; git branch, tag, stash or config in the command write there"
         )
     _emit_fields(result_fields(result), mode)
+    if result.error_code == "apply-failed":
+        _show_summary(result, mode, private=False)
+        stderr_line(f"error: {result.error}")
+        stderr_line(f"hint: nothing was written; the patch is kept at '{result.patch_path}'")
+        return FATAL_STATUS
     if result.error is not None:
         stderr_line(f"fatal: {result.error}")
         stderr_line(f"hint: the worktree is kept for inspection at '{result.worktree_path}'")
@@ -325,16 +362,28 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
                 return FATAL_STATUS
         if private and not results.discard(result.tmpdir):
             os.unlink(result.patch_path)  # the folder holds a kept worktree
-    if not mode.quiet:
-        for line in summary_lines(result):
-            if mode.stdout and private:
-                line = line.split(", patch ")[0]
-            stderr_line(line)
+    _show_summary(result, mode, private=private)
     if mode.exit_code and mode.quiet and not mode.machine:
         results.discard(result.tmpdir)  # nobody is told where the patch is
+    if result.applied and not mode.machine:
+        results.discard(result.tmpdir)  # the patch is in the work tree now
     if mode.exit_code and result.exit_code == 0:
         return 1 if result.files else 0
     return result.exit_code
+
+
+def _show_summary(result: CaptureResult, mode: OutputMode, *, private: bool) -> None:
+    """The human summary on stderr (:func:`.render.summary_lines`), after
+    the diffstat; unless ``mode`` is quiet.  ``private``: the patch was in
+    the run's private folder."""
+    if mode.quiet:
+        return
+    if result.diffstat:
+        sys.stderr.flush()
+        sys.stderr.buffer.write(result.diffstat)
+        sys.stderr.buffer.flush()
+    for line in summary_lines(result, show_patch=not (mode.stdout and private), cwd=os.getcwd()):
+        stderr_line(line)
 
 
 @list_app.command(name="list", context_settings={"help_option_names": []})

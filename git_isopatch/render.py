@@ -123,20 +123,48 @@ def plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def summary_lines(result: CaptureResult) -> Iterable[str]:
-    """The human summary for stderr (design: the first line is
-    ``isopatch: 3 files changed, exit 0, patch <path>``)."""
-    files = result.files
+def summary_lines(
+    result: CaptureResult, *, show_patch: bool = True, cwd: str | None = None
+) -> Iterable[str]:
+    """The human summary for stderr, after the diffstat (design: "The human
+    summary"): ``isopatch: 3 files changed, exit 0, patch <path>`` (without
+    the patch when not ``show_patch``: it went to stdout; ``applied to the
+    work tree`` instead with ``--apply``), the kept worktree, and the next
+    step: the command that applies the patch from ``cwd``
+    (:func:`apply_command`), or why ``--apply`` did not apply it."""
     patch = result.patch_path
-    exit_code = result.exit_code
-    if patch is not None:
-        yield (
-            f"isopatch: {plural(files or 0, 'file', 'files')} changed, "
-            f"exit {exit_code}, patch {patch}"
-        )
-    worktree = result.worktree_path
-    if worktree is not None and patch is not None:
-        yield f"isopatch: worktree kept at {worktree}"
+    if patch is None:
+        return
+    line = (
+        f"isopatch: {plural(result.files or 0, 'file', 'files')} changed, exit {result.exit_code}"
+    )
+    if result.applied:
+        line += ", applied to the work tree"
+    elif show_patch:
+        line += f", patch {patch}"
+    yield line
+    if result.worktree_path is not None:
+        yield f"isopatch: worktree kept at {result.worktree_path}"
+    if result.applied or result.error_code is not None:
+        return
+    if result.applied is False and result.files and result.exit_code != 0:
+        yield f"hint: not applied: the command exited {result.exit_code}"
+    if result.files and show_patch and result.top is not None:
+        yield f"hint: to apply it: {apply_command(patch, result.top, cwd or os.getcwd())}"
+
+
+def apply_command(patch: str, top: str, cwd: str) -> str:
+    """The shell command that applies ``patch`` to the work tree at ``top``
+    when typed in ``cwd``: ``git apply <patch>`` at the top, else ``git -C
+    <top> apply <patch>`` (``..``-style when ``cwd`` is below the top), since
+    ``git apply`` in a subfolder leaves out the paths outside it
+    (git-apply(1)).  Paths are quoted for a POSIX shell."""
+    quoted = shlex.quote(patch)
+    if os.path.realpath(cwd) == os.path.realpath(top):
+        return f"git apply {quoted}"
+    up = os.path.relpath(os.path.realpath(top), os.path.realpath(cwd))
+    where = up if all(part == ".." for part in up.split(os.sep)) else top
+    return f"git -C {shlex.quote(where)} apply {quoted}"
 
 
 def relative_age(seconds: float | None) -> str:

@@ -35,6 +35,9 @@ class CaptureRequest:
         include_uncommitted: start from a snapshot of ``HEAD`` plus the
             staged, unstaged and untracked changes (``--include-uncommitted``);
             needs ``base == "HEAD"``.
+        staged: start from a snapshot of ``HEAD`` plus the index only, what
+            ``git commit`` would commit (``--staged``); needs ``base ==
+            "HEAD"`` and not ``include_uncommitted``.
         repo_path: a folder inside the user's work tree (``-C``); the command
             runs in the worktree folder that mirrors it.
         link: paths relative to ``repo_path`` to bring in as symbolic links
@@ -77,11 +80,25 @@ class CaptureRequest:
             ``--push-option`` does ``push.pushOption``; default none).
         allow_network: with ``sandbox``, keep the network
             (``--allow-network``, ``isopatch.allowNetwork``; default no).
+        apply: when the command exited 0 and the patch is not empty, apply it
+            to the user's work tree as it is then, all or nothing
+            (``--apply``); a patch that does not apply is kept and reported
+            (``apply-failed``).
+        progress: our standard error (file descriptor 2) is a terminal the
+            user watches: git says there what it does and shows its checkout
+            progress while the worktree is made (the CLI sets it on a
+            terminal, never with ``-q``, ``--porcelain`` or ``--json``).
+        diffstat: compute the diffstat of the patch for the human summary
+            (:attr:`~git_isopatch.capture.CaptureResult.diffstat`).
+        terminal_columns: the diffstat goes to a terminal this wide: git's
+            colour for a terminal (``color.diff``, ``color.ui``), and this
+            width; ``None``: git's choice for a pipe, 80 columns.
     """
 
     command: tuple[str, ...]
     base: str = "HEAD"
     include_uncommitted: bool = False
+    staged: bool = False
     repo_path: str = "."
     link: tuple[str, ...] = ()
     copy: tuple[str, ...] = ()
@@ -99,6 +116,10 @@ class CaptureRequest:
     sandbox: bool | None = None
     allow_write: tuple[str, ...] | None = None
     allow_network: bool | None = None
+    apply: bool = False
+    progress: bool = False
+    diffstat: bool = False
+    terminal_columns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +174,10 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
         return "option 'output' expects a file name"
     if request.output == "-":  # the command line turns it into --stdout
         return "option 'output' '-' means standard output: use command_stdout and patch_path"
+    if request.staged and request.include_uncommitted:
+        return "options '--staged' and '--include-uncommitted' cannot be used together"
+    if request.staged and request.base != "HEAD":
+        return "options '--staged' and '--base' cannot be used together"
     if request.include_uncommitted and request.base != "HEAD":
         return "options '--include-uncommitted' and '--base' cannot be used together"
     return None

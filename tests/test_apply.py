@@ -140,3 +140,152 @@ def test_applies_from_the_top_whatever_the_current_folder(env, make_repo, tmp_pa
         os.chdir(cwd)
     assert (repo / "top").read_text() == "T\n"
     assert (repo / "sub" / "inner").read_text() == "I\n"
+
+
+# --apply on the command line ------------------------------------------------
+
+#: Changes ``a`` (second line), then waits until the test says go: the test
+#: edits the user's checkout while the command runs.
+WAITING_CHANGE = (
+    "printf 'one\\nTWO\\nthree\\nfour\\nfive\\nsix\\nseven\\n' > a; : > \"$READY\"; "
+    'while [ ! -e "$GO" ]; do sleep 0.05; done'
+)
+SEVEN = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+
+
+def _run_while_the_user_edits(repo: Path, env: dict[str, str], tmp_path: Path, edit, *args):
+    """Run ``git isopatch --porcelain --apply <args> -- sh -c WAITING_CHANGE``;
+    call ``edit()`` once the command has written its change and waits."""
+    import subprocess
+    import time
+
+    from repo_helpers import ISOPATCH, Run
+
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    process = subprocess.Popen(
+        [str(ISOPATCH), "--porcelain", "--apply", *args, "--", "sh", "-c", WAITING_CHANGE],
+        cwd=repo,
+        env={**env, "READY": str(ready), "GO": str(go)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert process.poll() is None and time.monotonic() < deadline, "the command did not start"
+        time.sleep(0.02)
+    edit()
+    go.touch()
+    stdout, stderr = process.communicate(timeout=120)
+    return Run(process.returncode, stdout, stderr)
+
+
+def test_an_overlapping_edit_made_during_the_run_is_never_lost(env, make_repo, tmp_path) -> None:
+    repo = make_repo({"a": SEVEN, "b": "b\n"})
+    edited = "one\nthe user's two\nthree\nfour\nfive\nsix\nseven\n"
+    before = {}
+
+    def edit() -> None:
+        (repo / "a").write_text(edited)
+        before.update(repo_state(repo, env))
+        del before["worktree list"]  # the run's own worktree is in it now
+
+    run = _run_while_the_user_edits(repo, env, tmp_path, edit)
+    assert run.returncode == 128, run.err
+    after = repo_state(repo, env)
+    del after["worktree list"]
+    assert after == before  # nothing written, the index untouched
+    assert (repo / "a").read_text() == edited
+    fields = run.fields()
+    assert fields["error-code"] == "apply-failed"
+    assert fields["exit"] == "0"
+    patch = Path(fields["patch"])
+    assert patch.is_file() and b"+TWO" in patch.read_bytes()
+    assert fields["error"] == (
+        "the patch does not apply to the work tree as it is now: "
+        "patch failed: a:1; a: patch does not apply"
+    )
+    assert run.err.splitlines() == [
+        f"error: {fields['error']}",
+        f"hint: nothing was written; the patch is kept at '{patch}'",
+    ]
+
+
+def test_an_edit_elsewhere_made_during_the_run_stays_and_the_patch_applies(
+    env, make_repo, tmp_path
+) -> None:
+    repo = make_repo({"a": SEVEN, "b": "b\n"})
+    index = (repo / ".git" / "index").stat()
+
+    def edit() -> None:
+        (repo / "a").write_text(SEVEN.replace("seven", "the user's seven"))
+        (repo / "b").write_text("the user's b\n")
+
+    run = _run_while_the_user_edits(repo, env, tmp_path, edit)
+    assert run.returncode == 0, run.err
+    assert "error" not in run.fields()
+    assert (repo / "a").read_text() == "one\nTWO\nthree\nfour\nfive\nsix\nthe user's seven\n"
+    assert (repo / "b").read_text() == "the user's b\n"
+    after = (repo / ".git" / "index").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (index.st_ino, index.st_mtime_ns)
+
+
+def test_apply_brings_every_kind_of_change_home_from_a_subfolder(env, make_repo) -> None:
+    from repo_helpers import isopatch
+
+    repo = make_repo({"a": "a\n", "bin": b"\0\1", "old": "moves\n" * 10, "sub/s": "s\n"})
+    change = (
+        "cd .. && printf '\\0\\2\\3' > bin && git mv old new && ln -s a link && "
+        "chmod +x a && echo S > sub/s && echo n > untracked"
+    )
+    before = (repo / ".git" / "index").read_bytes()
+    run = isopatch("--apply", "--", "sh", "-c", change, cwd=repo / "sub", env=env)
+    assert run.returncode == 0, run.err
+    assert run.err.splitlines()[-1] == "isopatch: 6 files changed, exit 0, applied to the work tree"
+    assert (repo / "bin").read_bytes() == b"\0\2\3"
+    assert (repo / "new").read_text() == "moves\n" * 10 and not (repo / "old").exists()
+    assert os.readlink(repo / "link") == "a"
+    assert os.access(repo / "a", os.X_OK)
+    assert (repo / "sub" / "s").read_text() == "S\n"
+    assert (repo / "untracked").read_text() == "n\n"
+    assert (repo / ".git" / "index").read_bytes() == before
+    # the patch is home: nothing is left behind for anyone to read
+    assert not list(Path(env["TMPDIR"]).glob("git-isopatch-*"))
+
+
+@pytest.mark.parametrize(
+    ("command", "status"), [("echo x > a; exit 3", 3), ("true", 0), ("echo x > a; sleep 5", 124)]
+)
+def test_nothing_is_applied_unless_the_command_succeeded_with_a_change(
+    env, make_repo, command, status
+) -> None:
+    from repo_helpers import isopatch
+
+    repo = make_repo({"a": "a\n"})
+    before = repo_state(repo, env)
+    run = isopatch("--apply", "--timeout", "1", "--", "sh", "-c", command, cwd=repo, env=env)
+    assert run.returncode == status, run.err
+    assert repo_state(repo, env) == before
+    if status:
+        assert f"hint: not applied: the command exited {status}" in run.err.splitlines()
+
+
+def test_apply_with_include_uncommitted_goes_on_top_of_the_work_in_progress(env, make_repo) -> None:
+    from repo_helpers import isopatch
+
+    repo = make_repo({"a": SEVEN})
+    (repo / "a").write_text(SEVEN.replace("one", "mine"))
+    (repo / "untracked").write_text("u\n")
+    run = isopatch(
+        "--include-uncommitted",
+        "--apply",
+        "--",
+        "sh",
+        "-c",
+        "sed -i s/six/6/ a untracked",
+        cwd=repo,
+        env=env,
+    )
+    assert run.returncode == 0, run.err
+    assert (repo / "a").read_text() == SEVEN.replace("one", "mine").replace("six", "6")
+    assert git("status", "--porcelain", cwd=repo, env=env) == b" M a\n?? untracked\n"

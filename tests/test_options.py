@@ -24,9 +24,11 @@ def test_human_mode_summary_and_inherited_output(env, make_repo, no_leftovers) -
     assert run.returncode == 0
     assert run.out == "out\n"  # the command's own stdout, untouched
     lines = run.err.splitlines()
-    assert lines[0] == "err"
-    assert lines[1].startswith("isopatch: 1 file changed, exit 0, patch ")
-    patch = Path(lines[1].split(", patch ", 1)[1])
+    # the command's stderr, the diffstat, the summary, the next step
+    assert lines[:3] == ["err", " README | 1 +", " 1 file changed, 1 insertion(+)"]
+    assert lines[3].startswith("isopatch: 1 file changed, exit 0, patch ")
+    patch = Path(lines[3].split(", patch ", 1)[1])
+    assert lines[4:] == [f"hint: to apply it: git apply {patch}"]
     assert patch.name == "isopatch.patch"
     assert stat.S_IMODE(patch.stat().st_mode) == 0o600
     assert stat.S_IMODE(patch.parent.stat().st_mode) == 0o700

@@ -7,7 +7,8 @@ import os
 import select
 
 import pytest
-from repo_helpers import git
+from repo_helpers import git, isopatch
+from terminal_helpers import isopatch_on_terminal
 
 from git_isopatch.git.result import Err, Ok
 from git_isopatch.git.run import own_git_environment, run_git_with_progress
@@ -73,3 +74,54 @@ def test_git_progress_reaches_the_terminal_and_failures_stay_with_us(
         case Ok():
             pytest.fail("a second worktree at the same path")
     assert b"fatal" not in read_all(master, timeout=0.5)
+
+
+def _repo(make_repo):
+    return make_repo({f"d/f{i}": f"{i}\n" for i in range(20)})
+
+
+def test_a_terminal_shows_what_happens_and_the_checkout_progress(env, make_repo) -> None:
+    repo = _repo(make_repo)
+    head = git("rev-parse", "--short", "HEAD", cwd=repo, env=env).decode().strip()
+    run = isopatch_on_terminal(
+        "--", "sh", "-c", "echo x > d/f1", cwd=repo, env={**env, "GIT_PROGRESS_DELAY": "0"}
+    )
+    assert run.returncode == 0, run.shown
+    assert f"Preparing worktree (detached HEAD {head})\n" in run.shown
+    assert "Updating files: 100% (20/20), done.\n" in run.shown
+    # what happens comes first, the summary last
+    assert run.shown.index("Preparing worktree") < run.shown.index("isopatch: 1 file changed")
+
+
+@pytest.mark.parametrize("option", ["-q", "--porcelain", "--json"])
+def test_quiet_and_machine_output_show_no_progress_on_a_terminal(env, make_repo, option) -> None:
+    repo = _repo(make_repo)
+    run = isopatch_on_terminal(
+        option, "--", "true", cwd=repo, env={**env, "GIT_PROGRESS_DELAY": "0"}
+    )
+    assert run.returncode == 0, run.shown
+    assert "Preparing" not in run.shown and "Updating files" not in run.shown
+    assert "\r" not in run.shown
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(env, make_repo) -> None:
+    repo = _repo(make_repo)
+    run = isopatch("--", "true", cwd=repo, env={**env, "GIT_PROGRESS_DELAY": "0"})
+    assert run.returncode == 0, run.err
+    assert "Preparing" not in run.err and "Updating files" not in run.err
+    assert "\r" not in run.err
+
+
+def test_a_failed_checkout_on_a_terminal_is_one_classified_fatal(env, make_repo) -> None:
+    """Git's own ``fatal:`` line is not shown twice: ours carries it."""
+    repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
+    git("config", "filter.lfs.smudge", "no-such-filter-program", cwd=repo, env=env)
+    git("config", "filter.lfs.required", "true", cwd=repo, env=env)
+    run = isopatch_on_terminal("--", "true", cwd=repo, env=env)
+    assert run.returncode == 128, run.shown
+    fatal = [line for line in run.shown.splitlines() if line.startswith(("fatal:", "error:"))]
+    assert len(fatal) == 1, run.shown
+    assert fatal[0].startswith("fatal: could not create worktree at ")
+    assert "Preparing worktree" in run.shown
+    porcelain = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
+    assert porcelain.fields()["error-code"] == "filter-failed"

@@ -35,6 +35,12 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     "timeout": (["--timeout", "2.5", "--", "true"], 2.5, "isopatch.timeout"),
     "tmpdir": (None, None, "isopatch.tmpdir"),
     "max_worktrees": (None, None, "isopatch.maxWorktrees"),
+    "staged": (["--staged", "--", "true"], True, None),
+    "apply": (["--apply", "--", "true"], True, None),
+    # from the terminal: progress and the terminal's width only on one
+    "progress": (None, None, None),
+    "diffstat": (["-q", "--", "true"], False, None),
+    "terminal_columns": (None, None, None),
     "sandbox": (["--sandbox", "--", "true"], True, "isopatch.sandbox"),
     "allow_write": (["--allow-write", "c", "--", "true"], ("c",), "isopatch.allowWrite"),
     "allow_network": (["--allow-network", "--", "true"], True, "isopatch.allowNetwork"),
@@ -119,6 +125,11 @@ def test_defaults_without_configuration(make_repo, env) -> None:
     )
 
 
+#: Fields :func:`test_the_api_reaches_the_staged_and_summary_fields` sets
+#: (``staged`` cannot go with the other test's ``base``).
+STAGED_AND_SUMMARY_FIELDS = {"staged", "apply", "progress", "diffstat", "terminal_columns"}
+
+
 def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     """One real capture through ``capture(command, **options)`` with every
     field set, each visible in the result or in what the run did."""
@@ -150,7 +161,7 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "allow_write": [str(allowed)],
         "allow_network": True,
     }
-    assert set(options) | {"command"} == set(SOURCES)
+    assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS == set(SOURCES)
     script = (
         "cat ../local/data > copied && echo out && pwd >&2"
         f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied; true"
@@ -175,6 +186,35 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     seen = names((allowed / "net").read_text())
     assert seen == interfaces, "allow_write, allow_network: the network is ours"
     git("worktree", "remove", "--force", result.worktree_path, cwd=repo, env=env)
+
+
+def test_the_api_reaches_the_staged_and_summary_fields(make_repo, env, capfd) -> None:
+    repo = make_repo({"a": "a\n", "b": "b\n"})
+    (repo / "a").write_text("staged\n")
+    git("add", "a", cwd=repo, env=env)
+    (repo / "b").write_text("unstaged\n")
+    options = {
+        "staged": True,
+        "apply": True,
+        "progress": True,
+        "diffstat": True,
+        "terminal_columns": 50,
+    }
+    assert set(options) == STAGED_AND_SUMMARY_FIELDS
+    capfd.readouterr()
+    result = capture(
+        ["sh", "-c", "cat b > seen; sed -i s/staged/fixed/ a"],
+        repo_path=str(repo),
+        environ={**env, "TERM": "xterm"},
+        **options,
+    )
+    assert result.exit_code == 0 and result.error is None
+    assert git("show", f"{result.base}:a", cwd=repo, env=env) == b"staged\n"  # staged
+    assert result.applied is True  # apply
+    assert (repo / "a").read_text() == "fixed\n" and (repo / "seen").read_text() == "b\n"
+    assert "Preparing worktree (detached HEAD " in capfd.readouterr().err  # progress
+    assert result.diffstat is not None and b" seen | 1 \x1b[32m+" in result.diffstat  # colour
+    assert b" a    | 2 \x1b[32m+\x1b[m\x1b[31m-" in result.diffstat  # diffstat, columns
 
 
 def test_the_api_refuses_an_unknown_option(make_repo, env) -> None:

@@ -4,10 +4,11 @@ and the user's index is never written (:func:`git_isopatch.git.snapshot.snapshot
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, repo_state, write_tree
+from repo_helpers import git, isopatch, repo_state, write_tree
 
 from git_isopatch.git.result import Err, Ok
 from git_isopatch.git.run import own_git_environment
@@ -94,4 +95,111 @@ def test_unmerged_entries_are_refused_as_git_commit_refuses_them(env, make_repo,
             assert "unmerged" in error.stderr.decode()
         case Ok():
             pytest.fail("a snapshot of an index with conflicts")
+    assert repo_state(repo, env) == before
+
+
+# --staged on the command line ------------------------------------------------
+
+#: Lists the worktree's files and their content into ``seen``, then
+#: upper-cases every file the base or the index had (a "formatter").
+LIST_AND_FORMAT = (
+    "for f in $(find . -path ./.git -prune -o -type f -print | sort); do "
+    'echo "$f: $(cat $f)"; done > "$SEEN"; '
+    "for f in staged unstaged both added; do [ -f $f ] && tr a-z A-Z < $f > t && mv t $f; done; "
+    "true"
+)
+
+
+def test_the_worktree_holds_what_git_commit_would_commit(env, make_repo) -> None:
+    repo = _staged_work(make_repo, env)
+    seen = repo.parent / "seen"
+    before = repo_state(repo, env)
+    run = isopatch(
+        "--porcelain",
+        "--staged",
+        "--",
+        "sh",
+        "-c",
+        LIST_AND_FORMAT,
+        cwd=repo,
+        env={**env, "SEEN": str(seen)},
+    )
+    assert run.returncode == 0, run.err
+    assert repo_state(repo, env) == before
+    assert seen.read_text().splitlines() == [
+        "./added: new",
+        "./both: staged",
+        "./staged: staged",
+        "./unstaged: old",
+    ]
+    base = run.fields()["base"]
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    assert git("rev-parse", f"{base}^", cwd=repo, env=env).decode().strip() == head
+    assert git("show", f"{base}:both", cwd=repo, env=env) == b"staged\n"
+    # the patch goes on top of the index: git apply --cached takes it
+    git("apply", "--cached", run.fields()["patch"], cwd=repo, env=env)
+    assert git("show", ":both", cwd=repo, env=env) == b"STAGED\n"
+    assert git("show", ":unstaged", cwd=repo, env=env) == b"OLD\n"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--base", "HEAD~0"), "options '--staged' and '--base' cannot be used together"),
+        (
+            ("--include-uncommitted",),
+            "options '--staged' and '--include-uncommitted' cannot be used together",
+        ),
+    ],
+)
+def test_staged_cannot_be_combined(env, make_repo, options, message) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    run = isopatch("--staged", *options, "--", "true", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.err.startswith(f"error: {message}\nusage: git isopatch")
+    assert repo_state(repo, env) == before
+
+
+def test_staged_apply_brings_the_fix_to_the_work_tree_and_keeps_unstaged_edits(
+    env, make_repo
+) -> None:
+    repo = make_repo({"a": "one\ntwo\nthree\nfour\nfive\nsix\nseven\n", "b": "b\n"})
+    write_tree(repo, {"a": "one\ntwo\nthree\nfour\nfive\nsix\nseven\n// staged\n"})
+    git("add", "a", cwd=repo, env=env)
+    write_tree(repo, {"a": "ONE-unstaged\ntwo\nthree\nfour\nfive\nsix\nseven\n// staged\n"})
+    index = repo_state(repo, env)["index"]
+    run = isopatch(
+        "--staged", "--apply", "--", "sed", "-i", "s|// staged|// fixed|", "a", cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    assert (
+        repo / "a"
+    ).read_text() == "ONE-unstaged\ntwo\nthree\nfour\nfive\nsix\nseven\n// fixed\n"
+    assert repo_state(repo, env)["index"] == index  # staging it is the user's step
+
+
+def test_the_documented_recipe_stages_the_fix_all_or_nothing(env, make_repo, tmp_path) -> None:
+    """README: ``git isopatch --staged -o fix.patch -- <fmt> && git apply
+    --index fix.patch``: both index and work tree, or neither."""
+    repo = make_repo({"a": "a\n", "b": "b\n"})
+    write_tree(repo, {"a": "staged a\n", "b": "staged b\n"})
+    git("add", "a", "b", cwd=repo, env=env)
+    fix = tmp_path / "fix.patch"
+    recipe = (
+        f"git isopatch --staged -q -o {fix} -- sed -i s/staged/fixed/ a b"
+        f" && git apply --index {fix}"
+    )
+    done = subprocess.run(["sh", "-c", recipe], cwd=repo, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert git("show", ":a", cwd=repo, env=env) == b"fixed a\n"
+    assert (repo / "b").read_text() == "fixed b\n"
+    git("reset", "-q", "--hard", cwd=repo, env=env)
+    write_tree(repo, {"a": "staged a\n", "b": "staged b\n"})
+    git("add", "a", "b", cwd=repo, env=env)
+    write_tree(repo, {"b": "staged b\nand an unstaged line\n"})
+    before = repo_state(repo, env)
+    done = subprocess.run(["sh", "-c", recipe], cwd=repo, env=env, capture_output=True)
+    assert done.returncode != 0
+    assert b"b: does not match index" in done.stderr
     assert repo_state(repo, env) == before

@@ -372,6 +372,7 @@ def diff_stat(
     exclude: Sequence[str] = (),
     color: bool = False,
     width: int | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[bytes]:
     """``git diff --stat --summary <base>`` of the worktree: the diffstat of
     the patch :func:`write_binary_diff` writes (the same pinned options, so
@@ -385,11 +386,16 @@ def diff_stat(
             standard output being a pipe (see :func:`.apply.diff_color`).
         width: columns of the terminal it goes to (``--stat-width``);
             ``None``: git's default for a pipe (80).
+        preexec_fn: confines git as the patch's diff is confined
+            (:func:`.run.run_git`).
 
     Returns:
         ``Ok(the diffstat)``, empty when nothing changed, or ``Err(GitError)``.
     """
-    options = [o for o in DIFF_OPTIONS if o not in ("--binary", "--full-index", "--no-color")]
+    # the options of the patch that shape its text only (``-U`` would also
+    # turn the patch output on)
+    text_only = ("--binary", "--full-index", "--no-color", "--unified=", "--inter-hunk-context=")
+    options = [o for o in DIFF_OPTIONS if not o.startswith(text_only)]
     options += ["--stat", "--summary", "--color" if color else "--no-color"]
     if width is not None:
         options.append(f"--stat-width={width}")
@@ -405,4 +411,5 @@ def diff_stat(
         ],
         env=env,
         config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
     )

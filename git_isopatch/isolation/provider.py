@@ -181,6 +181,9 @@ class WorktreeProvider:
         pool: ``isopatch.pool``: keep up to this many worktrees warm for
             later runs (:meth:`release`) and claim one of them before making
             a new one (:meth:`create`); 0: no pool.
+        progress: ``git worktree add`` shows the user what it does and its
+            checkout progress on our standard error, a terminal
+            (:func:`git_isopatch.git.worktree.add_detached_worktree`).
     """
 
     def __init__(
@@ -191,12 +194,14 @@ class WorktreeProvider:
         max_worktrees: int = DEFAULT_MAX_WORKTREES,
         warn: Callable[[str], None] | None = None,
         pool: int = 0,
+        progress: bool = False,
     ) -> None:
         self.env = dict(env)
         self.store = store or GitMetadataStore()
         self.max_worktrees = max_worktrees
         self.warn = warn or log.warning
         self.pool = max(0, pool)
+        self.progress = progress
 
     def create(
         self,
@@ -267,7 +272,12 @@ class WorktreeProvider:
                 shutil.rmtree(container, ignore_errors=True)
                 raise
             added = add_detached_worktree(
-                repository.git_dir, path, base, lock_reason=record.lock_reason(), env=self.env
+                repository.git_dir,
+                path,
+                base,
+                lock_reason=record.lock_reason(),
+                env=self.env,
+                progress=self.progress,
             )
         match added:
             case Err(error):
