@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .git.apply import apply_to_work_tree, diff_color
 from .git.diff import (
@@ -36,8 +36,6 @@ from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
 from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
-from .git.snapshot import snapshot_index, snapshot_work_tree
-from .git.sparse import check_out_present_skipped
 from .git.types import CommitId, Ref
 from .isolation import results
 from .isolation.command import CommandOutcome, forward_signals, run_command
@@ -57,9 +55,11 @@ from .isolation.include import (
     resolve_includes,
 )
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
-from .isolation.sandbox import UNAVAILABLE, Sandbox, SandboxPolicy, check_available, prepare
 from .request import CaptureRequest, conflicts
 from .settings import complete_request
+
+if TYPE_CHECKING:  # loaded only by the runs that need them: a plain run starts faster
+    from .isolation.sandbox import Sandbox
 
 log = logging.getLogger("git_isopatch")
 
@@ -350,6 +350,8 @@ def _extract_patch(
     try:
         return _write_patch(isolation, env, output, exclude, confine, warn)
     except subprocess.SubprocessError as exc:  # only a confine that failed raises it
+        from .isolation.sandbox import UNAVAILABLE
+
         raise IsopatchError(
             UNAVAILABLE, f"--sandbox is not available: could not confine git: {exc}"
         ) from None
@@ -476,6 +478,8 @@ def snapshot_base(
         scratch = tempfile.TemporaryDirectory(prefix="isopatch-index-", dir=tmp_root)
     except OSError as exc:
         raise known_os_failure(f"could not create a temporary folder in '{tmp_root}'", exc) from exc
+    from .git.snapshot import snapshot_index, snapshot_work_tree
+
     with scratch as folder:
         if staged:
             result = snapshot_index(repository.git_dir, head, folder, env=env)
@@ -652,6 +656,8 @@ def _check_out_present_skipped(
         IsopatchError: a classified git failure.
     """
     try:
+        from .git.sparse import check_out_present_skipped
+
         match check_out_present_skipped(
             isolation.worktree,
             git_dir=isolation.admin_dir,
@@ -896,6 +902,8 @@ def _sandbox_request(request: CaptureRequest) -> SandboxRequest | None:
         except OSError as exc:
             raise known_os_failure(f"cannot allow writes to '{path}'", exc) from exc
     allow_network = bool(request.allow_network)
+    from .isolation.sandbox import check_available
+
     abi = check_available(allow_network=allow_network)
     return SandboxRequest(paths, allow_network, abi)
 
@@ -922,6 +930,8 @@ def _sandboxed(
         IsopatchError: ``sandbox-unavailable``.
         OSError: the private ``TMPDIR`` cannot be made.
     """
+    from .isolation.sandbox import SandboxPolicy, prepare
+
     private_tmp = tempfile.mkdtemp(prefix="tmp-", dir=isolation.tmpdir)
     try:
         env["TMPDIR"] = private_tmp

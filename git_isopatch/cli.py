@@ -17,16 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from .render import (
-    as_json,
-    porcelain,
-    quote_c_style,
-    result_fields,
-    summary_lines,
-    worktree_list_json,
-    worktree_list_lines,
-    worktree_list_porcelain,
-)
 from .request import CaptureRequest, OutputMode, conflicts
 from .usage import (
     COMMANDS,
@@ -284,6 +274,8 @@ def _terminal_columns() -> int | None:
 
 
 def _emit_fields(fields: dict[str, object], mode: OutputMode) -> None:
+    from .render import as_json, porcelain
+
     if mode.porcelain:
         write_stdout(porcelain(fields, nul=mode.nul))
     elif mode.json:
@@ -337,7 +329,10 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
             "hint: a worktree shares refs, the stash and configuration with your "
             "repository; git branch, tag, stash or config in the command write there"
         )
-    _emit_fields(result_fields(result), mode)
+    if mode.machine:
+        from .render import result_fields
+
+        _emit_fields(result_fields(result), mode)
     if result.error_code == "apply-failed":
         _show_summary(result, mode, private=False)
         stderr_line(f"error: {result.error}")
@@ -378,6 +373,8 @@ def _show_summary(result: CaptureResult, mode: OutputMode, *, private: bool) -> 
     the run's private folder."""
     if mode.quiet:
         return
+    from .render import summary_lines
+
     if result.diffstat:
         sys.stderr.flush()
         sys.stderr.buffer.write(result.diffstat)
@@ -404,6 +401,7 @@ def list_command(
 
     from .isolation.errors import IsopatchError
     from .manage import list_worktrees
+    from .render import worktree_list_json, worktree_list_lines, worktree_list_porcelain
 
     if nul and not porcelain_output:
         raise UsageFailure("the option '-z' requires '--porcelain'")
@@ -446,6 +444,7 @@ def prune_command(
     worktrees", "Placement")."""
     from .isolation.errors import IsopatchError
     from .manage import prune_result_folders, prune_worktrees
+    from .render import quote_c_style
 
     configure_logging()
     try:

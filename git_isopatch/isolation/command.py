@@ -17,10 +17,12 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .errors import IsopatchError
-from .sandbox import UNAVAILABLE, Sandbox
+
+if TYPE_CHECKING:  # the sandbox module loads only for --sandbox
+    from .sandbox import Sandbox
 
 #: Signals forwarded to the command's process group (issue: hostile environments).
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -248,6 +250,8 @@ def run_command(
             preexec_fn=sandbox.confine if sandbox is not None else None,
         )
     except subprocess.SubprocessError as exc:  # only preexec_fn raises it
+        from .sandbox import UNAVAILABLE
+
         raise IsopatchError(
             UNAVAILABLE, f"--sandbox is not available: could not confine '{argv[0]}': {exc}"
         ) from None

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..git.refresh import admin_extras, refresh_worktree
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -301,6 +300,8 @@ class WorktreeProvider:
                 raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
             poolable = False
             if self.pool:
+                from ..git.refresh import admin_extras
+
                 try:
                     poolable = not admin_extras(admin_dir)
                 except OSError:
@@ -414,6 +415,8 @@ class WorktreeProvider:
             container=container,
             poolable=True,
         )
+        from ..git.refresh import refresh_worktree  # only with a pool
+
         refreshed = refresh_worktree(worktree, admin_dir, base, env=self.env)
         if isinstance(refreshed, Ok) and _empty_container(container, worktree):
             return isolation
