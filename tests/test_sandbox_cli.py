@@ -229,7 +229,9 @@ def test_no_landlock_stops_before_anything_is_made(env, make_repo, tmp_path: Pat
         "fatal: --sandbox is not available: the kernel offers no Landlock "
         "(Linux 6.2 or later, 'landlock' in lsm=)"
     )
-    assert "Traceback" not in run.err
+    assert run.err.splitlines()[1:] == [
+        "hint: \"Sandbox\" in 'git isopatch --help' says what it needs"
+    ]
     assert run.fields()["error-code"] == "sandbox-unavailable"
     assert not marker.exists()
     assert repo_state(repo, env) == before

@@ -219,7 +219,7 @@ def _unavailable(message: str) -> IsopatchError:
     return IsopatchError(
         UNAVAILABLE,
         f"--sandbox is not available: {message}",
-        hint="see 'git isopatch --help', SANDBOX; --no-sandbox runs unconfined",
+        hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
     )
 
 
