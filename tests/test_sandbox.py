@@ -244,3 +244,27 @@ def test_without_privileges_the_user_is_mapped_to_itself(tmp_path: Path) -> None
     shutil.rmtree(shared)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.split() == [b"userns", b"65534", b"65534", b"65534", b"65534", b"1"]
+
+
+def test_udp_to_a_loopback_server_outside_never_arrives(make_repo, env, tmp_path: Path) -> None:
+    """UDP has no connection to refuse: the datagram goes to the command's
+    own loopback, where nobody listens; the server outside gets nothing."""
+    import socket
+
+    repo = make_repo()
+    policy = _worktree(repo, tmp_path, env)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.settimeout(1.0)
+        port = server.getsockname()[1]
+        code = (
+            "import socket; "
+            f"socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))"
+        )
+        send = f'{sys.executable} -c "{code}"'
+        _run(policy, send, env)
+        with pytest.raises(TimeoutError):
+            server.recvfrom(10)
+        allowed = sandbox.SandboxPolicy(**{**policy.__dict__, "allow_network": True})
+        _run(allowed, send, env)
+        assert server.recvfrom(10)[0] == b"x"
