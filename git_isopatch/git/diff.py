@@ -188,9 +188,21 @@ def mark_untracked_intent_to_add(
         unreadable += [w[len(prefix) :] for w in warnings if w.startswith(prefix)]
     if not paths:
         return Ok(0)
+    match run_git(
+        [*_worktree_args(worktree, git_dir), "ls-files", "-z", "--full-name"],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    ):
+        case Err() as err:
+            return err
+        case Ok(tracked):
+            pass
+    specs = _collapse_new_folders(paths.split(b"\0")[:-1], _folders_of(tracked))
+    pathspecs = b"".join(b":(top,literal)" + spec + b"\0" for spec in specs)
+    pathspecs += b"".join(os.fsencode(spec) + b"\0" for spec in exclude_pathspecs(exclude))
     result = run_git(
         [
-            "--literal-pathspecs",
             *_worktree_args(worktree, git_dir),
             "add",
             "--intent-to-add",
@@ -200,14 +212,57 @@ def mark_untracked_intent_to_add(
         ],
         env=env,
         config=DIFF_CONFIG,
-        input=paths,
+        input=pathspecs,
         preexec_fn=preexec_fn,
     )
     match result:
         case Ok():
-            return Ok(paths.count(b"\0"))
+            return Ok(len(specs))
         case Err() as err:
             return err
+
+
+def _folders_of(listing: bytes) -> set[bytes]:
+    """Every folder that holds an entry of a NUL-separated path list."""
+    folders: set[bytes] = set()
+    for path in listing.split(b"\0"):
+        end = path.rfind(b"/")
+        while end > 0:
+            folder = path[:end]
+            if folder in folders:
+                break
+            folders.add(folder)
+            end = path.rfind(b"/", 0, end)
+    return folders
+
+
+def _collapse_new_folders(paths: Sequence[bytes], tracked: set[bytes]) -> list[bytes]:
+    """The untracked ``paths`` (sorted, as ``git ls-files`` lists them) as
+    few pathspecs: the paths under a folder that holds no tracked entry
+    become that folder (``d/``), the highest such one.
+
+    ``git add`` matches every file it finds against every pathspec, so
+    100,000 paths given one by one take time in their square (measured:
+    10,000 new files 10 s, 20,000 41 s); a command that makes a new folder
+    of files costs one pathspec.  ``git add d/`` takes the same files
+    ``ls-files --others --exclude-standard`` lists under ``d/`` (the same
+    ignore rules), and the excluded paths are excluded from it again.
+    """
+    specs: list[bytes] = []
+    folder: bytes | None = None
+    for path in paths:
+        if folder is not None and path.startswith(folder):
+            continue
+        folder = None
+        parts = path.rstrip(b"/").split(b"/")
+        spec = path
+        for end in range(1, len(parts)):
+            candidate = b"/".join(parts[:end])
+            if candidate not in tracked:
+                spec = folder = candidate + b"/"
+                break
+        specs.append(spec)
+    return specs
 
 
 def write_binary_diff(
