@@ -63,3 +63,27 @@ def test_a_folder_git_cannot_read_is_named() -> None:
     assert unreadable_folder_warning(said) == (
         "left out of the patch: git could not open 'a/b/' (Permission denied)"
     )
+
+
+def test_a_new_folder_is_marked_whole_but_not_what_is_linked_into_it(env, make_repo) -> None:
+    """Many new files: a new folder is given to git as one pathspec; the
+    patch holds the same files as path by path (ignored ones out, a linked
+    path inside the new folder out)."""
+    repo = make_repo({".gitignore": "*.log\n"})
+    (repo / "deps" / "node_modules").mkdir(parents=True)
+    (repo / "deps" / "node_modules" / "m.js").write_text("m\n")
+    script = (
+        "echo n > deps/new.txt; echo l > deps/x.log; mkdir -p deps/sub new/deeper; "
+        "echo s > deps/sub/s.txt; echo d > new/deeper/d.txt; echo r > README"
+    )
+    run = isopatch(
+        "--porcelain", "--link", "deps/node_modules", "--", "sh", "-c", script, cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    names = {
+        line.split(b" b/", 1)[1].decode()
+        for line in patch.splitlines()
+        if line.startswith(b"diff --git ")
+    }
+    assert names == {"README", "deps/new.txt", "deps/sub/s.txt", "new/deeper/d.txt"}
