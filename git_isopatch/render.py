@@ -155,16 +155,19 @@ def summary_lines(
 
 def apply_command(patch: str, top: str, cwd: str) -> str:
     """The shell command that applies ``patch`` to the work tree at ``top``
-    when typed in ``cwd``: ``git apply <patch>`` at the top, else ``git -C
-    <top> apply <patch>`` (``..``-style when ``cwd`` is below the top), since
-    ``git apply`` in a subfolder leaves out the paths outside it
+    when typed in ``cwd``: ``git apply --whitespace=nowarn <patch>`` at the
+    top, else ``git -C <top> apply --whitespace=nowarn <patch>``
+    (``..``-style when ``cwd`` is below the top), since ``git apply`` in a
+    subfolder leaves out the paths outside it
     (git-apply(1)).  Paths are quoted for a POSIX shell."""
     quoted = shlex.quote(patch)
+    # --whitespace=nowarn: the user's apply.whitespace must neither refuse
+    # nor "fix" a line that ends in blanks (git-config(1), apply.whitespace)
     if os.path.realpath(cwd) == os.path.realpath(top):
-        return f"git apply {quoted}"
+        return f"git apply --whitespace=nowarn {quoted}"
     up = os.path.relpath(os.path.realpath(top), os.path.realpath(cwd))
     where = up if all(part == ".." for part in up.split(os.sep)) else top
-    return f"git -C {shlex.quote(where)} apply {quoted}"
+    return f"git -C {shlex.quote(where)} apply --whitespace=nowarn {quoted}"
 
 
 def relative_age(seconds: float | None) -> str:

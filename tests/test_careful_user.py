@@ -109,22 +109,29 @@ def test_list_quotes_newlines_and_control_bytes_of_a_command(env, make_repo) -> 
     git("worktree", "remove", "--force", kept.fields()["worktree"], cwd=repo, env=env)
 
 
-def _applying_lines(text: str) -> list[str]:
-    """Lines of a document that run ``git apply`` to change files (not
-    ``--stat`` or ``--check``)."""
-    return [
-        line
-        for line in text.splitlines()
-        if re.search(r"git apply( |$)", line)
-        and "--stat" not in line
-        and "--check" not in line
-        and ("|" in line or '"$patch"' in line or line.lstrip().startswith("git apply"))
-    ]
+def _applying_lines(text: str, rst: bool) -> list[str]:
+    """Lines of a document's examples (a README code block, an indented
+    man page block) that run ``git apply`` to change files (not ``--stat``
+    or ``--check``), and every hint that shows one."""
+    lines, in_block = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_block = not in_block
+            continue
+        example = in_block or (rst and line.startswith("    ")) or "hint: " in line
+        if (
+            example
+            and re.search(r"git (-C \S+ )?apply ", line)
+            and "--stat" not in line
+            and "--check" not in line
+        ):
+            lines.append(line)
+    return lines
 
 
 def test_documented_pipelines_do_not_depend_on_apply_whitespace() -> None:
     for name in ("README.md", "man/git-isopatch.rst"):
-        lines = _applying_lines((ROOT / name).read_text())
+        lines = _applying_lines((ROOT / name).read_text(), name.endswith(".rst"))
         assert lines, name
         for line in lines:
             assert "--whitespace=nowarn" in line, (name, line)

@@ -28,7 +28,7 @@ def test_human_mode_summary_and_inherited_output(env, make_repo, no_leftovers) -
     assert lines[:3] == ["err", " README | 1 +", " 1 file changed, 1 insertion(+)"]
     assert lines[3].startswith("isopatch: 1 file changed, exit 0, patch ")
     patch = Path(lines[3].split(", patch ", 1)[1])
-    assert lines[4:] == [f"hint: to apply it: git apply {patch}"]
+    assert lines[4:] == [f"hint: to apply it: git apply --whitespace=nowarn {patch}"]
     assert patch.name == "isopatch.patch"
     assert stat.S_IMODE(patch.stat().st_mode) == 0o600
     assert stat.S_IMODE(patch.parent.stat().st_mode) == 0o700

@@ -35,7 +35,7 @@ def test_diffstat_summary_and_next_step(env, make_repo) -> None:
         " create mode 100644 new file",
         " mode change 100644 => 100755 tool",
         f"isopatch: 4 files changed, exit 0, patch {patch}",
-        f"hint: to apply it: git apply {shlex.quote(patch)}",
+        f"hint: to apply it: git apply --whitespace=nowarn {shlex.quote(patch)}",
     ]
     assert ESC not in run.err
 
