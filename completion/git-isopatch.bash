@@ -73,8 +73,8 @@ _git_isopatch ()
 				--base= --include-uncommitted --staged -C --link= --copy=
 				--apply --output= --stdout --porcelain -z --json --keep
 				--timeout= --exit-code --sandbox --allow-write= --allow-network
-				--quiet --help --version -- --no-keep --no-link --no-copy
-				--no-sandbox
+				--quiet --help --version --recurse-submodules
+				-- --no-keep --no-link --no-copy --no-sandbox --no-recurse-submodules
 				"
 			return
 			;;

@@ -36,6 +36,7 @@ from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
 from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
+from .git.submodule import Submodule, write_submodule_diff
 from .git.types import CommitId, Ref
 from .isolation import results
 from .isolation.command import CommandOutcome, forward_signals, run_command
@@ -55,6 +56,8 @@ from .isolation.include import (
     resolve_includes,
 )
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
+from .isolation.submodules import populate as populate_submodules
+from .isolation.submodules import warn_changed as warn_changed_submodules
 from .request import CaptureRequest, conflicts
 from .settings import complete_request
 
@@ -325,6 +328,7 @@ def _extract_patch(
     env: Mapping[str, str],
     output: str | None,
     exclude: Sequence[str] = (),
+    submodules: Sequence[Submodule] = (),
     warn: Callable[[str], None] = log.warning,
     confine: Callable[[], None] | None = None,
 ) -> str:
@@ -335,7 +339,11 @@ def _extract_patch(
     the top: the linked and copied ones) never enters the patch.  With
     ``confine`` (the command's sandbox), git runs confined as the command
     did: it runs what the worktree names (a nested repository's filter, its
-    attributes), which the command wrote.
+    attributes), which the command wrote.  The changes inside each of
+    ``submodules`` (populated by ``--recurse-submodules``) follow the
+    superproject's, their paths from the top
+    (:func:`.git.submodule.write_submodule_diff`); their gitlinks are left
+    out.
 
     Returns:
         the patch path.
@@ -348,7 +356,7 @@ def _extract_patch(
             "worktree-gone", f"the command removed or replaced its worktree '{worktree}'"
         )
     try:
-        return _write_patch(isolation, env, output, exclude, confine, warn)
+        return _write_patch(isolation, env, output, exclude, confine, warn, submodules)
     except subprocess.SubprocessError as exc:  # only a confine that failed raises it
         from .isolation.sandbox import UNAVAILABLE
 
@@ -364,10 +372,12 @@ def _write_patch(
     exclude: Sequence[str],
     confine: Callable[[], None] | None,
     warn: Callable[[str], None],
+    submodules: Sequence[Submodule] = (),
 ) -> str:
     worktree = isolation.worktree
     git_dir = isolation.admin_dir
     unreadable: list[str] = []
+    exclude = [*exclude, *(submodule.path for submodule in submodules)]
     match mark_untracked_intent_to_add(
         worktree,
         git_dir=git_dir,
@@ -411,6 +421,17 @@ def _write_patch(
                     raise known_failure(f"could not write patch '{target}'", error)
                 case Ok():
                     pass
+            for submodule in submodules:
+                match write_submodule_diff(
+                    worktree, submodule, handle, env=env, preexec_fn=confine
+                ):
+                    case Err(error):
+                        raise known_failure(
+                            f"could not write patch '{target}' (submodule '{submodule.path}')",
+                            error,
+                        )
+                    case Ok():
+                        pass
         quote_ambiguous_headers(written)
         if output is not None:
             os.chmod(written, _output_mode(output))
@@ -616,6 +637,11 @@ def run(
         try:
             if request.include_uncommitted:
                 _check_out_present_skipped(isolation, provider, git_env)
+            submodules = (
+                _populate_submodules(isolation, provider, git_env)
+                if request.recurse_submodules
+                else ()
+            )
             result = _run_and_extract(
                 isolation,
                 provider,
@@ -625,6 +651,7 @@ def run(
                 environ=environ,
                 includes=includes,
                 sandbox=confinement,
+                submodules=submodules,
                 warn=warn,
             )
         except BaseException:  # the worktree is gone, or kept and reported
@@ -642,6 +669,27 @@ def _reports_inside(result: CaptureResult, folder: str) -> bool:
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     prefix = os.path.join(folder, "")
     return any(path is not None and path.startswith(prefix) for path in reported)
+
+
+def _populate_submodules(
+    isolation: Isolation, provider: IsolationProvider, env: Mapping[str, str]
+) -> tuple[Submodule, ...]:
+    """``--recurse-submodules``: the submodules the user has checked out,
+    populated from the user's own repositories
+    (:func:`.isolation.submodules.populate`).  On failure the worktree is
+    removed.
+
+    Raises:
+        IsopatchError: a classified git failure.
+    """
+    try:
+        return populate_submodules(
+            isolation.worktree, isolation.admin_dir, isolation.repository.top, env=env
+        )
+    except BaseException:
+        if provider.remove(isolation):
+            shutil.rmtree(isolation.tmpdir, ignore_errors=True)
+        raise
 
 
 def _check_out_present_skipped(
@@ -684,11 +732,12 @@ def _run_and_extract(
     environ: Mapping[str, str],
     includes: Sequence[Include] = (),
     sandbox: SandboxRequest | None = None,
+    submodules: Sequence[Submodule] = (),
     warn: Callable[[str], None] = log.warning,
 ) -> CaptureResult:
     """:func:`_confined_run_and_extract` with the sandbox (when asked)
     alive from the command to the end of the extraction, then closed and
-    its ``TMPDIR`` removed."""
+    its ``TMPDIR`` removed; ``submodules``: those populated."""
     with contextlib.ExitStack() as confinement:
         return _confined_run_and_extract(
             isolation,
@@ -700,6 +749,7 @@ def _run_and_extract(
             environ=environ,
             includes=includes,
             sandbox=sandbox,
+            submodules=submodules,
             warn=warn,
         )
 
@@ -715,11 +765,14 @@ def _confined_run_and_extract(
     environ: Mapping[str, str],
     includes: Sequence[Include] = (),
     sandbox: SandboxRequest | None = None,
+    submodules: Sequence[Submodule] = (),
     warn: Callable[[str], None] = log.warning,
 ) -> CaptureResult:
     """Steps 4-7 on a made worktree for a completed ``request`` (after
-    linking and copying ``includes`` into it); the worktree never outlives an
-    error unless it is kept and reported."""
+    linking and copying ``includes`` into it; ``submodules``: those
+    populated); the worktree never outlives an error unless it is kept and
+    reported.  A submodule whose changes are not in the patch is named by
+    ``warn``."""
     timeout = request.timeout or None
     cwd = os.path.join(isolation.worktree, isolation.repository.prefix)
     stdout_path = stderr_path = None
@@ -769,6 +822,9 @@ def _confined_run_and_extract(
         shared_writes=_shared_writes(before, repository, git_env),
         hints=command_hints(request.command, outcome, repository.top, isolation.worktree),
     )
+    warn_changed_submodules(
+        isolation.worktree, isolation.admin_dir, populated=submodules, env=git_env, warn=warn
+    )
     excluded = [i.path for i in includes]
     diffstat = None
     try:
@@ -777,6 +833,7 @@ def _confined_run_and_extract(
             git_env,
             request.output,
             excluded,
+            submodules=submodules,
             warn=warn,
             confine=box.confine if box is not None else None,
         )
@@ -786,7 +843,8 @@ def _confined_run_and_extract(
             warn(too_large)
         if request.diffstat and files:
             confine = box.confine if box is not None else None
-            diffstat = _diffstat(isolation, request, git_env, excluded, confine)
+            shown = [*excluded, *(submodule.path for submodule in submodules)]
+            diffstat = _diffstat(isolation, request, git_env, shown, confine)
     except IsopatchError as failure:
         provider.keep(isolation)
         return finish(worktree=isolation.worktree, error=failure)

@@ -158,6 +158,13 @@ def isopatch(
         bool | None,
         typer.Option("--keep/--no-keep", help="keep the worktree after a successful run"),
     ] = None,
+    recurse_submodules: Annotated[
+        bool | None,
+        typer.Option(
+            "--recurse-submodules/--no-recurse-submodules",
+            help="populate your checked-out submodules, capture changes inside them",
+        ),
+    ] = None,
     timeout: Annotated[
         str | None,
         typer.Option(
@@ -255,6 +262,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         progress=not mode.quiet and columns is not None,
         diffstat=not mode.quiet,
         terminal_columns=columns,
+        recurse_submodules=params["recurse_submodules"],
     )
     problem = conflicts(request, mode)
     if problem is not None:

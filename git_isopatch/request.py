@@ -27,7 +27,8 @@ class CaptureRequest:
     Fields left ``None`` are decided by configuration, then by a default
     (:func:`git_isopatch.settings.complete_request` fills them in; after it,
     none of ``keep``, ``timeout``, ``tmpdir``, ``configured_links``,
-    ``configured_copies``, ``max_worktrees`` and ``pool`` is ``None``).
+    ``configured_copies``, ``max_worktrees``, ``pool`` and
+    ``recurse_submodules`` is ``None``).
 
     Attributes:
         command: the program and its arguments (argv; never a shell string).
@@ -93,6 +94,10 @@ class CaptureRequest:
         terminal_columns: the diffstat goes to a terminal this wide: git's
             colour for a terminal (``color.diff``, ``color.ui``), and this
             width; ``None``: git's choice for a pipe, 80 columns.
+        recurse_submodules: populate the submodules the user has checked
+            out from the user's own submodule repositories, and capture the
+            changes inside them (``--recurse-submodules``,
+            ``isopatch.recurseSubmodules``; default no).
     """
 
     command: tuple[str, ...]
@@ -120,6 +125,7 @@ class CaptureRequest:
     progress: bool = False
     diffstat: bool = False
     terminal_columns: int | None = None
+    recurse_submodules: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@
 ``isopatch.tmpdir`` (path), ``isopatch.link`` and ``isopatch.copy``
 (multi-valued paths, from the top of the work tree; an empty value clears
 the values read before it, as git does for ``push.pushOption``) and
-``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``
-and ``isopatch.allowNetwork`` (booleans), ``isopatch.allowWrite``
-(multi-valued paths); ``isopatch.pool`` (a count, 0 for no pool).  All are
-read through
+``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``,
+``isopatch.allowNetwork`` and ``isopatch.recurseSubmodules`` (booleans),
+``isopatch.allowWrite`` (multi-valued paths); ``isopatch.pool`` (a count, 0
+for no pool).  All are read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
 ``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
@@ -153,6 +153,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("allowWrite", "allow_write", _path, multi=True),
     ConfigKey("allowNetwork", "allow_network", _bool),
     ConfigKey("pool", "pool", _pool_size),
+    ConfigKey("recurseSubmodules", "recurse_submodules", _bool),
 )
 
 
@@ -169,6 +170,7 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "sandbox": False,
         "allow_write": (),
         "allow_network": False,
+        "recurse_submodules": False,
     }
 
 

@@ -16,6 +16,7 @@ from repo_helpers import git, isopatch, registered_worktrees, tmpfs
 from git_isopatch.git.repo import open_user_repository, resolve_commit
 from git_isopatch.git.result import Err, GitError, Ok
 from git_isopatch.git.run import own_git_environment, run_git
+from git_isopatch.git.submodule import populate_submodules
 from git_isopatch.git.types import CommitId, GitDirPath, Ref
 from git_isopatch.git.worktree import add_detached_worktree
 from git_isopatch.isolation.errors import (
@@ -232,6 +233,24 @@ def _embedded_repository(env, tmp_path, make_repo) -> GitError:
     return _git(env, "-C", str(repo), "add", "--intent-to-add", "inner")
 
 
+def _submodule_failed(env, tmp_path, make_repo) -> GitError:
+    """The commit the superproject records is not in the repository the
+    submodule is populated from (``--recurse-submodules``)."""
+    source = tmp_path / "source"
+    git("init", "-q", source, cwd=tmp_path, env=env)
+    git("commit", "-q", "--allow-empty", "-m", "other", cwd=source, env=env)
+    repo = make_repo({".gitmodules": '[submodule "sub"]\n\tpath = sub\n\turl = ./nowhere\n'})
+    git("update-index", "--add", "--cacheinfo", f"160000,{MISSING_COMMIT},sub", cwd=repo, env=env)
+    git("commit", "-q", "-m", "gitlink", cwd=repo, env=env)
+    result = populate_submodules(
+        repo,
+        git_dir=repo / ".git",
+        sources={"sub": ("sub", str(source))},
+        env=own_git_environment(env),
+    )
+    return _err(result)
+
+
 #: code -> a real failure of that kind.
 CASES: dict[str, Callable[..., GitError]] = {
     "timeout": _timeout,
@@ -258,6 +277,7 @@ CASES: dict[str, Callable[..., GitError]] = {
     "ambiguous-revision": _ambiguous_revision,
     "promisor-remote": _promisor_remote,
     "git-failed": _git_failed,
+    "submodule-failed": _submodule_failed,
 }
 
 #: more failures of a row's kind, each as git really produces it.

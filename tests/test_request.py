@@ -44,6 +44,11 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     "sandbox": (["--sandbox", "--", "true"], True, "isopatch.sandbox"),
     "allow_write": (["--allow-write", "c", "--", "true"], ("c",), "isopatch.allowWrite"),
     "allow_network": (["--allow-network", "--", "true"], True, "isopatch.allowNetwork"),
+    "recurse_submodules": (
+        ["--recurse-submodules", "--", "true"],
+        True,
+        "isopatch.recurseSubmodules",
+    ),
 }
 
 
@@ -117,6 +122,7 @@ def test_defaults_without_configuration(make_repo, env) -> None:
     assert completed.timeout == 0  # no limit
     assert completed.tmpdir == env["TMPDIR"]
     assert completed.max_worktrees == 25
+    assert completed.recurse_submodules is False
     assert (completed.configured_links, completed.configured_copies) == ((), ())
     assert (completed.sandbox, completed.allow_write, completed.allow_network) == (
         False,
@@ -160,6 +166,7 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "sandbox": True,
         "allow_write": [str(allowed)],
         "allow_network": True,
+        "recurse_submodules": True,  # no submodule here; tests/test_submodules.py uses it
     }
     assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS == set(SOURCES)
     script = (

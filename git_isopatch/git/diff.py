@@ -47,7 +47,10 @@ RENAME_LIMIT = 1000
 #: ``git diff`` options that pin the patch format (git-diff(1)): binary
 #: patches with full ids, ``a/`` and ``b/`` prefixes, no colour, no external
 #: driver, no textconv, paths from the top, rename detection with git's
-#: default limit, submodules as gitlinks, three lines of context, no file
+#: default limit, submodules as gitlinks (a new commit checked out in one
+#: shows as ``Subproject commit``; modified or untracked content in one is
+#: left out: ``Subproject commit <id>-dirty`` is nothing ``git apply`` can
+#: use, gitsubmodules(7)), three lines of context, no file
 #: ordering, and the default (Myers) algorithm with the indent heuristic
 #: (``diff.algorithm``, ``diff.indentHeuristic``).  What stays the
 #: repository's own: the text after ``@@ ... @@`` in a hunk header, which
@@ -67,7 +70,7 @@ DIFF_OPTIONS: tuple[str, ...] = (
     "--diff-algorithm=myers",
     "--indent-heuristic",
     "--submodule=short",
-    "--ignore-submodules=none",
+    "--ignore-submodules=dirty",
     "--unified=3",
     "--inter-hunk-context=0",
     f"-O{os.devnull}",
@@ -274,6 +277,7 @@ def write_binary_diff(
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
     preexec_fn: Callable[[], None] | None = None,
+    prefix: str = "",
 ) -> GitResult[None]:
     """Stream ``git diff --binary <base>`` of the worktree into ``out``.
 
@@ -281,14 +285,24 @@ def write_binary_diff(
     checkout of ``base`` reproduces the worktree (design: The patch), but
     for ``exclude``: paths relative to the top left out of the patch even if
     the command ``git add``-ed them (:func:`exclude_pathspecs`).
-    ``preexec_fn`` confines git (:func:`.run.run_git`).
+    ``preexec_fn`` confines git (:func:`.run.run_git`).  ``prefix`` (ending
+    with ``/``) goes before every path after ``a/`` and ``b/``: the diff of
+    a submodule names its files from the superproject's top.
     """
+    options = [
+        f"--src-prefix=a/{prefix}"
+        if option == "--src-prefix=a/"
+        else f"--dst-prefix=b/{prefix}"
+        if option == "--dst-prefix=b/"
+        else option
+        for option in DIFF_OPTIONS
+    ]
     result = run_git(
         [
             "--no-pager",
             *_worktree_args(worktree, git_dir),
             "diff",
-            *DIFF_OPTIONS,
+            *options,
             base,
             "--",
             *exclude_pathspecs(exclude),

@@ -157,6 +157,12 @@ FAILURE_TABLE: tuple[FailureKind, ...] = (
     ),
     # the command left a repository without commits inside its worktree
     _row("embedded-repository", pattern=r"does not have a commit checked out"),
+    # --recurse-submodules: git submodule update could not clone, fetch or
+    # check out a submodule (submodule--helper's messages name its path)
+    _row(
+        "submodule-failed",
+        pattern=r"in submodule path|into submodule path|submodule path '[^']*'",
+    ),
     # Last: any other refusal of git is git's, said in its words (design:
     # "a failure of git that the repository explains is git's message under
     # fatal:"); only a usage error of git, or no git at all, is a bug.

@@ -1,0 +1,284 @@
+"""Submodules in a worktree (gitsubmodules(7)).
+
+A fresh linked worktree has an empty folder for each submodule.  With
+``--recurse-submodules`` the submodules the user has checked out are
+populated from the user's own submodule repositories, never from the
+network: ``git submodule update --checkout`` runs in the worktree with
+``submodule.<name>.url`` pointed at the user's submodule git directory for
+this run only (``-c``), so git clones it locally (objects hard-linked) into
+the worktree's own ``$GIT_DIR/modules/<name>``
+(``$GIT_COMMON_DIR/worktrees/<id>/modules/<name>``), which goes with the
+worktree.  The user's submodule repositories are only read, and the
+superproject's configuration is not written (no ``--init``).
+
+The changes inside a populated submodule go into the patch as ordinary file
+changes with paths prefixed by the submodule's path (``diff --git
+a/sub/file b/sub/file``), made by a binary diff inside the submodule against
+the commit the superproject records: ``git apply`` at the top of the user's
+work tree writes them into the submodule's files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from .diff import DIFF_CONFIG, mark_untracked_intent_to_add, write_binary_diff
+from .result import Err, GitResult, Ok
+from .run import run_git
+from .types import CommitId, GitDirPath, RepoPath, WorktreePath
+
+GITLINK_MODE = b"160000"
+
+#: Settings for ``git submodule update`` in the worktree: the local clone
+#: uses the ``file`` transport, which git refuses for submodules unless
+#: told (git 2.38.1, CVE-2022-39253, ``protocol.file.allow``); no hook runs.
+UPDATE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("protocol.file.allow", "always"),
+    ("core.hooksPath", os.devnull),
+    ("core.fsmonitor", "false"),
+)
+
+
+@dataclass(frozen=True)
+class Gitlink:
+    """A submodule entry of a worktree's index.
+
+    Attributes:
+        path: relative to the top, ``/``-separated.
+        commit: the commit the superproject records for it.
+    """
+
+    path: str
+    commit: CommitId
+
+
+@dataclass(frozen=True)
+class Submodule:
+    """A submodule populated in a worktree.
+
+    Attributes:
+        name: its name (``.gitmodules``, ``submodule.<name>.path``).
+        path: relative to the top of the worktree, ``/``-separated.
+        commit: the commit checked out (the superproject's gitlink).
+        git_dir: its git directory in the worktree's private folder
+            (``<admin>/modules/<name>``).
+    """
+
+    name: str
+    path: str
+    commit: CommitId
+    git_dir: GitDirPath
+
+
+def _args(worktree: str, git_dir: str) -> list[str]:
+    return [f"--git-dir={git_dir}", f"--work-tree={worktree}", "-C", worktree]
+
+
+def list_gitlinks(
+    worktree: WorktreePath, *, git_dir: GitDirPath, env: Mapping[str, str]
+) -> GitResult[list[Gitlink]]:
+    """The submodule entries of the worktree's index (``git ls-files -s``,
+    mode 160000), or none when the worktree has no ``.gitmodules`` (git
+    knows no submodule there: a gitlink without it is an embedded
+    repository, which git cannot populate either)."""
+    if not os.path.lexists(os.path.join(worktree, ".gitmodules")):
+        return Ok([])
+    listed = run_git(
+        [*_args(worktree, git_dir), "ls-files", "-s", "-z", "--full-name"],
+        env=env,
+        config=DIFF_CONFIG,
+    )
+    match listed:
+        case Err() as err:
+            return err
+        case Ok(output):
+            pass
+    links = []
+    for entry in output.split(b"\0"):
+        info, _, path = entry.partition(b"\t")
+        fields = info.split()
+        if len(fields) == 3 and fields[0] == GITLINK_MODE and fields[2] == b"0":
+            links.append(Gitlink(os.fsdecode(path), CommitId(fields[1].decode("ascii"))))
+    return Ok(links)
+
+
+def submodule_names(worktree: WorktreePath, *, env: Mapping[str, str]) -> GitResult[dict[str, str]]:
+    """Path -> name of the submodules ``<worktree>/.gitmodules`` declares
+    (``submodule.<name>.path``)."""
+    result = run_git(
+        [
+            "config",
+            "--file",
+            os.path.join(worktree, ".gitmodules"),
+            "-z",
+            "--get-regexp",
+            r"^submodule\..*\.path$",
+        ],
+        env=env,
+    )
+    match result:
+        case Err() as err:
+            if err.error.returncode == 1:  # no such key
+                return Ok({})
+            return err
+        case Ok(output):
+            pass
+    names = {}
+    for record in output.split(b"\0"):
+        key, _, value = record.partition(b"\n")
+        if key.startswith(b"submodule.") and key.endswith(b".path") and value:
+            name = key[len(b"submodule.") : -len(b".path")]
+            names[os.fsdecode(value).strip("/")] = os.fsdecode(name)
+    return Ok(names)
+
+
+def user_submodule_git_dir(top: RepoPath, path: str) -> str | None:
+    """The git directory of the submodule at ``path`` of the user's work tree
+    ``top``: ``<path>/.git`` when it is a folder, the folder its ``gitdir:``
+    line names when it is a file (an absorbed submodule:
+    ``.git/modules/<name>``); ``None`` when the user has not checked it out."""
+    dotgit = os.path.join(top, path, ".git")
+    if os.path.isdir(dotgit) and not os.path.islink(dotgit):
+        return os.path.realpath(dotgit)
+    try:
+        with open(dotgit, "rb") as handle:
+            text = handle.read().decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    found = os.path.realpath(os.path.join(top, path, text[len("gitdir: ") :]))
+    return found if os.path.isdir(found) else None
+
+
+def populate_submodules(
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    sources: Mapping[str, tuple[str, str]],
+    env: Mapping[str, str],
+) -> GitResult[None]:
+    """``git submodule update --checkout -- <paths>`` in the worktree, each
+    submodule cloned from a local repository.
+
+    Args:
+        worktree: the worktree's top folder.
+        git_dir: its private folder.
+        sources: path -> (name, the user's git directory of that submodule).
+        env: git-isopatch's own git environment.
+
+    Returns:
+        ``Ok(None)``, or ``Err`` with git's message (the recorded commit is
+        not in the user's submodule repository, no space...).
+    """
+    if not sources:
+        return Ok(None)
+    config = list(UPDATE_CONFIG)
+    for name, source in sources.values():
+        config += [(f"submodule.{name}.url", source), (f"submodule.{name}.update", "checkout")]
+    result = run_git(
+        [
+            "--literal-pathspecs",
+            *_args(worktree, git_dir),
+            "submodule",
+            "update",
+            "--checkout",
+            "--no-recommend-shallow",
+            "--quiet",
+            "--",
+            *sources,
+        ],
+        env=env,
+        config=config,
+    )
+    match result:
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def changed_submodules(
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    gitlinks: Sequence[Gitlink],
+    env: Mapping[str, str],
+) -> GitResult[list[str]]:
+    """The paths of ``gitlinks`` whose content the command changed: a
+    checked-out submodule that ``git status`` reports with modified or
+    untracked content or another commit (porcelain v2 ``S`` state with
+    ``C``, ``M`` or ``U``), or an empty submodule folder that now holds
+    files."""
+    changed = []
+    populated = []
+    for link in gitlinks:
+        folder = os.path.join(worktree, link.path)
+        if os.path.lexists(os.path.join(folder, ".git")):
+            populated.append(link.path)
+        elif os.path.isdir(folder) and not os.path.islink(folder) and os.listdir(folder):
+            changed.append(link.path)
+    if populated:
+        result = run_git(
+            [
+                "--literal-pathspecs",
+                *_args(worktree, git_dir),
+                "status",
+                "--porcelain=2",
+                "-z",
+                "--ignore-submodules=none",
+                "--untracked-files=no",
+                "--",
+                *populated,
+            ],
+            env=env,
+            config=DIFF_CONFIG,
+        )
+        match result:
+            case Err() as err:
+                return err
+            case Ok(output):
+                pass
+        for record in output.split(b"\0"):
+            fields = record.split(b" ", 8)
+            if len(fields) == 9 and fields[0] == b"1" and fields[2].startswith(b"S"):
+                if fields[2] != b"S...":
+                    changed.append(os.fsdecode(fields[8]))
+    return Ok(sorted(set(changed)))
+
+
+def write_submodule_diff(
+    worktree: WorktreePath,
+    submodule: Submodule,
+    out: IO[bytes],
+    *,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[None]:
+    """Append the changes inside ``submodule`` to ``out``: its untracked
+    files are marked intent-to-add in its own index, then ``git diff
+    --binary <commit>`` with the pinned options and ``a/<path>/``,
+    ``b/<path>/`` prefixes, so the patch names the files from the top of
+    the superproject.  Commits the command made in the submodule show as
+    their content.  ``preexec_fn`` confines git (:func:`.run.run_git`), as
+    for the superproject's diff."""
+    folder = WorktreePath(os.path.join(worktree, submodule.path))
+    match mark_untracked_intent_to_add(
+        folder, git_dir=submodule.git_dir, env=env, preexec_fn=preexec_fn
+    ):
+        case Err() as err:
+            return err
+        case Ok():
+            pass
+    return write_binary_diff(
+        folder,
+        submodule.commit,
+        out,
+        git_dir=submodule.git_dir,
+        env=env,
+        prefix=submodule.path + "/",
+        preexec_fn=preexec_fn,
+    )
