@@ -190,3 +190,21 @@ def test_a_commit_the_users_submodule_lacks_is_fatal(
     assert run.fields()["error-code"] == "submodule-failed"
     assert repo_state(repo, env) == before
     assert not (repo / ".git" / "worktrees").exists()
+
+
+def test_a_pooled_worktree_is_populated_again(env, make_repo, tmp_path) -> None:
+    """With ``isopatch.pool`` a returned worktree is reused: each run sees
+    the submodule at its recorded commit, and captures only its own change;
+    a run without the flag then sees an empty submodule folder."""
+    repo = _superproject(make_repo, tmp_path, env)
+    pool = ("-c", "isopatch.pool=1")
+    script = 'test "$(cat sub/s)" = s && echo more >> sub/s && echo n > sub/new'
+    for _ in range(2):
+        run = isopatch("--recurse-submodules", "--porcelain", "--", "sh", "-c", script,
+                       cwd=repo, env=env, git_options=pool)  # fmt: skip
+        assert run.returncode == 0, run.err
+        assert run.fields()["files"] == "2"
+    plain = isopatch("--porcelain", "--", "sh", "-c", 'test -z "$(ls -A sub)"',
+                     cwd=repo, env=env, git_options=pool)  # fmt: skip
+    assert plain.returncode == 0, plain.err
+    assert plain.fields()["files"] == "0"
