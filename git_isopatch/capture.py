@@ -36,7 +36,7 @@ from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
 from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
-from .git.submodule import Submodule, write_submodule_diff
+from .git.submodule import Submodule, patch_stat, write_submodule_diff
 from .git.types import CommitId, Ref
 from .isolation import results
 from .isolation.command import CommandOutcome, forward_signals, run_command
@@ -843,8 +843,11 @@ def _confined_run_and_extract(
             warn(too_large)
         if request.diffstat and files:
             confine = box.confine if box is not None else None
-            shown = [*excluded, *(submodule.path for submodule in submodules)]
-            diffstat = _diffstat(isolation, request, git_env, shown, confine)
+            diffstat = (
+                _diffstat(isolation, request, git_env, excluded, confine)
+                if not submodules
+                else _submodule_patch_stat(patch, git_env)
+            )
     except IsopatchError as failure:
         provider.keep(isolation)
         return finish(worktree=isolation.worktree, error=failure)
@@ -865,6 +868,18 @@ def _confined_run_and_extract(
     if files and result.exit_code == 0:
         return _apply(result, repository, git_env)
     return replace(result, applied=False)
+
+
+def _submodule_patch_stat(patch: str, env: Mapping[str, str]) -> bytes | None:
+    """The diffstat of a patch holding submodule files
+    (:func:`.git.submodule.patch_stat`), or ``None`` when git cannot show
+    it (logged at debug level)."""
+    match patch_stat(patch, env=env):
+        case Ok(output):
+            return output
+        case Err(error):
+            log.debug("no diffstat: %s", error.message())
+            return None
 
 
 def _diffstat(

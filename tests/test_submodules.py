@@ -208,3 +208,12 @@ def test_a_pooled_worktree_is_populated_again(env, make_repo, tmp_path) -> None:
                      cwd=repo, env=env, git_options=pool)  # fmt: skip
     assert plain.returncode == 0, plain.err
     assert plain.fields()["files"] == "0"
+
+
+def test_the_summary_lists_the_files_inside_submodules(env, make_repo, tmp_path) -> None:
+    repo = _superproject(make_repo, tmp_path, env)
+    run = isopatch("--recurse-submodules", "--", "sh", "-c", "echo c >> sub/s && echo z >> top",
+                   cwd=repo, env=env)  # fmt: skip
+    assert run.returncode == 0, run.err
+    names = [line.split("|")[0].strip() for line in run.err.splitlines() if "|" in line]
+    assert sorted(names) == ["sub/s", "top"]

@@ -282,3 +282,14 @@ def write_submodule_diff(
         prefix=submodule.path + "/",
         preexec_fn=preexec_fn,
     )
+
+
+def patch_stat(patch: str, *, env: Mapping[str, str]) -> GitResult[bytes]:
+    """``git apply --stat --summary <patch>``: the diffstat of a patch file
+    as written, submodule files included (a diff made in the worktree
+    cannot show those under their paths from the top).  Uncoloured, 80
+    columns; nothing is applied."""
+    folder = os.path.dirname(patch) or "."
+    return run_git(
+        ["apply", "--stat", "--summary", "--", patch], env=env, config=DIFF_CONFIG, cwd=folder
+    )
