@@ -127,3 +127,16 @@ def test_the_diffstat_fits_the_terminal(env, make_repo) -> None:
     assert long_name in stat
     stat = [line for line in narrow.shown.splitlines() if " | " in line][0]
     assert ".../" in stat and len(stat.replace(ESC, "")) <= 60
+
+
+def test_the_ci_recipe_shows_what_would_change_and_hands_over_the_patch(env, make_repo) -> None:
+    """README: ``git isopatch --exit-code --stdout -- <fmt> > format.patch``."""
+    repo = _repo(make_repo)
+    run = isopatch("--exit-code", "--stdout", "--", "sh", "-c", CHANGE, cwd=repo, env=env)
+    assert run.returncode == 1
+    assert " 4 files changed, 2 insertions(+), 2 deletions(-)" in run.err.splitlines()
+    assert run.err.splitlines()[-1] == "isopatch: 4 files changed, exit 0"
+    git("apply", "--check", "-", cwd=repo, env=env, input=run.stdout)
+    clean = isopatch("--exit-code", "--stdout", "--", "true", cwd=repo, env=env)
+    assert (clean.returncode, clean.stdout) == (0, b"")
+    assert clean.err == "isopatch: 0 files changed, exit 0\n"
