@@ -188,7 +188,7 @@ def test_the_documented_recipe_stages_the_fix_all_or_nothing(env, make_repo, tmp
     fix = tmp_path / "fix.patch"
     recipe = (
         f"git isopatch --staged -q -o {fix} -- sed -i s/staged/fixed/ a b"
-        f" && git apply --index {fix}"
+        f" && git apply --whitespace=nowarn --index {fix}"
     )
     done = subprocess.run(["sh", "-c", recipe], cwd=repo, env=env, capture_output=True)
     assert done.returncode == 0, done.stderr

@@ -48,7 +48,7 @@ def test_the_next_step_works_pasted_into_a_shell_in_a_subfolder(env, make_repo, 
     run = isopatch("-o", output, "--", "sh", "-c", f"cd .. && {CHANGE}", cwd=repo / "sub", env=env)
     assert run.returncode == 0, run.err
     hint = run.err.splitlines()[-1]
-    assert hint.startswith("hint: to apply it: git -C .. apply ")
+    assert hint.startswith("hint: to apply it: git -C .. apply --whitespace=nowarn ")
     command = hint.removeprefix("hint: to apply it: ")
     subprocess.run(["sh", "-c", command], cwd=repo / "sub", env=env, check=True)
     status = git("status", "--porcelain", cwd=repo, env=env).decode().splitlines()
@@ -60,7 +60,9 @@ def test_exit_code_shows_the_same_and_quiet_shows_nothing(env, make_repo) -> Non
     shown = isopatch("--exit-code", "--", "sh", "-c", CHANGE, cwd=repo, env=env)
     assert shown.returncode == 1
     assert " 4 files changed, 2 insertions(+), 2 deletions(-)" in shown.err.splitlines()
-    assert shown.err.splitlines()[-1].startswith("hint: to apply it: git apply ")
+    assert shown.err.splitlines()[-1].startswith(
+        "hint: to apply it: git apply --whitespace=nowarn "
+    )
     for quiet in (("-q",), ("--exit-code", "-q"), ("--porcelain",), ("--json",)):
         run = isopatch(*quiet, "--", "sh", "-c", CHANGE, cwd=repo, env=env)
         assert run.err == "", quiet
