@@ -35,6 +35,7 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     "timeout": (["--timeout", "2.5", "--", "true"], 2.5, "isopatch.timeout"),
     "tmpdir": (None, None, "isopatch.tmpdir"),
     "max_worktrees": (None, None, "isopatch.maxWorktrees"),
+    "pool": (None, None, "isopatch.pool"),
     "staged": (["--staged", "--", "true"], True, None),
     "apply": (["--apply", "--", "true"], True, None),
     # from the terminal: progress and the terminal's width only on one
@@ -84,6 +85,7 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
         ("isopatch.timeout", "7"),
         ("isopatch.tmpdir", str(tmp_path / "elsewhere")),
         ("isopatch.maxWorktrees", "3"),
+        ("isopatch.pool", "2"),
         ("isopatch.link", "node_modules"),
         ("isopatch.copy", ".env"),
         ("isopatch.sandbox", "true"),
@@ -94,6 +96,7 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
     repository = open_user_repository(str(repo), env).value
     completed = complete_request(CaptureRequest(command=("true",)), repository, env)
     assert (completed.keep, completed.timeout, completed.max_worktrees) == (True, 7.0, 3)
+    assert completed.pool == 2
     assert completed.tmpdir == str(tmp_path / "elsewhere")
     assert (completed.sandbox, completed.allow_network) == (True, True)
     assert completed.allow_write == (str(Path(env["HOME"]) / "cache"),)
@@ -163,6 +166,7 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "timeout": 30,
         "tmpdir": str(private_root),
         "max_worktrees": 5,
+        "pool": 1,
         "sandbox": True,
         "allow_write": [str(allowed)],
         "allow_network": True,
@@ -180,6 +184,9 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     assert b"+++ b/sub/copied" in Path(result.patch_path).read_bytes()
     assert b"local" in Path(result.patch_path).read_bytes()
     assert result.worktree_path is not None and Path(result.worktree_path).is_dir()
+    # with a pool the worktree has a folder of its own, apart from the run's
+    assert Path(result.worktree_path).parent.parent == private_root
+    assert Path(result.worktree_path).parent != Path(result.tmpdir)
     assert result.timeout == 30
     assert Path(result.tmpdir).parent == private_root
     assert Path(result.stdout).read_text() == "out\n"
