@@ -55,11 +55,12 @@ from .isolation.include import (
     refuse_tracked,
     resolve_includes,
 )
+from .isolation.placement import enter_prefix
 from .isolation.provider import Isolation, IsolationProvider, WorktreeProvider
 from .isolation.submodules import populate as populate_submodules
 from .isolation.submodules import warn_changed as warn_changed_submodules
 from .request import CaptureRequest, conflicts
-from .settings import complete_request
+from .settings import complete_request, default_tmpdir
 
 if TYPE_CHECKING:  # loaded only by the runs that need them: a plain run starts faster
     from .isolation.sandbox import Sandbox
@@ -612,6 +613,9 @@ def run(
     request = complete_request(request, repository, environ)
     confinement = _sandbox_request(request)
     tmp_root = request.tmpdir or "/tmp"
+    # isopatch.tmpdir (or the caller's tmpdir) places the worktree too;
+    # $TMPDIR alone holds only the private folder (design: Placement)
+    worktree_root = tmp_root if tmp_root != default_tmpdir(environ) else None
     snapshot = request.include_uncommitted or request.staged
     commit = None if snapshot else resolve_base(repository, request.base, environ)
     git_env = own_git_environment(environ)
@@ -631,7 +635,11 @@ def run(
     state: dict[str, int | None] = {"received": None}
     with forward_signals(state):
         isolation = provider.create(
-            repository, commit, command=list(request.command), tmp_root=tmp_root
+            repository,
+            commit,
+            command=list(request.command),
+            tmp_root=tmp_root,
+            worktree_root=worktree_root,
         )
         results.mark(isolation.tmpdir, repository.common_dir)
         try:
@@ -780,7 +788,7 @@ def _confined_run_and_extract(
     before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     try:
         bring_in(isolation.repository, isolation.worktree, includes, env=git_env)
-        os.makedirs(cwd, exist_ok=True)
+        cwd = enter_prefix(isolation.worktree, repository.prefix)
         with contextlib.ExitStack() as files:
             stdout: int | IO[bytes] | None = request.command_stdout
             stderr: IO[bytes] | None = None
@@ -808,6 +816,10 @@ def _confined_run_and_extract(
             shutil.rmtree(isolation.tmpdir, ignore_errors=True)
         where = exc.filename or isolation.tmpdir
         raise known_os_failure(f"could not create '{where}'", exc) from exc
+    except IsopatchError:
+        if provider.remove(isolation):
+            shutil.rmtree(isolation.tmpdir, ignore_errors=True)
+        raise
     except BaseException:
         provider.remove(isolation)
         raise

@@ -66,7 +66,9 @@ class CaptureRequest:
             ``isopatch.timeout``; default no limit).
         tmpdir: the folder to make the run's private folder in
             (``isopatch.tmpdir``, else ``$TMPDIR``, else ``/tmp``); an
-            unusable folder is an error, never a silent fall-back.
+            unusable folder is an error, never a silent fall-back.  Set by
+            the caller or ``isopatch.tmpdir``, it holds the worktree too;
+            else the worktree goes beside the checkout.
         max_worktrees: how many git-isopatch worktrees may stay registered
             (``isopatch.maxWorktrees``, default 25; 0: no limit).
         pool: how many used worktrees to keep warm for later runs of the

@@ -157,12 +157,20 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
 )
 
 
+def default_tmpdir(environ: Mapping[str, str]) -> str:
+    """``tmpdir`` when neither the caller nor ``isopatch.tmpdir`` says:
+    ``$TMPDIR``, else ``/tmp``.  Only the run's private folder goes there;
+    a ``tmpdir`` that differs holds the worktree too
+    (:func:`.isolation.placement.place_worktree`)."""
+    return environ.get("TMPDIR") or "/tmp"
+
+
 def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
     """What a field is when neither the caller nor the configuration says."""
     return {
         "keep": False,
         "timeout": 0.0,  # no limit
-        "tmpdir": environ.get("TMPDIR") or "/tmp",
+        "tmpdir": default_tmpdir(environ),
         "configured_links": (),
         "configured_copies": (),
         "max_worktrees": DEFAULT_MAX_WORKTREES,

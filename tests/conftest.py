@@ -53,9 +53,11 @@ def make_repo(tmp_path: Path, env: dict[str, str]):
 
 
 @pytest.fixture
-def no_leftovers(env: dict[str, str]) -> Iterator[None]:
-    """After the test, no git-isopatch worktree folder is left in TMPDIR."""
+def no_leftovers(env: dict[str, str], tmp_path: Path) -> Iterator[None]:
+    """After the test, no git-isopatch worktree folder is left in TMPDIR,
+    nor beside the repositories ``make_repo`` makes."""
     yield
     tmp = Path(env["TMPDIR"])
     left = [p for p in tmp.glob("git-isopatch-*") for c in p.iterdir() if c.is_dir()]
+    left += [*tmp_path.glob(".git-isopatch-*"), *tmp_path.glob("*/.git-isopatch-*")]
     assert not left, f"worktree folders left behind: {left}"

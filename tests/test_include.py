@@ -349,7 +349,15 @@ def test_copy_that_runs_out_of_space_is_fatal_and_leaves_nothing(
     small.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small], check=True)
     try:
-        run = isopatch("--copy", "big", "--", "true", cwd=repo, env={**env, "TMPDIR": str(small)})
+        run = isopatch(  # isopatch.tmpdir: the worktree goes there too
+            "--copy",
+            "big",
+            "--",
+            "true",
+            cwd=repo,
+            env=env,
+            git_options=("-c", f"isopatch.tmpdir={small}"),
+        )
         assert run.returncode == 128, run.err
         assert run.err.startswith("fatal: could not copy '")
         assert "No space left on device" in run.err

@@ -55,9 +55,9 @@ def test_porcelain_bytes_quote_paths_as_git_does(env, make_repo, tmp_path: Path)
 
 
 def test_porcelain_z_bytes_are_raw(env, make_repo, tmp_path: Path) -> None:
-    repo = make_repo()
-    head = git("rev-parse", "HEAD", cwd=repo, env=env).strip()
     odd_env = _odd_tmpdir(env, tmp_path)
+    repo = make_repo(name=f"{ODD_NAME}/repo")  # the worktree goes beside it
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).strip()
     run = isopatch("--porcelain", "-z", "--keep", "--", "sh", "-c", "exit 3", cwd=repo, env=odd_env)
     assert run.returncode == 3, run.err
     folder = re.escape((tmp_path / ODD_NAME).as_posix().encode()) + rb"/git-isopatch-[a-z0-9_]+"
@@ -68,7 +68,9 @@ def test_porcelain_z_bytes_are_raw(env, make_repo, tmp_path: Path) -> None:
         rb"files 0\x00"
         rb"stdout \1/stdout\x00"
         rb"stderr \1/stderr\x00"
-        rb"worktree \1/repo\x00"
+        rb"worktree "
+        + re.escape((tmp_path / ODD_NAME).as_posix().encode())
+        + rb"/\.git-isopatch-[a-z0-9_]{8}/repo\x00"
     )
     assert re.fullmatch(expected, run.stdout), run.stdout
     records = dict(r.split(b" ", 1) for r in run.stdout.split(b"\0") if r)

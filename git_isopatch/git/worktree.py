@@ -272,3 +272,34 @@ def worktree_admin_dirs(common_dir: GitDirPath) -> dict[str, GitDirPath]:
             top = os.path.dirname(os.path.join(admin, dotgit))
             found[os.path.normpath(top)] = GitDirPath(admin)
     return found
+
+
+def discovered_top(folder: str, *, env: Mapping[str, str]) -> GitResult[str]:
+    """``git rev-parse --show-toplevel`` run in ``folder``, with the
+    repository found as a command run there finds it (no ``--git-dir``):
+    the work tree git takes as its top there.  A ``core.worktree`` or
+    ``core.bare`` that reaches ``folder`` shows here (git-worktree(1),
+    "Configuration file": with ``extensions.worktreeConfig`` the
+    repository's own ``core.worktree`` applies to every worktree)."""
+    match run_git(["rev-parse", "--show-toplevel"], env=env, cwd=folder):
+        case Ok(output):
+            return Ok(output.decode("utf-8", "surrogateescape").rstrip("\n"))
+        case Err() as err:
+            return err
+
+
+def set_worktree_config(
+    admin_dir: GitDirPath, settings: Sequence[tuple[str, str]], *, env: Mapping[str, str]
+) -> GitResult[None]:
+    """Write ``settings`` into the worktree's own configuration file,
+    ``<admin_dir>/config.worktree`` (read after the repository's
+    ``config`` when ``extensions.worktreeConfig`` is on, so its values win
+    for this worktree alone)."""
+    path = os.path.join(admin_dir, "config.worktree")
+    for key, value in settings:
+        match run_git(["config", "--file", path, key, value], env=env):
+            case Err() as err:
+                return err
+            case Ok():
+                pass
+    return Ok(None)

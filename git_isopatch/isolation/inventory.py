@@ -39,6 +39,7 @@ from ..git.result import Err, Ok
 from ..git.types import GitDirPath
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .errors import known_failure
+from .placement import made_by_isopatch
 from .store import DEFAULT_MAX_WORKTREES, POOL_LOCK_REASON, IsolationStore, parse_lock_reason
 
 __all__ = [
@@ -74,8 +75,10 @@ class OwnedWorktree:
             time; else the private folder's modification time), or ``None``.
         head: the commit id checked out, when git reports one.
         command: the command it was made for (empty when unknown).
-        tmpdir: the ``git-isopatch-*`` folder holding it and its patch, when
-            known.
+        tmpdir: the run's private ``git-isopatch-*`` folder holding its
+            patch and output, when known.
+        container: the folder made for it alone, which holds it
+            (:func:`.placement.place_worktree`).
         prunable: git's reason to prune it (its folder is gone), or ``None``.
     """
 
@@ -88,6 +91,7 @@ class OwnedWorktree:
     command: tuple[str, ...]
     tmpdir: str | None
     prunable: str | None
+    container: str | None = None
 
     def age(self, now: float) -> float | None:
         """Seconds since it was made, or ``None`` when unknown."""
@@ -118,6 +122,9 @@ def owned_worktrees(
         lock_owner = parse_lock_reason(entry.locked)
         if record is None and lock_owner is None:
             continue  # not ours
+        folder = record.worktree_folder if record is not None else None
+        if not made_by_isopatch(entry.path, folder):
+            continue  # a record or lock reason written into a worktree we did not make
         if record is not None:
             running = record.owner_is_running()
             pid: int | None = record.pid
@@ -151,6 +158,7 @@ def owned_worktrees(
                 command=tuple(record.command) if record is not None else (),
                 tmpdir=record.tmpdir if record is not None else None,
                 prunable=entry.prunable,
+                container=os.path.dirname(os.path.normpath(entry.path)),
             )
         )
     owned.sort(key=lambda w: (w.created is None, w.created or 0.0))

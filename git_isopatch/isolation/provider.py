@@ -25,9 +25,11 @@ from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import (
     add_detached_worktree,
     checkout_size,
+    discovered_top,
     list_worktrees,
     remove_worktree,
     repair_worktree,
+    set_worktree_config,
     unlock_worktree,
     worktree_admin_dir,
     worktree_admin_dirs,
@@ -43,6 +45,14 @@ from .inventory import (
     owned_worktrees,
 )
 from .lock import worktree_admin_lock
+from .mounts import mount_points_under
+from .placement import (
+    BESIDE_PREFIX,
+    TMP_PREFIX,
+    made_by_isopatch,
+    place_worktree,
+    remove_tree,
+)
 from .store import POOL_LOCK_REASON, GitMetadataStore, IsolationStore, WorktreeRecord
 
 log = logging.getLogger("git_isopatch")
@@ -93,6 +103,7 @@ class IsolationProvider(Protocol):
         *,
         command: list[str],
         tmp_root: str | None = None,
+        worktree_root: str | None = None,
     ) -> Isolation: ...
 
     def remove(self, isolation: Isolation) -> bool: ...
@@ -209,16 +220,19 @@ class WorktreeProvider:
         *,
         command: list[str],
         tmp_root: str | None = None,
+        worktree_root: str | None = None,
     ) -> Isolation:
         """A detached, locked worktree at ``base`` for one run: claimed from
         the pool (:meth:`_claim`) when one waits there, else made with
         ``git worktree add`` as ``<container>/<name>``.
 
         The run's private folder (``tmpdir``) is made with mode 0700 under
-        ``tmp_root`` (default: ``$TMPDIR``); without a pool the worktree is
-        made in it, with one in a ``git-isopatch-*`` folder of its own beside
-        it.  The worktree is named after the user's top folder so that tools
-        deriving a project name from it behave alike.
+        ``tmp_root`` (default: ``$TMPDIR``); the worktree in a folder of its
+        own where :func:`.placement.place_worktree` says: beside the
+        checkout, or in ``worktree_root`` (``isopatch.tmpdir`` when set), or
+        with a warning in ``tmp_root``.  The worktree is named after the
+        user's top folder so that tools deriving a project name from it
+        behave alike.
 
         Raises:
             IsopatchError: the folder or the worktree could not be made
@@ -227,22 +241,24 @@ class WorktreeProvider:
                 behind.
         """
         tmpdir = _make_private_folder(tmp_root)
-        if self.pool:
-            try:
+        try:
+            if self.pool:
                 claimed = self._claim(repository, base, tmpdir, command)
                 if claimed is not None:
                     return claimed
-                container = _make_private_folder(tmp_root)
-            except BaseException:
-                shutil.rmtree(tmpdir, ignore_errors=True)
-                raise
-        else:
-            container = tmpdir
+            container = place_worktree(
+                repository.top,
+                fallback_root=tmp_root or tempfile.gettempdir(),
+                configured_root=worktree_root,
+                warn=self.warn,
+            ).container
+        except BaseException:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            raise
         try:
             return self._add(repository, base, tmpdir, container, command, tmp_root)
         except BaseException:
-            if container != tmpdir:
-                shutil.rmtree(tmpdir, ignore_errors=True)
+            shutil.rmtree(tmpdir, ignore_errors=True)
             raise
 
     def _add(
@@ -268,7 +284,7 @@ class WorktreeProvider:
                     warn=self.warn,
                 )
             except BaseException:
-                shutil.rmtree(container, ignore_errors=True)
+                remove_tree(container, warn=self.warn)
                 raise
             added = add_detached_worktree(
                 repository.git_dir,
@@ -281,7 +297,7 @@ class WorktreeProvider:
         match added:
             case Err(error):
                 # git removes its own half-made registration (worktree.c, is_junk)
-                shutil.rmtree(container, ignore_errors=True)
+                remove_tree(container, warn=self.warn)
                 failure = known_failure(f"could not create worktree at '{path}'", error)
                 if failure.code == "checkout-failed":
                     failure = self._no_space(repository, base, path, tmp_root, failure)
@@ -298,6 +314,7 @@ class WorktreeProvider:
                 self.store.save(admin_dir, record)
             except OSError as exc:
                 raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
+            self._confine(worktree, admin_dir)
             poolable = False
             if self.pool:
                 from ..git.refresh import admin_extras
@@ -308,7 +325,7 @@ class WorktreeProvider:
                     poolable = False
         except BaseException:
             self._remove_worktree(repository, worktree, None)
-            shutil.rmtree(container, ignore_errors=True)
+            remove_tree(container, warn=self.warn)
             raise
         return Isolation(
             tmpdir=tmpdir,
@@ -466,6 +483,49 @@ class WorktreeProvider:
             _write_lock_reason(admin_dir, POOL_LOCK_REASON)
         return True
 
+    def _confine(self, worktree: WorktreePath, admin_dir: GitDirPath) -> None:
+        """Make sure git run inside ``worktree`` takes it as its top.
+
+        With ``extensions.worktreeConfig``, a ``core.worktree`` or
+        ``core.bare`` in the repository's shared ``config`` applies to every
+        worktree (git-worktree(1), "Configuration file"; older
+        ``git sparse-checkout init`` left submodules so): git in the worktree
+        would take another folder, such as ``.git/modules/<name>``, as its
+        work tree, and a ``git clean`` there deletes the repository.  When
+        git does not see ``worktree`` as its top, the worktree's own
+        ``config.worktree`` gets ``core.bare=false`` and ``core.worktree``
+        set to it; then git is asked again.
+
+        Raises:
+            IsopatchError: ``worktree-not-isolated`` when git still takes
+                another folder as the top.
+        """
+        real = os.path.realpath(worktree)
+        match discovered_top(worktree, env=self.env):
+            case Ok(top) if os.path.realpath(top) == real:
+                return
+            case _:
+                pass
+        settings = (("core.bare", "false"), ("core.worktree", real))
+        match set_worktree_config(admin_dir, settings, env=self.env):
+            case Err(error):
+                raise known_failure(f"could not configure worktree '{worktree}'", error)
+            case Ok():
+                pass
+        match discovered_top(worktree, env=self.env):
+            case Ok(top) if os.path.realpath(top) == real:
+                return
+            case Ok(top):
+                seen = f"'{top}'"
+            case Err(error):
+                seen = f"nothing ({error.message()})"
+        raise IsopatchError(
+            "worktree-not-isolated",
+            f"git inside the worktree '{worktree}' takes {seen} as its top; "
+            "refusing to run the command there",
+            hint="check core.worktree and core.bare in the repository's configuration",
+        )
+
     def _remove_worktree(
         self, repository: UserRepository, worktree: WorktreePath, admin_dir: GitDirPath | None
     ) -> str | None:
@@ -479,7 +539,7 @@ class WorktreeProvider:
                 case Err(error):
                     failure = error.message()
                     log.debug("git worktree remove failed: %s", failure)
-                    shutil.rmtree(worktree, ignore_errors=True)
+                    remove_tree(worktree, warn=log.debug)
                     if admin_dir is not None and not os.path.lexists(worktree):
                         _delete_registration(repository, admin_dir)
             match list_worktrees(repository.git_dir, env=self.env):
@@ -512,6 +572,16 @@ class WorktreeProvider:
         Returns:
             True when the worktree's folder and its registration are gone.
         """
+        if not made_by_isopatch(isolation.worktree, isolation.holder):
+            self.warn(f"not removing worktree '{isolation.worktree}': git-isopatch did not make it")
+            return False
+        mounted = mount_points_under(isolation.worktree)
+        if mounted:
+            self.warn(
+                f"not removing worktree '{isolation.worktree}': "
+                f"'{mounted[0]}' is a mount point in it"
+            )
+            return False
         try:
             reason = self._remove_worktree(
                 isolation.repository, isolation.worktree, isolation.admin_dir
@@ -522,7 +592,7 @@ class WorktreeProvider:
             log.warning("could not remove worktree '%s': %s", isolation.worktree, reason)
             return False
         if isolation.holder != isolation.tmpdir:  # a folder that held the worktree alone
-            shutil.rmtree(isolation.holder, ignore_errors=True)
+            remove_tree(isolation.holder, warn=self.warn)
         return True
 
     def keep(self, isolation: Isolation) -> None:
@@ -548,26 +618,24 @@ class WorktreeProvider:
 
 
 def _our_folder(worktree: OwnedWorktree) -> str | None:
-    """The ``git-isopatch-*`` folder that holds ``worktree`` as its record
-    says (the worktree is ``<tmpdir>/<name>``), or ``None`` when the record
-    names none or the worktree is not right in it."""
-    tmpdir = worktree.tmpdir
-    if (
-        tmpdir
-        and os.path.dirname(os.path.normpath(worktree.path)) == os.path.normpath(tmpdir)
-        and os.path.basename(os.path.normpath(tmpdir)).startswith("git-isopatch-")
-    ):
-        return tmpdir
+    """The folder git-isopatch made for ``worktree`` (``.git-isopatch-*``
+    beside the checkout, or ``git-isopatch-*``), when its path proves it
+    (:func:`.placement.made_by_isopatch`), else ``None``."""
+    if made_by_isopatch(worktree.path, worktree.container):
+        return os.path.dirname(os.path.normpath(worktree.path))
     return None
 
 
 def discard_or_why(
     repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]
 ) -> str | None:
-    """Remove one of our worktrees, kept or orphaned, and its
-    ``git-isopatch-*`` folder (which holds its patch and output).
+    """Remove one of our worktrees, kept or orphaned, the folder made for it
+    and its run's private ``git-isopatch-*`` folder (its patch and output).
 
-    ``git worktree remove --force --force`` removes it (locked or not, even
+    Only a worktree whose path proves git-isopatch made it
+    (:func:`.placement.made_by_isopatch`) is touched, and none with a mount
+    point in it (:func:`.mounts.mount_points_under`): removing it would
+    delete what is mounted.  ``git worktree remove --force --force`` removes it (locked or not, even
     when its folder is gone).  When git refuses a worktree whose folder is
     there, the repository was likely moved (``mv repo moved``: the
     worktree's ``.git`` file still names the old place, and git says it "is
@@ -586,6 +654,11 @@ def discard_or_why(
     path = WorktreePath(worktree.path)
     admin_dir = worktree.admin_dir
     folder = _our_folder(worktree)
+    if folder is None:
+        return "git-isopatch did not make it (it is not in a folder git-isopatch made)"
+    mounted = mount_points_under(path) if os.path.lexists(path) else []
+    if mounted:
+        return f"'{mounted[0]}' is a mount point in it"
     match remove_worktree(repository.git_dir, path, env=env):
         case Ok():
             failure = None
@@ -600,18 +673,20 @@ def discard_or_why(
                 failure = error.message()
     if failure is not None:
         log.debug("git worktree remove '%s' failed: %s", path, failure)
-        if folder is not None and os.path.lexists(path):
-            shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(path):
+            remove_tree(path, warn=log.debug)
         if os.path.lexists(path):
             return failure
         if admin_dir is not None and os.path.lexists(admin_dir):
             _delete_registration(repository, admin_dir)
             if os.path.lexists(admin_dir):
                 return f"could not delete its registration '{admin_dir}'"
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
-        if os.path.lexists(folder):
-            return f"could not delete '{folder}'"
+    for ours in (folder, worktree.tmpdir):
+        if ours and os.path.basename(os.path.normpath(ours)).startswith(
+            (TMP_PREFIX, BESIDE_PREFIX)
+        ):
+            if not remove_tree(ours, warn=log.warning) and ours == folder:
+                return f"could not delete '{folder}'"
     return None
 
 

@@ -76,7 +76,10 @@ class WorktreeRecord:
         host: that process's host name.
         start_ticks: that process's start time (see :func:`process_start_ticks`).
         created: creation time, seconds since the epoch.
-        tmpdir: the ``mkdtemp`` folder that holds the worktree and the patch.
+        tmpdir: the run's private ``mkdtemp`` folder (the patch, output).
+        container: the folder made for the worktree alone, which holds it
+            (:func:`.placement.place_worktree`); ``None`` in records of
+            older versions, whose worktree lay in ``tmpdir``.
         base: the commit id the worktree started at.
         command: the command's argument list.
         kept: True once the worktree is kept on purpose (``--keep``, or
@@ -93,11 +96,19 @@ class WorktreeRecord:
     base: str
     command: list[str] = field(default_factory=list)
     kept: bool = False
-    version: int = 1
+    version: int = 2
     pooled: bool = False
+    container: str | None = None
+
+    @property
+    def worktree_folder(self) -> str:
+        """The folder holding the worktree (``container``, else ``tmpdir``)."""
+        return self.container or self.tmpdir
 
     @classmethod
-    def for_this_process(cls, *, tmpdir: str, base: str, command: list[str]) -> WorktreeRecord:
+    def for_this_process(
+        cls, *, tmpdir: str, base: str, command: list[str], container: str | None = None
+    ) -> WorktreeRecord:
         pid = os.getpid()
         return cls(
             pid=pid,
@@ -107,6 +118,7 @@ class WorktreeRecord:
             tmpdir=tmpdir,
             base=base,
             command=list(command),
+            container=container,
         )
 
     def lock_reason(self) -> str:
