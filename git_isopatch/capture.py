@@ -624,7 +624,7 @@ def run(
     )
     if commit is None:
         commit = snapshot_base(repository, git_env, tmp_root, staged=request.staged)
-    refuse_tracked(repository, commit, includes)
+    includes = refuse_tracked(repository, commit, includes, warn=warn)
     provider = provider or WorktreeProvider(
         git_env,
         max_worktrees=request.max_worktrees or 0,
@@ -787,7 +787,7 @@ def _confined_run_and_extract(
     repository = isolation.repository
     before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     try:
-        bring_in(isolation.repository, isolation.worktree, includes, env=git_env)
+        bring_in(isolation.repository, isolation.worktree, includes, env=git_env, warn=log.warning)
         cwd = enter_prefix(isolation.worktree, repository.prefix)
         with contextlib.ExitStack() as files:
             stdout: int | IO[bytes] | None = request.command_stdout

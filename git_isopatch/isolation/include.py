@@ -16,12 +16,25 @@ copy over it would show in the patch as the command's change.  A path that
 does not exist is skipped with a warning.  The paths are handed to the patch
 extraction as exclusions, so they never appear in the patch, whatever
 ``.gitignore`` says.
+
+A copy never leads outside the worktree: a symbolic link inside a copied
+folder that resolves outside the worktree (an absolute one, or one whose
+``..`` climbs out) is replaced by a copy of what it points to; one that
+points nowhere, or to something that is neither a file nor a folder, makes
+the path unusable.
+
+``.worktreeinclude`` is a tracked file, so it may come from someone else's
+clone: an entry of it that cannot be used (refused, or failing to copy) is
+skipped with a warning, never an error; the same for ``--link``, ``--copy``
+and ``isopatch.*`` stops the run.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -149,7 +162,11 @@ def resolve_includes(
     """
     chosen: dict[str, tuple[Include, int]] = {}
     for request in requests:
-        path = _check(repository, request)
+        try:
+            path = _check(repository, request)
+        except IsopatchError as refusal:
+            _skip_or_raise(request.origin, refusal, warn)
+            continue
         rank = ORIGIN_RANK.get(request.origin, 2)
         include = Include(path=path, how=request.how, origin=request.origin)
         previous = chosen.get(path)
@@ -169,7 +186,11 @@ def resolve_includes(
         if not os.path.lexists(os.path.join(repository.top, path)):
             warn(f"{include.origin} '{path}' does not exist; not {_DONE[include.how]}")
             continue
-        _check_on_disk(repository, request, path)
+        try:
+            _check_on_disk(repository, request, path)
+        except IsopatchError as refusal:
+            _skip_or_raise(include.origin, refusal, warn)
+            continue
         kept.append(include)
     present = {include.path: include for include in kept}
     result = []
@@ -186,32 +207,63 @@ def resolve_includes(
 
 
 def refuse_tracked(
-    repository: UserRepository, commit: CommitId, includes: Sequence[Include]
-) -> None:
-    """Refuse includes that ``commit`` tracks (the worktree checks them out).
+    repository: UserRepository,
+    commit: CommitId,
+    includes: Sequence[Include],
+    *,
+    warn: Callable[[str], None],
+) -> list[Include]:
+    """Refuse includes that ``commit`` tracks (the worktree checks them out);
+    a ``.worktreeinclude`` one is left out with a warning instead.
+
+    Returns:
+        ``includes`` without those left out.
 
     Raises:
         IsopatchError: ``bad-include-path`` naming the tracked path.
     """
+    kept = []
     for include in includes:
         tracked = tracked_path_in_commit(repository.git_dir, commit, include.path)
         if tracked is not None:
             request = IncludeRequest(include.path, include.how, include.origin)
             where = "" if tracked == include.path else f" ('{tracked}' is)"
-            raise _refuse(
+            refusal = _refuse(
                 request,
                 f"is tracked in the base commit{where}",
                 hint="--link and --copy bring in files git does not track, such as ignored ones",
             )
+            _skip_or_raise(include.origin, refusal, warn)
+            continue
+        kept.append(include)
+    return kept
 
 
-def _copy(source: str, target: str, env: Mapping[str, str]) -> None:
+def _skip_or_raise(origin: str, refusal: IsopatchError, warn: Callable[[str], None]) -> None:
+    """Raise ``refusal``, unless the path comes from ``.worktreeinclude``:
+    then warn that it is skipped."""
+    if origin != ".worktreeinclude":
+        raise refusal
+    warn(f"{refusal.message}; skipped")
+
+
+def _copy(source: str, target: str, env: Mapping[str, str], *, dereference: bool = False) -> None:
     """``cp --reflink=auto -a -T source target`` (GNU coreutils: a reflink
-    where the filesystem can, symbolic links copied as links, modes and
-    times kept)."""
+    where the filesystem can, symbolic links copied as links, or with
+    ``dereference`` as what they point to (``-L``), modes and times
+    kept)."""
     try:
         done = subprocess.run(
-            ["cp", "--reflink=auto", "-a", "-T", "--", source, target],
+            [
+                "cp",
+                "--reflink=auto",
+                "-a",
+                *(["-L"] if dereference else []),
+                "-T",
+                "--",
+                source,
+                target,
+            ],
             env=dict(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -232,33 +284,97 @@ def _copy(source: str, target: str, env: Mapping[str, str]) -> None:
         )
 
 
+def _inside_real(path: str, folder: str) -> bool:
+    return _inside(os.path.realpath(path), os.path.realpath(folder))
+
+
+def _unlink_escapes(
+    source: str, target: str, worktree: str, origin: str, shown: str, env: Mapping[str, str]
+) -> None:
+    """Replace each symbolic link under the copy ``target`` that resolves
+    outside ``worktree`` with a copy of what the same link under
+    ``source`` points to (``cp --reflink=auto -a -L``: no link is left in
+    it).
+
+    Raises:
+        IsopatchError: ``bad-include-path`` for a link that points nowhere
+            or to something that is neither a file nor a folder.
+    """
+    if os.path.islink(target):  # the path itself: _check_on_disk kept it inside
+        links = [target]
+    else:
+        links = []
+        for folder, dirs, files in os.walk(target):
+            links += [
+                os.path.join(folder, n)
+                for n in dirs + files
+                if os.path.islink(os.path.join(folder, n))
+            ]
+    for link in links:
+        if _inside_real(link, worktree):
+            continue
+        original = os.path.join(source, os.path.relpath(link, target))
+        pointed = os.path.realpath(original)
+        name = os.path.join(shown, os.path.relpath(link, target))
+        try:
+            mode = os.stat(pointed).st_mode
+        except OSError:
+            mode = 0
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            what = "points nowhere" if mode == 0 else "points to neither a file nor a folder"
+            raise IsopatchError(
+                "bad-include-path",
+                f"{origin} '{shown}': the symbolic link '{name}' leads outside the "
+                f"worktree and {what}",
+            )
+        os.unlink(link)
+        _copy(pointed, link, env, dereference=True)
+
+
 def bring_in(
     repository: UserRepository,
     worktree: WorktreePath,
     includes: Sequence[Include],
     *,
     env: Mapping[str, str],
+    warn: Callable[[str], None] | None = None,
 ) -> None:
     """Link or copy each of ``includes`` from the user's work tree into
-    ``worktree``, making missing parent folders.
+    ``worktree``, making missing parent folders.  In a copy, a symbolic
+    link that leads outside the worktree is replaced by a copy of what it
+    points to (:func:`_unlink_escapes`).
 
     Args:
         env: environment for ``cp`` (``LC_ALL=C``: its messages are read).
+        warn: called with the warning for a ``.worktreeinclude`` path that
+            could not be copied (it is left out); default: raise as for the
+            others.
 
     Raises:
         IsopatchError: a link or copy could not be made (``no-space``,
-            ``permission-denied``, ``read-only``, ``copy-failed``...).
+            ``permission-denied``, ``read-only``, ``copy-failed``,
+            ``bad-include-path``...).
     """
     for include in includes:
         source = os.path.join(repository.top, include.path)
         target = os.path.join(worktree, include.path)
         try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            if include.how == LINK:
-                os.symlink(source, target)
-        except OSError as exc:
-            raise known_os_failure(
-                f"could not {include.how} '{include.path}' into '{worktree}'", exc
-            ) from exc
-        if include.how == COPY:
-            _copy(source, target, env)
+            try:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if include.how == LINK:
+                    os.symlink(source, target)
+            except OSError as exc:
+                raise known_os_failure(
+                    f"could not {include.how} '{include.path}' into '{worktree}'", exc
+                ) from exc
+            if include.how == COPY:
+                _copy(source, target, env)
+                _unlink_escapes(source, target, worktree, include.origin, include.path, env)
+        except IsopatchError as failure:
+            if warn is None or include.origin != ".worktreeinclude":
+                raise
+            if os.path.lexists(target) and not os.path.islink(target):
+                shutil.rmtree(target, ignore_errors=True)
+            elif os.path.lexists(target):
+                os.unlink(target)
+            _skip_or_raise(include.origin, failure, warn)
