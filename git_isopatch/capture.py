@@ -36,6 +36,7 @@ from .git.repo import UserRepository, open_user_repository, resolve_commit
 from .git.result import Err, GitError, GitResult, Ok
 from .git.run import command_environment, own_git_environment
 from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
+from .git.status import CheckoutState, changed_paths, read_checkout
 from .git.submodule import Submodule, patch_stat, write_submodule_diff
 from .git.types import CommitId, Ref
 from .isolation import results
@@ -96,6 +97,11 @@ class CaptureResult:
         timed_out: the timeout expired.
         signal: the signal git-isopatch received and forwarded, else ``None``.
         command_error: why the command could not be started, else ``None``.
+        checkout_changes: paths of the user's work tree that changed while
+            the command ran, as ``git status`` sees them (a command that
+            wrote there through an absolute path, a ``--link``, or the user
+            editing meanwhile), from the top, sorted; empty when nothing
+            changed or the look failed.
         shared_writes: refs and configuration of the user's repository that
             changed while the command ran (a linked worktree shares them;
             see :mod:`git_isopatch.git.shared_state`), refs in the order of
@@ -136,6 +142,7 @@ class CaptureResult:
     top: str | None = None
     diffstat: bytes | None = None
     applied: bool | None = None
+    checkout_changes: tuple[str, ...] = ()
 
 
 #: Folders of installed dependencies that commands commonly need and git
@@ -782,13 +789,18 @@ def _confined_run_and_extract(
     reported.  A submodule whose changes are not in the patch is named by
     ``warn``."""
     timeout = request.timeout or None
-    cwd = os.path.join(isolation.worktree, isolation.repository.prefix)
     stdout_path = stderr_path = None
     repository = isolation.repository
     before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     try:
-        bring_in(isolation.repository, isolation.worktree, includes, env=git_env, warn=log.warning)
+        bring_in(isolation.repository, isolation.worktree, includes, env=git_env, warn=warn)
         cwd = enter_prefix(isolation.worktree, repository.prefix)
+        # under --sandbox the checkout cannot change through the command
+        checkout_before = (
+            read_checkout(repository.git_dir, repository.top, env=git_env)
+            if sandbox is None
+            else None
+        )
         with contextlib.ExitStack() as files:
             stdout: int | IO[bytes] | None = request.command_stdout
             stderr: IO[bytes] | None = None
@@ -833,6 +845,7 @@ def _confined_run_and_extract(
         timeout=timeout,
         shared_writes=_shared_writes(before, repository, git_env),
         hints=command_hints(request.command, outcome, repository.top, isolation.worktree),
+        checkout_changes=_checkout_changes(checkout_before, isolation, git_env),
     )
     warn_changed_submodules(
         isolation.worktree, isolation.admin_dir, populated=submodules, env=git_env, warn=warn
@@ -954,6 +967,33 @@ def _apply(
             )
 
 
+def _checkout_changes(
+    before: GitResult[CheckoutState] | None, isolation: Isolation, env: Mapping[str, str]
+) -> tuple[str, ...]:
+    """The paths of the user's work tree that changed since ``before``
+    (:mod:`.git.status`), leaving out git-isopatch's own folders where they
+    lie inside it (``isopatch.tmpdir`` inside the work tree); empty when
+    either look fails or none was taken (``None``: ``--sandbox``)."""
+    match before:
+        case Ok(old):
+            pass
+        case _:
+            return ()
+    repository = isolation.repository
+    match read_checkout(repository.git_dir, repository.top, env=env):
+        case Ok(new):
+            pass
+        case Err():
+            return ()
+    top = os.path.realpath(repository.top)
+    ours = []
+    for folder in (isolation.tmpdir, isolation.container):
+        relative = os.path.relpath(os.path.realpath(folder), top)
+        if relative != ".." and not relative.startswith("../"):
+            ours.append(os.fsencode(relative))
+    return tuple(os.fsdecode(p) for p in changed_paths(old, new, ignore=ours))
+
+
 @dataclass(frozen=True)
 class SandboxRequest:
     """The sandbox of one run, checked before anything is made.
@@ -1069,6 +1109,7 @@ def _result(
     shared_writes: tuple[SharedWrite, ...] = (),
     hints: tuple[str, ...] = (),
     diffstat: bytes | None = None,
+    checkout_changes: tuple[str, ...] = (),
 ) -> CaptureResult:
     received = state.get("received")
     exit_code = 128 + received if received is not None else outcome.exit_code
@@ -1091,4 +1132,5 @@ def _result(
         hints=hints,
         top=isolation.repository.top,
         diffstat=diffstat,
+        checkout_changes=checkout_changes,
     )

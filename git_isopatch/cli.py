@@ -337,6 +337,23 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
             "hint: a worktree shares refs, the stash and configuration with your "
             "repository; git branch, tag, stash or config in the command write there"
         )
+    if result.checkout_changes:
+        from .render import quote_c_style
+
+        names = [
+            quote_c_style(os.fsencode(p)).decode("utf-8", "replace")
+            for p in result.checkout_changes
+        ]
+        more = len(names) - 5
+        stderr_line(
+            "warning: your work tree changed while the command ran: "
+            + ", ".join(names[:5])
+            + (f" and {more} more" if more > 0 else "")
+        )
+        stderr_line(
+            "hint: use --sandbox to keep the command's writes in its worktree; "
+            "if you edited these files meanwhile, nothing is wrong"
+        )
     if mode.machine:
         from .render import result_fields
 

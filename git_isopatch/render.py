@@ -26,15 +26,16 @@ PORCELAIN_KEYS = (
     "stderr",
     "worktree",
     "shared-write",
+    "checkout-change",
     "error",
     "error-code",
 )
 
 #: Keys that may repeat: one record each (a JSON array).
-LIST_KEYS = frozenset({"shared-write"})
+LIST_KEYS = frozenset({"shared-write", "checkout-change"})
 
 #: Keys whose value is a path (quoted like git quotes paths without ``-z``).
-PATH_KEYS = frozenset({"patch", "stdout", "stderr", "worktree"})
+PATH_KEYS = frozenset({"patch", "stdout", "stderr", "worktree", "checkout-change"})
 
 #: Keys whose value is ``<name> <word>``: the name is quoted as a path is.
 QUOTED_NAME_KEYS = frozenset({"shared-write"})
@@ -86,6 +87,7 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
         "stderr": result.stderr,
         "worktree": result.worktree_path,
         "shared-write": [write.record() for write in result.shared_writes] or None,
+        "checkout-change": list(result.checkout_changes) or None,
         "error": result.error,
         "error-code": result.error_code,
     }

@@ -102,6 +102,29 @@ def test_json_has_the_porcelain_fields_in_the_same_order(env, make_repo) -> None
     assert all(isinstance(fields[k], str) for k in ("base", "patch", "stdout", "stderr"))
 
 
+def test_shared_writes_then_checkout_changes_then_nothing_else(env, make_repo) -> None:
+    """The repeated keys, one record per value, after ``worktree`` and before
+    ``error``; arrays in JSON."""
+    repo = make_repo()
+    script = 'git tag v1 && git config x.y 1 && echo x > "$1/b" && echo y > "$1/a"'
+    run = isopatch(
+        "--porcelain", "--keep", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    keys = [line.split(" ", 1)[0] for line in run.out.splitlines()]
+    assert keys == [
+        "base", "exit", "patch", "files", "stdout", "stderr", "worktree",
+        "shared-write", "shared-write", "checkout-change", "checkout-change",
+    ]  # fmt: skip
+    assert run.out.endswith("\ncheckout-change a\ncheckout-change b\n")
+    script = 'git tag v2 && echo z >> "$1/a"'
+    run = isopatch("--json", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env)
+    fields = json.loads(run.stdout)
+    assert list(fields)[-2:] == ["shared-write", "checkout-change"]
+    assert fields["shared-write"] == ["refs/tags/v2 created"]
+    assert fields["checkout-change"] == ["a"]
+
+
 def test_docs_tell_consumers_to_ignore_unknown_keys() -> None:
     readme = (ROOT / "README.md").read_text()
     page = (ROOT / "man" / "git-isopatch.1").read_text()
@@ -109,7 +132,7 @@ def test_docs_tell_consumers_to_ignore_unknown_keys() -> None:
     output = page.split(".SH OUTPUT")[1].split(".SH EXIT STATUS")[0]
     assert "must ignore keys they do not know" in output
     for key in ("base", "exit", "patch", "files", "stdout", "stderr", "worktree",
-                "shared\\-write", "error", "error\\-code"):  # fmt: skip
+                "shared\\-write", "checkout\\-change", "error", "error\\-code"):  # fmt: skip
         assert f"\\fB{key}\\fP" in output, key
 
 

@@ -1,0 +1,114 @@
+"""The user's work tree as ``git status`` sees it, read without writing:
+what git-isopatch compares before and after a command to say whether the
+checkout changed while it ran.
+
+``git --no-optional-locks status --porcelain -z`` (git-status(1), "Background
+refresh": no index refresh is written) lists the paths that differ from the
+index or ``HEAD`` and the untracked ones, with the user's own untracked and
+ignored handling (``status.showUntrackedFiles``, ``.gitignore``).  A path
+listed both times may still have changed again (a file already modified
+that the command rewrites), so each listed path also carries its ``lstat``
+fingerprint.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .result import Err, GitResult, Ok
+from .run import run_git
+from .types import GitDirPath
+
+#: No file system monitor hook runs for the look (core.fsmonitor can name a
+#: program of the repository).
+STATUS_CONFIG: tuple[tuple[str, str], ...] = (("core.fsmonitor", "false"),)
+
+
+@dataclass(frozen=True)
+class CheckoutState:
+    """One look at the work tree.
+
+    Attributes:
+        entries: each path git status lists (bytes, from the top; an
+            untracked folder ends with ``/``) -> its two status letters and
+            ``lstat`` fingerprint (``None`` when it does not exist).
+    """
+
+    entries: Mapping[bytes, tuple[bytes, tuple[int, ...] | None]]
+
+
+def parse_status_z(output: bytes) -> dict[bytes, bytes]:
+    """``git status --porcelain -z`` (v1) -> path -> ``XY``; a rename or copy
+    lists its new path (and its source, under the same letters)."""
+    entries: dict[bytes, bytes] = {}
+    records = iter(output.split(b"\0"))
+    for record in records:
+        if len(record) < 4:
+            continue
+        letters, path = record[:2], record[3:]
+        entries[path] = letters
+        if letters[:1] in (b"R", b"C") or letters[1:2] in (b"R", b"C"):
+            source = next(records, b"")
+            if source:
+                entries[source] = letters
+    return entries
+
+
+def _fingerprint(path: bytes) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def read_checkout(
+    git_dir: GitDirPath, top: str, *, env: Mapping[str, str]
+) -> GitResult[CheckoutState]:
+    """Look at the work tree ``top`` of ``git_dir`` as ``git status`` does,
+    writing nothing (``--no-optional-locks``, no fsmonitor hook).
+
+    Returns:
+        ``Ok(CheckoutState)`` or ``Err(GitError)``.
+    """
+    args = [
+        f"--git-dir={git_dir}",
+        f"--work-tree={top}",
+        "--no-optional-locks",
+        "status",
+        "--porcelain",
+        "-z",
+    ]
+    match run_git(args, env=env, config=STATUS_CONFIG, cwd=top):
+        case Ok(output):
+            pass
+        case Err() as err:
+            return err
+    root = os.fsencode(top)
+    entries = {
+        path: (letters, _fingerprint(os.path.join(root, path.rstrip(b"/"))))
+        for path, letters in parse_status_z(output).items()
+    }
+    return Ok(CheckoutState(entries))
+
+
+def changed_paths(
+    before: CheckoutState, after: CheckoutState, *, ignore: Iterable[bytes] = ()
+) -> list[bytes]:
+    """The paths whose status or fingerprint differs between two looks,
+    sorted; paths inside a folder of ``ignore`` (from the top, no trailing
+    ``/``), or folders that hold one, are left out."""
+    skip = [p.rstrip(b"/") for p in ignore]
+
+    def ignored(path: bytes) -> bool:
+        bare = path.rstrip(b"/")
+        return any(
+            bare == s or bare.startswith(s + b"/") or s.startswith(bare + b"/") for s in skip
+        )
+
+    paths = set(before.entries) | set(after.entries)
+    return sorted(
+        p for p in paths if before.entries.get(p) != after.entries.get(p) and not ignored(p)
+    )
