@@ -273,7 +273,8 @@ def _submodule_with_shared_core_worktree(
 
 def _files_of(repository: Path) -> dict:
     manifest = tree_manifest(repository)
-    return {path: what for path, what in manifest.items() if path != b"isopatch.lock"}
+    ours = (b"isopatch.lock", b"isopatch-results.stamp")
+    return {path: what for path, what in manifest.items() if path not in ours}
 
 
 @pytest.mark.parametrize("worktree_config", [True, False], ids=["worktreeConfig", "plain"])

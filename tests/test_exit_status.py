@@ -120,7 +120,14 @@ def test_worktree_that_cannot_be_created_is_fatal(env, make_repo, tmp_path) -> N
     repo = make_repo({"big.bin": os.urandom(512 * 1024), "small": "x\n"})
     before = repo_state(repo, env)
     with tmpfs(tmp_path / "full", "256k") as small_tmp:
-        run = isopatch("--porcelain", "--", "true", cwd=repo, env={**env, "TMPDIR": str(small_tmp)})
+        run = isopatch(  # isopatch.tmpdir places the worktree there
+            "--porcelain",
+            "--",
+            "true",
+            cwd=repo,
+            env=env,
+            git_options=("-c", f"isopatch.tmpdir={small_tmp}"),
+        )
         assert run.returncode == 128, run.err
         # git says only "unable to write file" (entry.c); the disk is full
         first, hint = run.err.splitlines()

@@ -42,14 +42,23 @@ def _assert_kept(run, repo: Path, env, code: str, target: str) -> Path:
 
 
 def test_no_space_for_the_commands_output_and_patch(env, make_repo, tmp_path: Path) -> None:
-    """``$TMPDIR`` holds the checkout but not what the command writes: the
-    command meets ENOSPC itself (its exit code is reported), then the patch
-    cannot be written either."""
+    """``isopatch.tmpdir`` holds the checkout but not what the command
+    writes: the command meets ENOSPC itself (its exit code is reported),
+    then the patch cannot be written either."""
     repo = make_repo()
     with tmpfs(tmp_path / "small", "128k") as small:
-        run_env = {**env, "TMPDIR": str(small)}
-        run = isopatch("--porcelain", "--", "sh", "-c", BIG_OUTPUT, cwd=repo, env=run_env)
-        patch = next(small.glob("git-isopatch-*")) / "isopatch.patch"
+        run = isopatch(
+            "--porcelain",
+            "--",
+            "sh",
+            "-c",
+            BIG_OUTPUT,
+            cwd=repo,
+            env=env,
+            git_options=("-c", f"isopatch.tmpdir={small}"),
+        )
+        private = [p for p in small.glob("git-isopatch-*") if not (p / "repo").exists()]
+        patch = private[0] / "isopatch.patch"
         worktree = _assert_kept(run, repo, env, "no-space", str(patch))
         assert run.fields()["exit"] == "1"  # head: No space left on device
         assert "No space left on device" in run.err
@@ -176,14 +185,22 @@ def test_private_modes_whatever_the_umask(env, make_repo, tmp_path: Path, no_lef
 
 
 def test_no_inode_left_for_the_captured_output(env, make_repo, tmp_path: Path) -> None:
-    """A ``$TMPDIR`` with room for the checkout of one file but not for the
-    files that capture the command's output (a tmpfs of 5 inodes: its root,
-    the private folder, the worktree, its ``.git`` file and README): one
-    ``fatal:`` line, ``no-space``, and nothing left behind."""
+    """An ``isopatch.tmpdir`` with room for the checkout of one file but not
+    for the files that capture the command's output (a tmpfs of 6 inodes:
+    its root, the private folder, the worktree's folder, the worktree, its
+    ``.git`` file and README): one ``fatal:`` line, ``no-space``, and
+    nothing left behind."""
     repo = make_repo()
     before = repo_state(repo, env)
-    with tmpfs(tmp_path / "few-inodes", "1m", "nr_inodes=5") as small:
-        run = isopatch("--porcelain", "--", "true", cwd=repo, env={**env, "TMPDIR": str(small)})
+    with tmpfs(tmp_path / "few-inodes", "1m", "nr_inodes=6") as small:
+        run = isopatch(
+            "--porcelain",
+            "--",
+            "true",
+            cwd=repo,
+            env=env,
+            git_options=("-c", f"isopatch.tmpdir={small}"),
+        )
         assert list(small.iterdir()) == []
     assert run.returncode == 128
     assert run.err.startswith("fatal: could not create '") and run.err.count("\n") == 1

@@ -302,7 +302,7 @@ def test_a_worktree_that_cannot_be_brought_back_is_not_used(env, tmp_path) -> No
         "--",
         "sh",
         "-c",
-        "pwd; rmdir mod && cp -r ../../../subrepo mod && rm -rf mod/.git && echo x > mod/y",
+        f"pwd; rmdir mod && cp -r '{sub}' mod && rm -rf mod/.git && echo x > mod/y",
     )
     assert first.returncode == 0, first.err
     [pooled] = _pooled(repo, env)

@@ -93,7 +93,8 @@ def test_a_kept_worktree_keeps_its_folder_with_stdout(env, make_repo) -> None:
     repo = make_repo()
     run = isopatch("--keep", "--stdout", "-q", "--", *CHANGE, cwd=repo, env=env)
     assert run.returncode == 0, run.err
-    (folder,) = _folders(env)
+    assert _folders(env) == []  # the worktree lives beside the checkout
+    (folder,) = repo.parent.glob(".git-isopatch-*")
     assert (folder / "repo" / ".git").is_file()
     assert not (folder / "isopatch.patch").exists()
 
@@ -138,7 +139,8 @@ def test_prune_leaves_a_folder_that_holds_a_worktree_to_worktree_pruning(env, ma
     kept = isopatch("--keep", "--porcelain", "--", *CHANGE, cwd=repo, env=env)
     folder = Path(kept.fields()["worktree"]).parent
     _age(folder, 30)
-    assert results.result_folders(str(repo / ".git"), env["TMPDIR"]) == []
+    found = results.result_folders(str(repo / ".git"), str(folder.parent))
+    assert [f.path for f in found] == []
     assert not results.discard(str(folder))
     assert (folder / "repo" / ".git").is_file()
 
