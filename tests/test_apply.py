@@ -205,7 +205,13 @@ def test_an_overlapping_edit_made_during_the_run_is_never_lost(env, make_repo, t
         "the patch does not apply to the work tree as it is now: "
         "patch failed: a:1; a: patch does not apply"
     )
+    # The user's edit is also a change of the checkout during the run, which
+    # every run without --sandbox reports before the apply is tried.
+    assert fields["checkout-change"] == "a"
     assert run.err.splitlines() == [
+        "warning: your work tree changed while the command ran: a",
+        "hint: use --sandbox to keep the command's writes in its worktree; "
+        "if you edited these files meanwhile, nothing is wrong",
         f"error: {fields['error']}",
         f"hint: nothing was written; the patch is kept at '{patch}'",
     ]
