@@ -848,7 +848,12 @@ def _confined_run_and_extract(
         checkout_changes=_checkout_changes(checkout_before, isolation, git_env),
     )
     warn_changed_submodules(
-        isolation.worktree, isolation.admin_dir, populated=submodules, env=git_env, warn=warn
+        isolation.worktree,
+        isolation.admin_dir,
+        populated=submodules,
+        env=git_env,
+        warn=warn,
+        preexec_fn=box.confine if box is not None else None,
     )
     excluded = [i.path for i in includes]
     diffstat = None
@@ -884,7 +889,10 @@ def _confined_run_and_extract(
         kept = isolation.worktree
     else:
         kept = None
-        if not provider.release(isolation):  # reported as kept, unlocked for the user
+        # A process the sandboxed command left behind (setsid) can still
+        # write in this worktree and its private folder: never use it again.
+        released = isolation if box is None else replace(isolation, poolable=False)
+        if not provider.release(released):  # reported as kept, unlocked for the user
             provider.keep(isolation)
             kept = isolation.worktree
     result = finish(worktree=kept, patch=patch, files=files, diffstat=diffstat)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from hostile import admin_dirs
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from repo_helpers import git, isopatch, repo_state, write_tree
@@ -397,3 +398,32 @@ def test_a_claimed_worktree_is_indistinguishable_from_a_fresh_one(
     assert warm_patch == cold_patch
     assert warm.returncode == cold.returncode
     assert warm.fields()["base"] == cold.fields()["base"]
+
+
+
+@pytest.mark.parametrize("pointer", ["commondir", "gitdir"])
+def test_a_worktree_whose_private_folder_leads_elsewhere_is_not_used(
+    env, tmp_path, pointer
+) -> None:
+    """``commondir`` and ``gitdir`` in the private folder say where git
+    finds the repository (its configuration, which names programs) and the
+    worktree; a pooled worktree whose pointer a command rewrote is removed
+    before any git runs there, even when it leads to a copy of the
+    repository that git would accept."""
+    repo = _repo(tmp_path, env, "repo")
+    copy = tmp_path / "copy"
+    target = copy if pointer == "commondir" else copy / "elsewhere" / ".git"
+    forge = (
+        "pwd; "
+        f"cp -r \"$(git rev-parse --path-format=absolute --git-common-dir)\" '{copy}' && "
+        f"printf '%s\\n' '{target}' > \"$(git rev-parse --absolute-git-dir)/{pointer}\""
+    )
+    first = _run(repo, env, "--", "sh", "-c", forge)
+    assert first.returncode == 0, first.err
+    [admin] = admin_dirs(repo, env)
+    assert (admin / pointer).read_text() == f"{target}\n"
+    second = _run(repo, env, "--", "sh", "-c", "pwd; ls -A")
+    assert second.returncode == 0, second.err
+    assert _where(second) != _where(first)
+    seen = Path(second.fields()["stdout"]).read_text().splitlines()[1:]
+    assert sorted(seen) == sorted(p.name for p in repo.iterdir())

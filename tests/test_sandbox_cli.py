@@ -292,3 +292,125 @@ def test_programs_the_command_plants_for_the_extraction_stay_confined(
     )
     assert "exit" in unconfined.fields(), unconfined.err
     assert marker.exists(), "the planted filter does run, unconfined"
+
+
+#: A trap in the worktree for the git that looks at it after the command:
+#: the empty folder of the submodule ``sub`` becomes a repository whose own
+#: configuration names a program, run by any ``git status`` that recurses
+#: into submodules (git-isopatch's look for changed submodules, the pool's
+#: check of a used worktree).
+SUBMODULE_TRAP = textwrap.dedent(
+    """\
+    cd sub && git init -q -b main
+    git config filter.evil.clean "sh -c 'touch \\"$MARKER\\"; cat'"
+    echo '* filter=evil' > .gitattributes
+    echo data > f
+    git add . 2>/dev/null; git commit -q -m x
+    echo datb > f  # the same size: git compares the content, through the filter
+    """
+)
+
+
+def _superproject(make_repo, tmp_path: Path, env: dict[str, str]) -> Path:
+    """``repo`` with the submodule ``sub``, not checked out in the worktree."""
+    make_repo({"s": "s\n"}, name="sub-up")
+    repo = make_repo({"top": "t\n"})
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q",
+        tmp_path / "sub-up", "sub", cwd=repo, env=env)  # fmt: skip
+    git("commit", "-q", "-m", "submodule", cwd=repo, env=env)
+    return repo
+
+
+def test_a_submodule_the_command_plants_stays_confined_after_the_command(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """git-isopatch's look for changed submodules runs ``git status`` in
+    them, which runs what their configuration names: under the sandbox."""
+    repo = _superproject(make_repo, tmp_path, env)
+    marker = tmp_path / "written-through-the-submodule-look"
+    script = tmp_path / "plant.sh"
+    script.write_text(SUBMODULE_TRAP)
+    run = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", script,
+        cwd=repo, env={**env, "MARKER": str(marker)},
+    )  # fmt: skip
+    assert run.fields()["exit"] == "0", run.err + _output(run, "stderr")
+    assert "warning: submodule 'sub' has changes that are not in the patch" in run.err
+    assert not marker.exists()
+    unconfined = isopatch(
+        "--porcelain", "--", "sh", script, cwd=repo, env={**env, "MARKER": str(marker)}
+    )
+    assert unconfined.fields()["exit"] == "0", unconfined.err
+    assert marker.exists(), "the planted filter does run, unconfined"
+
+
+def test_a_trap_left_in_a_pooled_worktree_is_not_sprung_by_the_next_claim(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """A sandboxed command's worktree goes back to the pool; the next run,
+    sandboxed or not, must not run what that command planted in it."""
+    repo = _superproject(make_repo, tmp_path, env)
+    marker = tmp_path / "written-through-the-pool"
+    script = tmp_path / "plant.sh"
+    script.write_text(SUBMODULE_TRAP)
+    pool = ("-c", "isopatch.pool=1")
+    planted = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", script,
+        cwd=repo, env={**env, "MARKER": str(marker)}, git_options=pool,
+    )  # fmt: skip
+    assert planted.fields()["exit"] == "0", planted.err
+    assert not marker.exists()
+    for args in (("--sandbox",), ()):
+        later = isopatch(
+            "--porcelain", *args, "--", "sh", "-c", "ls -A sub",
+            cwd=repo, env={**env, "MARKER": str(marker)}, git_options=pool,
+        )  # fmt: skip
+        assert later.fields()["exit"] == "0", later.err
+        assert _output(later) == ""  # a worktree as fresh: the folder is empty
+        assert not marker.exists()
+
+
+FORGED_COMMONDIR = textwrap.dedent(
+    """\
+    # point the worktree's private folder at a copy of the repository whose
+    # configuration and attributes name a program, for whoever runs git
+    # on this worktree next
+    admin=$(git rev-parse --absolute-git-dir)
+    common=$(git rev-parse --path-format=absolute --git-common-dir)
+    cp -r "$common" "$PWD/.evil"
+    rm -rf "$PWD/.evil/worktrees"
+    echo "$common/objects" > "$PWD/.evil/objects/info/alternates"
+    git config -f "$PWD/.evil/config" filter.evil.smudge "sh -c 'touch \\"$MARKER\\"; cat'"
+    git config -f "$PWD/.evil/config" filter.evil.clean "sh -c 'touch \\"$MARKER\\"; cat'"
+    mkdir -p "$PWD/.evil/info" && echo '* filter=evil' > "$PWD/.evil/info/attributes"
+    echo .evil > .gitignore  # so that no index entry of the capture holds it
+    echo changed >> top
+    printf '%s\\n' "$PWD/.evil" > "$admin/commondir"
+    """
+)
+
+
+def test_a_forged_commondir_in_a_pooled_worktree_is_not_followed(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """The worktree's private folder is writable under the sandbox; its
+    ``commondir`` says where git finds the configuration.  A claim must not
+    run git through a ``commondir`` the command rewrote."""
+    repo = make_repo({"top": "t\n"})
+    marker = tmp_path / "written-through-commondir"
+    script = tmp_path / "forge.sh"
+    script.write_text(FORGED_COMMONDIR)
+    pool = ("-c", "isopatch.pool=1")
+    forged = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", script,
+        cwd=repo, env={**env, "MARKER": str(marker)}, git_options=pool,
+    )  # fmt: skip
+    assert forged.fields()["exit"] == "0", forged.err + _output(forged, "stderr")
+    marker.unlink(missing_ok=True)  # what the extraction ran is confined, see above
+    later = isopatch(
+        "--porcelain", "--", "sh", "-c", "cat top; ls -A",
+        cwd=repo, env={**env, "MARKER": str(marker)}, git_options=pool,
+    )  # fmt: skip
+    assert later.fields()["exit"] == "0", later.err
+    assert _output(later) == "t\n.git\ntop\n"
+    assert not marker.exists()

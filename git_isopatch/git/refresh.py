@@ -146,6 +146,40 @@ def _reset_admin_dir(
     return Ok(None)
 
 
+def _read_pointer(path: str) -> str | None:
+    """The path a pointer file of a private folder holds, or ``None``
+    when it is not a regular file or cannot be read."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return os.fsdecode(handle.read().rstrip(b"\n"))
+    except OSError:
+        return None
+
+
+def _check_admin_pointers(worktree: WorktreePath, admin_dir: GitDirPath) -> GitResult[None]:
+    """Check, before any git runs there, that the private folder
+    ``admin_dir`` (``$GIT_COMMON_DIR/worktrees/<id>``) still leads where
+    ``git worktree add`` pointed it: ``commondir`` to the repository that
+    holds ``admin_dir`` (git reads its configuration, hooks and objects from
+    there), ``gitdir`` to the worktree's ``.git`` (gitrepository-layout(5),
+    ``worktrees/<id>/commondir`` and ``gitdir``)."""
+    commondir = _read_pointer(os.path.join(admin_dir, "commondir"))
+    common = os.path.dirname(os.path.dirname(admin_dir))
+    if commondir is None or os.path.realpath(
+        os.path.join(admin_dir, commondir)
+    ) != os.path.realpath(common):
+        return _fail(f"'{admin_dir}/commondir' no longer points at '{common}'")
+    gitdir = _read_pointer(os.path.join(admin_dir, "gitdir"))
+    dotgit = os.path.join(worktree, ".git")
+    if gitdir is None or os.path.realpath(os.path.join(admin_dir, gitdir)) != os.path.realpath(
+        dotgit
+    ):
+        return _fail(f"'{admin_dir}/gitdir' no longer points at '{dotgit}'")
+    return Ok(None)
+
+
 def _index_entries(
     worktree: WorktreePath, admin_dir: GitDirPath, env: Mapping[str, str]
 ) -> GitResult[list[tuple[bytes, bytes, bytes]]]:
@@ -184,6 +218,10 @@ def refresh_worktree(
 
     Steps, each proportional to what differs:
 
+    0. before any git call: ``.git`` still points at ``admin_dir``, and
+       ``admin_dir``'s ``commondir`` and ``gitdir`` at the repository and
+       the worktree (a ``commondir`` leading elsewhere would have git read
+       another configuration, which names programs);
     1. the private folder: ``HEAD``/``ORIG_HEAD`` at ``commit``, a one-entry
        ``logs/HEAD``, everything else git keeps per worktree deleted
        (``config.worktree``, ``refs/``, ``BISECT_*``, rebase state...);
@@ -211,6 +249,11 @@ def refresh_worktree(
         return Err(GitError(reason=f"cannot read '{dotgit}': {exc.strerror}", errno=exc.errno))
     if os.path.islink(dotgit) or pointer != f"gitdir: {admin_dir}":
         return _fail(f"'{dotgit}' no longer points at '{admin_dir}'")
+    match _check_admin_pointers(worktree, admin_dir):
+        case Err() as err:
+            return err
+        case Ok():
+            pass
     match _reset_admin_dir(worktree, admin_dir, commit, env):
         case Err() as err:
             return err
@@ -267,7 +310,27 @@ def verify_fresh(
     worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]
 ) -> GitResult[None]:
     """Check that ``worktree`` is as a fresh detached add leaves it (step 5
-    of :func:`refresh_worktree`); ``Err`` names the first difference."""
+    of :func:`refresh_worktree`); ``Err`` names the first difference.
+
+    The submodule folders are looked at before ``git status`` runs: a
+    repository in one of them would have ``git status`` (which recurses
+    into submodules) run what that repository's configuration names."""
+    match _index_entries(worktree, admin_dir, env):
+        case Ok(entries):
+            pass
+        case Err() as err:
+            return err
+    flagged = _flagged(entries)
+    if flagged:
+        return _fail(f"an index entry is still flagged: {flagged[0].decode(errors='replace')}")
+    for _, mode, path in entries:
+        if mode == b"160000":
+            folder = os.path.join(worktree, os.fsdecode(path))
+            try:
+                if os.path.islink(folder) or os.listdir(folder):
+                    return _fail(f"submodule folder '{os.fsdecode(path)}' is not empty")
+            except OSError as exc:
+                return _fail(f"cannot read submodule folder '{os.fsdecode(path)}': {exc}")
     status = _git(
         worktree,
         admin_dir,
@@ -290,22 +353,6 @@ def verify_fresh(
             return err
         case Ok():
             pass
-    match _index_entries(worktree, admin_dir, env):
-        case Ok(entries):
-            pass
-        case Err() as err:
-            return err
-    flagged = _flagged(entries)
-    if flagged:
-        return _fail(f"an index entry is still flagged: {flagged[0].decode(errors='replace')}")
-    for _, mode, path in entries:
-        if mode == b"160000":
-            folder = os.path.join(worktree, os.fsdecode(path))
-            try:
-                if os.path.islink(folder) or os.listdir(folder):
-                    return _fail(f"submodule folder '{os.fsdecode(path)}' is not empty")
-            except OSError as exc:
-                return _fail(f"cannot read submodule folder '{os.fsdecode(path)}': {exc}")
     try:
         extras = admin_extras(admin_dir)
     except OSError as exc:

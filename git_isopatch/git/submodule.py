@@ -207,12 +207,18 @@ def changed_submodules(
     git_dir: GitDirPath,
     gitlinks: Sequence[Gitlink],
     env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[list[str]]:
     """The paths of ``gitlinks`` whose content the command changed: a
     checked-out submodule that ``git status`` reports with modified or
     untracked content or another commit (porcelain v2 ``S`` state with
     ``C``, ``M`` or ``U``), or an empty submodule folder that now holds
-    files."""
+    files.  ``git status`` runs in each checked-out submodule, and with it
+    what that repository's configuration names (a filter): ``preexec_fn``
+    runs in git's process before it starts (a sandbox).
+
+    Raises:
+        subprocess.SubprocessError: ``preexec_fn`` failed."""
     changed = []
     populated = []
     for link in gitlinks:
@@ -236,6 +242,7 @@ def changed_submodules(
             ],
             env=env,
             config=DIFF_CONFIG,
+            preexec_fn=preexec_fn,
         )
         match result:
             case Err() as err:

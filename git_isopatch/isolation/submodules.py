@@ -11,6 +11,7 @@ not in the patch.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
 from ..git.result import Err, Ok
@@ -93,10 +94,16 @@ def warn_changed(
     populated: Sequence[Submodule],
     env: Mapping[str, str],
     warn: Callable[[str], None],
+    preexec_fn: Callable[[], None] | None = None,
 ) -> None:
     """Warn, naming it, about each submodule whose content changed and is
     not in the patch (every one but ``populated``).  Best effort: when git
-    cannot tell, nothing is said."""
+    cannot tell, nothing is said.
+
+    ``preexec_fn``: the command's sandbox, under which the look at the
+    submodules runs; a repository the command made in a submodule's folder
+    names programs (filters, ``core.fsmonitor``) that ``git status`` runs.
+    """
     match list_gitlinks(worktree, git_dir=admin_dir, env=env):
         case Ok(gitlinks):
             pass
@@ -106,7 +113,13 @@ def warn_changed(
     others: list[Gitlink] = [link for link in gitlinks if link.path not in inside]
     if not others:
         return
-    match changed_submodules(worktree, git_dir=admin_dir, gitlinks=others, env=env):
+    try:
+        changed = changed_submodules(
+            worktree, git_dir=admin_dir, gitlinks=others, env=env, preexec_fn=preexec_fn
+        )
+    except subprocess.SubprocessError:  # the sandbox could not confine git
+        return
+    match changed:
         case Ok(paths):
             pass
         case Err():
