@@ -13,8 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from hostile import admin_dirs
 import pytest
+from hostile import admin_dirs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from repo_helpers import git, isopatch, repo_state, write_tree
@@ -398,7 +398,6 @@ def test_a_claimed_worktree_is_indistinguishable_from_a_fresh_one(
     assert warm_patch == cold_patch
     assert warm.returncode == cold.returncode
     assert warm.fields()["base"] == cold.fields()["base"]
-
 
 
 @pytest.mark.parametrize("pointer", ["commondir", "gitdir"])
