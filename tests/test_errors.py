@@ -158,9 +158,10 @@ def _checkout_failed(env, tmp_path, make_repo) -> GitError:
 
 
 def _unsupported_repository(env, tmp_path, make_repo) -> GitError:
-    repo = tmp_path / "sha256"
-    repo.mkdir()
-    git("init", "-q", "--object-format=sha256", cwd=repo, env=env)
+    """A repository extension neither libgit2 nor git knows."""
+    repo = make_repo()
+    git("config", "core.repositoryformatversion", "1", cwd=repo, env=env)
+    git("config", "extensions.noSuchThing", "true", cwd=repo, env=env)
     return _err(open_user_repository(str(repo), env))
 
 
@@ -320,6 +321,26 @@ def test_an_unknown_git_failure_is_gits_own_message(env, make_repo) -> None:
     (worktree,) = registered_worktrees(repo, env)
     assert b"locked" not in git("worktree", "list", "--porcelain", cwd=repo, env=env)
     git("worktree", "remove", "--force", worktree[len("worktree ") :], cwd=repo, env=env)
+
+
+def test_a_filter_process_that_died_while_git_wrote_to_it() -> None:
+    """When the filter process dies while git is writing to it (a race with
+    the case above, seen in CI), git's last line is "packet write with
+    format failed (...)": the same one line naming the filter, git's own
+    words in parentheses."""
+    error = GitError(
+        args=("git", "worktree", "add"),
+        returncode=128,
+        stderr=b"git-lfs filter-process: 1: git-lfs: not found\n"
+        b"fatal: packet write with format failed (a.dat: smudge filter lfs failed)\n",
+    )
+    failure = known_failure("could not create worktree at '/w'", error)
+    assert failure.code == "filter-failed"
+    assert failure.message == (
+        "could not create worktree at '/w': a filter process failed: "
+        "git-lfs filter-process: 1: git-lfs: not found "
+        "(packet write with format failed (a.dat: smudge filter lfs failed))"
+    )
 
 
 def test_a_git_usage_error_is_a_bug(env, tmp_path: Path) -> None:

@@ -215,17 +215,21 @@ def known_failure(
     if code is None:
         raise UnexpectedGitFailure(action, error)
     message = error.message()
-    if code == "filter-failed" and message == "the remote end hung up unexpectedly":
-        message = _filter_process_message(error)
+    if code == "filter-failed" and (
+        message == "the remote end hung up unexpectedly" or message.startswith("packet write")
+    ):
+        message = _filter_process_message(error, message)
     hint = hint or "\n".join(error.hints) or None
     return IsopatchError(code, f"{action}: {message}", worktree=worktree, hint=hint)
 
 
-def _filter_process_message(error: GitError) -> str:
+def _filter_process_message(error: GitError, said_last: str) -> str:
     """What git says when a ``filter.<driver>.process`` program could not
-    start or died ("the remote end hung up unexpectedly"), put in words
-    that name the filter: the line its shell or program printed, if any
-    ("git-lfs filter-process: 1: git-lfs: not found")."""
+    start or died (``said_last``: "the remote end hung up unexpectedly", or,
+    when git was writing to it as it died, "packet write with format
+    failed (...)"), put in words that name the filter: the line its shell
+    or program printed, if any ("git-lfs filter-process: 1: git-lfs: not
+    found"), then git's own words in parentheses."""
     said = [
         line.strip()
         for line in error.stderr.decode("utf-8", "replace").splitlines()
@@ -234,4 +238,4 @@ def _filter_process_message(error: GitError) -> str:
         and not line.startswith(("Preparing worktree", "HEAD is now at", "Updating files"))
     ]
     detail = f": {said[-1]}" if said else ""
-    return f"a filter process failed{detail} (the remote end hung up unexpectedly)"
+    return f"a filter process failed{detail} ({said_last})"
