@@ -8,7 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, registered_worktrees, repo_state
+from repo_helpers import (
+    apply_to_clean_checkout,
+    git,
+    isopatch,
+    registered_worktrees,
+    repo_state,
+    tree_manifest,
+)
 
 
 def _assert_fatal(run, code: str) -> None:
@@ -90,13 +97,37 @@ def test_a_required_filter_that_cannot_run(env, make_repo) -> None:
     assert list(Path(env["TMPDIR"]).iterdir()) == []
 
 
-def test_a_sha256_repository_is_named_as_such(env, tmp_path) -> None:
+def test_a_sha256_repository_is_captured_through_git(env, tmp_path) -> None:
+    """pygit2's libgit2 reads SHA-1 repositories only; git reads SHA-256 ones
+    (git-init(1), ``--object-format``), and where libgit2 refuses, git is
+    asked: the capture, its round trip and the pool work as in SHA-1."""
     repo = tmp_path / "sha256"
     repo.mkdir()
-    git("init", "-q", "--object-format=sha256", cwd=repo, env=env)
-    run = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
-    _assert_fatal(run, "unsupported-repository")
-    assert "object format 'sha256' is not supported" in run.err
+    git("init", "-q", "-b", "main", "--object-format=sha256", cwd=repo, env=env)
+    (repo / "a").write_text("a\n")
+    (repo / "b").write_bytes(b"bin\0x")
+    git("add", ".", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    before = repo_state(repo, env)
+    change = "echo b >> a; printf '\\0\\1' >> b; ln -s a link; git commit -qam inside; echo n > new"
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", change, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    assert len(fields["base"]) == 64 and fields["files"] == "4"
+    applied = apply_to_clean_checkout(
+        repo, fields["base"], Path(fields["patch"]), tmp_path / "clean", env
+    )
+    assert tree_manifest(applied) == tree_manifest(Path(fields["worktree"]))
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    for _ in range(2):  # the second run claims the worktree the first returned
+        pooled = isopatch(
+            "--porcelain", "--", "sh", "-c", "echo x >> a",
+            cwd=repo, env=env, git_options=("-c", "isopatch.pool=1"),
+        )  # fmt: skip
+        assert pooled.returncode == 0 and pooled.fields()["files"] == "1", pooled.err
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    after = repo_state(repo, env)
+    assert after == before
 
 
 @pytest.mark.parametrize("mode", ["--stdout", "--porcelain", "--json"])

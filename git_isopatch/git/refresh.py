@@ -38,7 +38,6 @@ FRESH_ADMIN_FILES = frozenset({"HEAD", "ORIG_HEAD", "commondir", "gitdir", "inde
 #: layer's record).
 RECORD_FILES = frozenset({"isopatch.json"})
 
-_NULL_ID = "0" * 40
 
 #: Configuration for the refresh and its checks: no hook runs, no file
 #: system monitor answers for the work tree, every stat field and the
@@ -127,7 +126,8 @@ def _reset_admin_dir(
     offset = time.localtime().tm_gmtoff // 60
     sign = "-" if offset < 0 else "+"
     when = f"{int(time.time())} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
-    line = f"{_NULL_ID} {commit} ".encode() + ident + f" {when}\n".encode()
+    null_id = "0" * len(commit)  # 40 hex digits, or 64 in a SHA-256 repository
+    line = f"{null_id} {commit} ".encode() + ident + f" {when}\n".encode()
     try:
         _write(os.path.join(admin_dir, "HEAD"), f"{commit}\n".encode())
         _write(os.path.join(admin_dir, "ORIG_HEAD"), f"{commit}\n".encode())

@@ -111,9 +111,8 @@ def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[Use
         _, parse_error, detail = str(exc).partition("failed to parse config file: ")
         if parse_error:
             return _error(f"bad config file: {detail}")
-        _, unknown_format, object_format = str(exc).partition("unknown object format ")
-        if unknown_format:  # pygit2's libgit2 is built for SHA-1 only
-            return _error(f"unsupported repository: object format {object_format} is not supported")
+        # and everything else libgit2 refuses, such as an object format it
+        # is not built for (SHA-256): git's own answer
         return _ask_git(path, environ)
     git_dir = os.path.normpath(os.path.abspath(git_dir))
     env_work_tree = environ.get("GIT_WORK_TREE")
