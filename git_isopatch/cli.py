@@ -383,7 +383,7 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
         if private and not results.discard(result.tmpdir):
             os.unlink(result.patch_path)  # the folder holds a kept worktree
     _show_summary(result, mode, private=private)
-    if mode.exit_code and mode.quiet and not mode.machine:
+    if mode.quiet and not mode.machine:
         results.discard(result.tmpdir)  # nobody is told where the patch is
     if result.applied and not mode.machine:
         results.discard(result.tmpdir)  # the patch is in the work tree now

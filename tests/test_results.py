@@ -81,6 +81,15 @@ def test_exit_code_quiet_leaves_nothing(env, make_repo, command, status: int) ->
     assert _folders(env) == []
 
 
+@pytest.mark.parametrize(("command", "status"), [(CHANGE, 0), (("false",), 1)])
+def test_quiet_leaves_nothing(env, make_repo, command, status: int) -> None:
+    """Nothing names the patch of a ``-q`` run, so nothing of it stays."""
+    repo = make_repo()
+    run = isopatch("-q", "--", *command, cwd=repo, env=env)
+    assert (run.returncode, run.err) == (status, "")
+    assert _folders(env) == []
+
+
 def test_exit_code_without_quiet_keeps_the_patch_it_names(env, make_repo) -> None:
     repo = make_repo()
     run = isopatch("--exit-code", "--", *CHANGE, cwd=repo, env=env)
