@@ -112,14 +112,7 @@ def prune_result_folders(
     env = own_git_environment(environ)
     cutoff = _expiry(results.DEFAULT_EXPIRE if expire is None else expire, env)
     repository = open_repository(repo_path, environ)
-    # only isopatch.tmpdir is read: the other fields are given
-    given = CaptureRequest(
-        command=("prune",),
-        keep=False,
-        timeout=0,
-        configured_links=(),
-        configured_copies=(),
-        max_worktrees=0,
-    )
-    root = complete_request(given, repository, environ).tmpdir or "/tmp"
+    # only isopatch.tmpdir is read: a bad value of another key is no error
+    given = CaptureRequest(command=("prune",))
+    root = complete_request(given, repository, environ, only=("tmpdir",)).tmpdir or "/tmp"
     return results.expire(repository.common_dir, root, before=cutoff, dry_run=dry_run)

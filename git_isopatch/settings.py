@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -186,24 +186,34 @@ def complete_request(
     request: CaptureRequest,
     repository: UserRepository,
     environ: Mapping[str, str],
+    *,
+    only: Collection[str] | None = None,
 ) -> CaptureRequest:
     """``request`` with each configurable field that is ``None`` taken from
     the configuration, else from its default (``timeout`` 0: no limit;
     ``tmpdir``: ``$TMPDIR`` of ``environ``, else ``/tmp``).
 
     Configuration is read (one ``git config`` call) only when some field is
-    ``None``, and only the keys still needed are parsed.
+    ``None``, and only the keys still needed are parsed: a bad value of a
+    key that is not needed is no error, as in git, which reads a key where
+    a command uses it.
 
     Args:
         request: what the caller asked for; its given fields win.
         repository: the user's repository; its configuration counts.
         environ: the caller's environment (``git -c`` arrives in it).
+        only: the names of the fields to complete (``None``: all); the
+            others stay as they are.
 
     Raises:
         IsopatchError: ``bad-config``: ``bad config value for 'isopatch.<key>'``
             with a hint, or git could not read a configuration file.
     """
-    needed = [row for row in CONFIG_KEYS if getattr(request, row.field) is None]
+    needed = [
+        row
+        for row in CONFIG_KEYS
+        if getattr(request, row.field) is None and (only is None or row.field in only)
+    ]
     if not needed:
         return request
     match read_section(repository.git_dir, environ):

@@ -143,6 +143,17 @@ def test_prune_removes_old_result_folders_of_this_repository_only(
     assert not recent.exists() and others.is_dir()
 
 
+def test_prune_reads_only_the_configuration_it_uses(env, make_repo) -> None:
+    """A bad value of a key prune does not use is no error: git reads a key
+    where a command uses it."""
+    repo = make_repo()
+    old = _old_result_folder(Path(env["TMPDIR"]), repo / ".git", "old")
+    bad = ("-c", "isopatch.pool=few", "-c", "isopatch.sandbox=maybe", "-c", "isopatch.timeout=x")
+    done = isopatch("prune", "-v", cwd=repo, env=env, git_options=bad)
+    assert done.returncode == 0, done.err
+    assert done.out == f"Removing {old}: result folder\n"
+
+
 def test_prune_leaves_a_folder_that_holds_a_worktree_to_worktree_pruning(env, make_repo) -> None:
     repo = make_repo()
     kept = isopatch("--keep", "--porcelain", "--", *CHANGE, cwd=repo, env=env)
