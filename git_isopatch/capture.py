@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import os
+import posixpath
 import shlex
 import shutil
 import stat
@@ -156,7 +157,7 @@ NOT_RUNNABLE = frozenset({126, 127})
 
 
 def command_hints(
-    command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str
+    command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str, prefix: str = ""
 ) -> tuple[str, ...]:
     """Advice for a command that could not run a program (exit 126 or
     127; see :data:`NOT_RUNNABLE`), one line each:
@@ -165,7 +166,10 @@ def command_hints(
       a shell, so ``"ruff format src"`` is one program name;
     - a folder of :data:`DEPENDENCY_FOLDERS` is at the top of the user's
       checkout (``top``) but not in the ``worktree`` (git does not track it,
-      and it was neither linked nor copied): ``--link``/``--copy`` it.
+      and it was neither linked nor copied): ``--link``/``--copy`` it,
+      named from the user's folder (``prefix``, ``/``-separated from the
+      top, as :attr:`.git.repo.UserRepository.prefix`), since ``--link``
+      paths are taken from there.
 
     Deciding on the exit status, never on timing, keeps the advice the same
     on a slow machine.
@@ -185,9 +189,10 @@ def command_hints(
         if os.path.isdir(os.path.join(top, folder)) and not os.path.lexists(
             os.path.join(worktree, folder)
         ):
+            path = shlex.quote(posixpath.relpath(folder, prefix or "."))
             hints.append(
                 f"'{folder}' of your checkout is not in the worktree; "
-                f"bring it in with --link {folder} (or --copy {folder})"
+                f"bring it in with --link {path} (or --copy {path})"
             )
     return tuple(hints)
 
@@ -844,7 +849,9 @@ def _confined_run_and_extract(
         stderr_path,
         timeout=timeout,
         shared_writes=_shared_writes(before, repository, git_env),
-        hints=command_hints(request.command, outcome, repository.top, isolation.worktree),
+        hints=command_hints(
+            request.command, outcome, repository.top, isolation.worktree, repository.prefix
+        ),
         checkout_changes=_checkout_changes(checkout_before, isolation, git_env),
     )
     warn_changed_submodules(

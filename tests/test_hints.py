@@ -5,6 +5,8 @@ shell).  Decided on the exit status, never on timing."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from repo_helpers import isopatch, write_tree
 
@@ -67,4 +69,28 @@ def test_a_command_name_with_a_space_is_not_run_by_a_shell(env, make_repo) -> No
     assert _hints(run) == [
         "hint: the command is run without a shell, so 'ruff format src' is one program "
         "name; split it (git isopatch -- ruff format src) or use sh -c 'ruff format src'"
+    ]
+
+
+def test_from_a_subfolder_the_hint_names_the_path_from_there(env, make_repo) -> None:
+    """--link paths are taken from where the user stands: from sub/deeper
+    the hint must say ../../.venv, and that path must then work."""
+    repo = make_repo({".gitignore": ".venv/\n", "sub/deeper/x": "x\n"})
+    write_tree(repo, {".venv/bin/tool": "#!/bin/sh\necho ok\n"})
+    os.chmod(repo / ".venv/bin/tool", 0o755)
+    here = repo / "sub/deeper"
+    run = isopatch("--", "../../.venv/bin/tool", cwd=here, env=env)
+    assert run.returncode == 127
+    assert _hints(run) == [
+        "hint: '.venv' of your checkout is not in the worktree; "
+        "bring it in with --link ../../.venv (or --copy ../../.venv)"
+    ]
+    linked = isopatch("--link", "../../.venv", "--", "../../.venv/bin/tool", cwd=here, env=env)
+    assert linked.returncode == 0, linked.err
+    assert _hints(linked) == []
+    # -C names where the run stands as cd would
+    from_top = isopatch("-C", "sub", "--", "../.venv/bin/tool", cwd=repo, env=env)
+    assert _hints(from_top) == [
+        "hint: '.venv' of your checkout is not in the worktree; "
+        "bring it in with --link ../.venv (or --copy ../.venv)"
     ]
