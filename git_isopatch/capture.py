@@ -586,7 +586,8 @@ def run(
             with ``isopatch.maxWorktrees``).
         warn: called with each one-line warning (a linked or copied path
             that does not exist, a kept worktree removed at
-            ``isopatch.maxWorktrees``); default: the ``git_isopatch`` logger.
+            ``isopatch.maxWorktrees``, ``allow_write``/``allow_network``
+            given without a sandbox); default: the ``git_isopatch`` logger.
 
     Returns:
         A :class:`CaptureResult`.  When extraction fails, ``error`` and
@@ -622,7 +623,19 @@ def run(
     if request.allow_write is not None:
         paths = (os.path.abspath(os.path.join(request.repo_path, p)) for p in request.allow_write)
         request = replace(request, allow_write=tuple(paths))
+    # the flags, not the configuration's keys (there for sandboxed runs)
+    loosened = [
+        name
+        for name, given in (
+            ("--allow-write", request.allow_write),
+            ("--allow-network", request.allow_network),
+        )
+        if given
+    ]
     request = complete_request(request, repository, environ)
+    if not request.sandbox:
+        for name in loosened:
+            warn(f"{name} has no effect without --sandbox")
     confinement = _sandbox_request(request)
     tmp_root = request.tmpdir or "/tmp"
     # isopatch.tmpdir (or the caller's tmpdir) places the worktree too;

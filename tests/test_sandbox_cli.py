@@ -141,6 +141,35 @@ def test_allow_write_from_flag_and_configuration(env, make_repo, tmp_path: Path)
     assert (other / "f").exists()
 
 
+def test_allow_flags_without_sandbox_warn_that_they_do_nothing(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """--allow-write and --allow-network only loosen --sandbox: without it
+    (no flag, isopatch.sandbox unset or overridden by --no-sandbox) they
+    change nothing, and the user is told so once, whatever the output mode."""
+    repo = make_repo()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    write = "warning: --allow-write has no effect without --sandbox"
+    network = "warning: --allow-network has no effect without --sandbox"
+    cases = [
+        (("--allow-write", cache), (), [write]),
+        (("--allow-network",), (), [network]),
+        (("--allow-write", cache, "--allow-network", "--porcelain"), (), [write, network]),
+        (("--no-sandbox", "--allow-network"), ("-c", "isopatch.sandbox=true"), [network]),
+        (("--allow-network",), ("-c", "isopatch.sandbox=false"), [network]),
+        # the configuration's keys are there for sandboxed runs: no noise
+        ((), ("-c", f"isopatch.allowWrite={cache}", "-c", "isopatch.allowNetwork=true"), []),
+        (("--sandbox", "--allow-write", cache, "--allow-network"), (), []),
+        (("--allow-write", cache, "--allow-network"), ("-c", "isopatch.sandbox=true"), []),
+    ]
+    for args, config, expected in cases:
+        run = isopatch(*args, "--", "true", cwd=repo, env=env, git_options=config)
+        assert run.returncode == 0, (args, config, run.err)
+        warnings = [line for line in run.err.splitlines() if line.startswith("warning: ")]
+        assert warnings == expected, (args, config, run.err)
+
+
 def test_allow_write_of_a_missing_path_is_refused_before_anything_runs(
     env, make_repo, tmp_path: Path
 ) -> None:
