@@ -468,11 +468,16 @@ def prune_command(
     a running worktree, never one it did not make (design: "Kept
     worktrees", "Placement")."""
     from .isolation.errors import IsopatchError
-    from .manage import prune_result_folders, prune_worktrees
+    from .manage import prune_result_folders, prune_worktrees, standing_in
     from .render import quote_c_style
+
+    def quoted(path: str) -> str:
+        text = quote_c_style(os.fsencode(path)).decode("utf-8", "replace")
+        return text if text.startswith('"') else f"'{text}'"
 
     configure_logging()
     try:
+        here = standing_in(repo_path, expire=expire)
         pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
         folders = prune_result_folders(repo_path, expire=expire, dry_run=dry_run)
     except ValueError as exc:
@@ -484,10 +489,10 @@ def prune_command(
             sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
         for folder in folders:
             sys.stdout.write(f"Removing {folder.path}: result folder\n")
+    if here is not None:
+        stderr_line(f"warning: not pruning {quoted(here.path)}: you are in it")
     for worktree, reason in pruned.failed:
-        quoted = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
-        name = quoted if quoted.startswith('"') else f"'{quoted}'"
-        sys.stderr.write(f"error: could not prune {name}: {reason}\n")
+        sys.stderr.write(f"error: could not prune {quoted(worktree.path)}: {reason}\n")
     raise SystemExit(1 if pruned.failed else 0)
 
 

@@ -174,6 +174,31 @@ def test_prune_removes_kept_and_orphaned_never_running_nor_the_users(
     assert _listed(repo, env) == []
 
 
+def test_prune_from_inside_a_kept_worktree_says_it_skips_it(env, make_repo) -> None:
+    """The worktree the user stands in is never removed (their shell would
+    be left in a deleted folder), and prune says so instead of keeping
+    quiet; the others still go."""
+    repo = make_repo()
+    older = _kept(repo, env)
+    inside = _kept(repo, env)
+    (Path(inside) / "sub").mkdir()
+    name = f"'{inside}'"
+    for args in (("prune", "-n"), ("prune",), ("prune", "-v")):
+        run = isopatch(*args, cwd=Path(inside) / "sub", env=env)
+        assert run.returncode == 0, run.err
+        assert run.err == f"warning: not pruning {name}: you are in it\n", args
+        assert Path(inside).is_dir()
+        if args == ("prune", "-n"):
+            assert run.out == f"Removing {older}: kept\n"
+    assert [e["worktree"] for e in _listed(repo, env)] == [inside]
+    assert not Path(older).exists()
+    # --expire that would not take it anyway: nothing to say
+    run = isopatch("prune", "--expire", "1.hour.ago", cwd=inside, env=env)
+    assert run.returncode == 0 and run.err == "", run.err
+    run = isopatch("prune", "-v", cwd=repo, env=env)
+    assert run.err == "" and run.out == f"Removing {inside}: kept\n"
+
+
 def test_prune_expire(env, make_repo) -> None:
     repo = make_repo()
     _kept(repo, env)
