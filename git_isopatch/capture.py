@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import IO, TYPE_CHECKING, Any
 
+from .git.admin_files import read_pointers, restore_pointers
 from .git.apply import apply_to_work_tree, diff_color
 from .git.diff import (
     apply_size_warning,
@@ -831,6 +832,7 @@ def _confined_run_and_extract(
             box = None
             if sandbox is not None:
                 box = confinement.enter_context(_sandboxed(isolation, sandbox, env, stdout, stderr))
+            pointers = read_pointers(isolation.admin_dir)
             outcome = run_command(
                 request.command,
                 cwd=cwd,
@@ -853,6 +855,7 @@ def _confined_run_and_extract(
     except BaseException:
         provider.remove(isolation)
         raise
+    _restore_pointers(isolation, pointers, warn)
     finish = functools.partial(
         _result,
         isolation,
@@ -921,6 +924,24 @@ def _confined_run_and_extract(
     if files and result.exit_code == 0:
         return _apply(result, repository, git_env)
     return replace(result, applied=False)
+
+
+def _restore_pointers(
+    isolation: Isolation, pointers: dict[str, bytes | None], warn: Callable[[str], None]
+) -> None:
+    """Put back the worktree's ``commondir`` and ``gitdir`` if the command
+    rewrote them (:func:`.git.admin_files.restore_pointers`), before any
+    git runs there again, and say so: the private folder is the command's
+    to write, even under ``--sandbox``, and a ``commondir`` leading
+    elsewhere would have git read another configuration and break ``git
+    worktree list`` in the user's repository."""
+    try:
+        changed = restore_pointers(isolation.admin_dir, pointers)
+    except OSError as exc:
+        warn(f"could not put back the worktree's '{isolation.admin_dir}': {exc.strerror or exc}")
+        return
+    for name in changed:
+        warn(f"the command rewrote '{os.path.join(isolation.admin_dir, name)}'; put back")
 
 
 def _submodule_patch_stat(patch: str, env: Mapping[str, str]) -> bytes | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -406,21 +407,19 @@ def test_a_worktree_whose_private_folder_leads_elsewhere_is_not_used(
 ) -> None:
     """``commondir`` and ``gitdir`` in the private folder say where git
     finds the repository (its configuration, which names programs) and the
-    worktree; a pooled worktree whose pointer a command rewrote is removed
-    before any git runs there, even when it leads to a copy of the
-    repository that git would accept."""
+    worktree.  A run puts back what its command rewrote; a process the
+    command left behind can rewrite them later, while the worktree waits in
+    the pool: the claim removes such a worktree before any git runs there,
+    even when the pointer leads to a copy of the repository that git would
+    accept."""
     repo = _repo(tmp_path, env, "repo")
-    copy = tmp_path / "copy"
-    target = copy if pointer == "commondir" else copy / "elsewhere" / ".git"
-    forge = (
-        "pwd; "
-        f"cp -r \"$(git rev-parse --path-format=absolute --git-common-dir)\" '{copy}' && "
-        f"printf '%s\\n' '{target}' > \"$(git rev-parse --absolute-git-dir)/{pointer}\""
-    )
-    first = _run(repo, env, "--", "sh", "-c", forge)
+    first = _run(repo, env, "--", "pwd")
     assert first.returncode == 0, first.err
     [admin] = admin_dirs(repo, env)
-    assert (admin / pointer).read_text() == f"{target}\n"
+    copy = tmp_path / "copy"
+    shutil.copytree(repo / ".git", copy, ignore=shutil.ignore_patterns("worktrees"))
+    target = copy if pointer == "commondir" else copy / "elsewhere" / ".git"
+    (admin / pointer).write_text(f"{target}\n")  # as a process left behind would
     second = _run(repo, env, "--", "sh", "-c", "pwd; ls -A")
     assert second.returncode == 0, second.err
     assert _where(second) != _where(first)

@@ -25,6 +25,7 @@ import shutil
 import time
 from collections.abc import Mapping
 
+from .admin_files import read_admin_file, replace_admin_file
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
@@ -71,10 +72,7 @@ def _git(
 
 
 def _write(path: str, data: bytes) -> None:
-    temporary = path + ".isopatch-tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
+    replace_admin_file(path, data)
 
 
 def admin_extras(admin_dir: GitDirPath) -> list[str]:
@@ -101,8 +99,7 @@ def _first_reflog_identity(admin_dir: GitDirPath) -> GitResult[bytes]:
     lenient ``git_committer_info``, which ``git var`` does not offer)."""
     path = os.path.join(admin_dir, "logs", "HEAD")
     try:
-        with open(path, "rb") as handle:
-            first = handle.readline()
+        first = read_admin_file(path).split(b"\n", 1)[0]
     except OSError as exc:
         return Err(GitError(reason=f"cannot read '{path}': {exc.strerror}", errno=exc.errno))
     entry = first.rstrip(b"\n").split(b"\t", 1)[0]
@@ -149,11 +146,8 @@ def _reset_admin_dir(
 def _read_pointer(path: str) -> str | None:
     """The path a pointer file of a private folder holds, or ``None``
     when it is not a regular file or cannot be read."""
-    if os.path.islink(path) or not os.path.isfile(path):
-        return None
     try:
-        with open(path, "rb") as handle:
-            return os.fsdecode(handle.read().rstrip(b"\n"))
+        return os.fsdecode(read_admin_file(path).rstrip(b"\n"))
     except OSError:
         return None
 
@@ -243,8 +237,7 @@ def refresh_worktree(
     """
     dotgit = os.path.join(worktree, ".git")
     try:
-        with open(dotgit, "rb") as handle:
-            pointer = handle.read().decode("utf-8", "surrogateescape").strip()
+        pointer = read_admin_file(dotgit).decode("utf-8", "surrogateescape").strip()
     except OSError as exc:
         return Err(GitError(reason=f"cannot read '{dotgit}': {exc.strerror}", errno=exc.errno))
     if os.path.islink(dotgit) or pointer != f"gitdir: {admin_dir}":

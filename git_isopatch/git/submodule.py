@@ -78,18 +78,27 @@ def _args(worktree: str, git_dir: str) -> list[str]:
 
 
 def list_gitlinks(
-    worktree: WorktreePath, *, git_dir: GitDirPath, env: Mapping[str, str]
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[list[Gitlink]]:
     """The submodule entries of the worktree's index (``git ls-files -s``,
     mode 160000), or none when the worktree has no ``.gitmodules`` (git
     knows no submodule there: a gitlink without it is an embedded
-    repository, which git cannot populate either)."""
+    repository, which git cannot populate either).  ``preexec_fn`` runs in
+    git's process before it starts (a sandbox).
+
+    Raises:
+        subprocess.SubprocessError: ``preexec_fn`` failed."""
     if not os.path.lexists(os.path.join(worktree, ".gitmodules")):
         return Ok([])
     listed = run_git(
         [*_args(worktree, git_dir), "ls-files", "-s", "-z", "--full-name"],
         env=env,
         config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
     )
     match listed:
         case Err() as err:

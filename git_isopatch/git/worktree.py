@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .admin_files import read_admin_file
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git, run_git_with_progress
 from .types import CommitId, GitDirPath, WorktreePath
@@ -126,8 +127,8 @@ def worktree_admin_dir(worktree: WorktreePath) -> GitResult[GitDirPath]:
     (gitrepository-layout(5), ``worktrees/<id>``).
     """
     try:
-        with open(os.path.join(worktree, ".git"), "rb") as handle:
-            text = handle.read().decode("utf-8", "surrogateescape").strip()
+        text = read_admin_file(os.path.join(worktree, ".git")).decode("utf-8", "surrogateescape")
+        text = text.strip()
     except OSError as exc:
         return Err(
             GitError(reason=f"cannot read '{worktree}/.git': {exc.strerror}", errno=exc.errno)
@@ -164,7 +165,10 @@ def repair_worktree(
     file to point at this repository's ``worktrees/<id>`` again, and that
     folder's ``gitdir`` at the worktree (git-worktree(1), ``repair``: after
     the main work tree or the bare repository was moved, run it there with
-    the linked worktrees' paths).  Only the worktree named is touched.
+    the linked worktrees' paths).  git also rewrites the ``.git`` of every
+    other worktree of the repository that does not lead back
+    (``repair_worktrees``, worktree.c), following a symbolic link there:
+    the caller checks that none is one.
     """
     args = [f"--git-dir={git_dir}", "worktree", "repair", "--", worktree]
     match run_git(args, env=env):
@@ -264,8 +268,8 @@ def worktree_admin_dirs(common_dir: GitDirPath) -> dict[str, GitDirPath]:
     for name in ids:
         admin = os.path.join(folder, name)
         try:
-            with open(os.path.join(admin, "gitdir"), "rb") as handle:
-                dotgit = handle.read().decode("utf-8", "surrogateescape").strip()
+            gitdir = read_admin_file(os.path.join(admin, "gitdir"))
+            dotgit = gitdir.decode("utf-8", "surrogateescape").strip()
         except OSError:
             continue
         if dotgit:  # relative with worktree.useRelativePaths (git 2.48)

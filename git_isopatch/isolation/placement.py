@@ -135,12 +135,21 @@ def made_by_isopatch(worktree: str, container: str | None) -> bool:
 
     A record is a file any process can write into any worktree's private
     folder; a user's own worktree is never in a ``git-isopatch-*`` folder,
-    so a forged record cannot make git-isopatch remove it.
+    so a forged record cannot make git-isopatch remove it.  Neither the
+    folder nor the worktree may be a symbolic link (a command can plant a
+    link named like our folder that leads to any folder of the user's).
     """
     folder = os.path.dirname(os.path.normpath(worktree))
     if _CONTAINER_NAME.match(os.path.basename(folder)) is None:
         return False
-    return container is None or os.path.normpath(container) == folder
+    if container is not None and os.path.normpath(container) != folder:
+        return False
+    real = os.path.join(
+        os.path.realpath(os.path.dirname(folder)),
+        os.path.basename(folder),
+        os.path.basename(os.path.normpath(worktree)),
+    )
+    return not os.path.lexists(worktree) or os.path.realpath(worktree) == real
 
 
 def remove_tree(folder: str, *, warn: Callable[[str], None]) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..git.admin_files import read_admin_file, replace_admin_file, reset_commondir
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -139,10 +140,7 @@ def _make_private_folder(tmp_root: str | None) -> str:
 
 def _write_file(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` at once (a temporary file renamed over it)."""
-    temporary = path + ".isopatch-tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
+    replace_admin_file(path, text.encode("utf-8"))
 
 
 def _write_lock_reason(admin_dir: GitDirPath, reason: str) -> None:
@@ -384,8 +382,8 @@ class WorktreeProvider:
             if record is None or not record.pooled:
                 continue
             try:
-                with open(os.path.join(admin_dir, "locked"), encoding="utf-8") as handle:
-                    reason = handle.read()
+                locked = read_admin_file(os.path.join(admin_dir, "locked"))
+                reason = locked.decode("utf-8", "surrogateescape")
             except OSError:
                 continue
             if reason == POOL_LOCK_REASON and os.path.isdir(top) and not os.path.islink(top):
@@ -626,6 +624,36 @@ def _our_folder(worktree: OwnedWorktree) -> str | None:
     return None
 
 
+def _mend_our_commondirs(repository: UserRepository, store: IsolationStore) -> None:
+    """Point ``commondir`` of each of our registrations back at the
+    repository (:func:`.git.admin_files.reset_commondir`) where a command
+    rewrote it: one that leads nowhere has ``git worktree list`` fail in
+    the whole repository, so nothing could be listed or pruned."""
+    folder = os.path.join(repository.common_dir, "worktrees")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        admin_dir = GitDirPath(os.path.join(folder, name))
+        if store.load(admin_dir) is not None:
+            with contextlib.suppress(OSError):
+                reset_commondir(admin_dir)
+
+
+def _repair_writes_only_files(repository: UserRepository) -> bool:
+    """True when ``git worktree repair`` would write no file through a
+    symbolic link: it rewrites the ``.git`` of every worktree of the
+    repository whose ``.git`` does not lead back (``repair_worktrees``,
+    worktree.c), following a link there, and a command can replace the
+    ``.git`` of its worktree with a link to any file."""
+    for top in worktree_admin_dirs(repository.common_dir):
+        if os.path.islink(os.path.join(top, ".git")):
+            log.debug("not running git worktree repair: '%s/.git' is a symbolic link", top)
+            return False
+    return True
+
+
 def discard_or_why(
     repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]
 ) -> str | None:
@@ -659,12 +687,21 @@ def discard_or_why(
     mounted = mount_points_under(path) if os.path.lexists(path) else []
     if mounted:
         return f"'{mounted[0]}' is a mount point in it"
+    if admin_dir and os.path.isdir(admin_dir):
+        with contextlib.suppress(OSError):  # a command may have rewritten it
+            reset_commondir(admin_dir)
     match remove_worktree(repository.git_dir, path, env=env):
         case Ok():
             failure = None
         case Err(error):
             failure = error.message()
-    if failure is not None and os.path.lexists(path) and admin_dir and os.path.isdir(admin_dir):
+    if (
+        failure is not None
+        and os.path.lexists(path)
+        and admin_dir
+        and os.path.isdir(admin_dir)
+        and _repair_writes_only_files(repository)
+    ):
         repair_worktree(repository.git_dir, path, env=env)  # its failure shows in the retry
         match remove_worktree(repository.git_dir, path, env=env):
             case Ok():
@@ -742,6 +779,8 @@ def prune(
     """
     here = os.path.realpath(repository.top)
     with worktree_admin_lock(repository.common_dir):
+        if not dry_run:
+            _mend_our_commondirs(repository, store)
         candidates = [
             worktree
             for worktree in owned_worktrees(repository, store, env=env)

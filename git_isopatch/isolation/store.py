@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
+from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.types import GitDirPath
 
 RECORD_FILE = "isopatch.json"
@@ -184,16 +185,13 @@ class GitMetadataStore:
     private folder under ``$GIT_COMMON_DIR/worktrees/``."""
 
     def save(self, admin_dir: GitDirPath, record: WorktreeRecord) -> None:
-        path = os.path.join(admin_dir, RECORD_FILE)
-        temporary = path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(asdict(record), handle)
-        os.replace(temporary, path)
+        # the command can write in admin_dir: never through a name it planted
+        data = json.dumps(asdict(record)).encode("utf-8")
+        replace_admin_file(os.path.join(admin_dir, RECORD_FILE), data)
 
     def load(self, admin_dir: GitDirPath) -> WorktreeRecord | None:
         try:
-            with open(os.path.join(admin_dir, RECORD_FILE), encoding="utf-8") as handle:
-                data = json.load(handle)
+            data = json.loads(read_admin_file(os.path.join(admin_dir, RECORD_FILE)))
             return WorktreeRecord(**data)
         except (OSError, ValueError, TypeError):
             return None

@@ -101,10 +101,15 @@ def warn_changed(
     cannot tell, nothing is said.
 
     ``preexec_fn``: the command's sandbox, under which the look at the
-    submodules runs; a repository the command made in a submodule's folder
-    names programs (filters, ``core.fsmonitor``) that ``git status`` runs.
+    submodules runs: the command could write the worktree's private folder
+    and its submodule folders, and what they name (another ``commondir``,
+    a repository whose configuration names filters) git would run.
     """
-    match list_gitlinks(worktree, git_dir=admin_dir, env=env):
+    try:
+        listed = list_gitlinks(worktree, git_dir=admin_dir, env=env, preexec_fn=preexec_fn)
+    except subprocess.SubprocessError:  # the sandbox could not confine git
+        return
+    match listed:
         case Ok(gitlinks):
             pass
         case Err():

@@ -1,0 +1,122 @@
+"""Files git-isopatch writes and reads in a worktree's private folder
+(``$GIT_COMMON_DIR/worktrees/<id>``, gitrepository-layout(5)).
+
+That folder is writable by the command the worktree was made for, even
+under ``--sandbox`` (git needs it for the worktree's ``HEAD`` and index), so
+anything in it may have been replaced by a symbolic link, a folder or a
+FIFO.  A file is therefore never written in place or through a name the
+command could have planted: the new content goes to a fresh file that only
+this process made (``mkstemp``: ``O_CREAT | O_EXCL``, which never follows a
+link), which is then renamed over the name (``rename(2)`` replaces a link
+itself, never its target).  Reads refuse anything but a regular file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+
+
+def replace_admin_file(path: str, data: bytes) -> None:
+    """Make ``path`` a regular file holding ``data``, at once.
+
+    Raises:
+        OSError: the folder cannot be written, or ``path`` is a folder.
+    """
+    folder, name = os.path.split(path)
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".isopatch-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def read_admin_file(path: str, limit: int = 1 << 20) -> bytes:
+    """The content of ``path`` when it is a regular file (at most ``limit``
+    bytes), never through a symbolic link and never blocking on a FIFO.
+
+    Raises:
+        OSError: missing, not a regular file (``EINVAL`` then), unreadable.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(22, "not a regular file", path)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
+
+
+#: The files of a linked worktree's private folder that tell git where the
+#: repository and the worktree are (gitrepository-layout(5),
+#: ``worktrees/<id>/commondir`` and ``gitdir``): a ``commondir`` leading
+#: elsewhere has every git that uses this private folder read another
+#: configuration (which names programs: filters, hooks, an ``uploadpack``
+#: of a promisor remote) and breaks ``git worktree list`` in the user's
+#: repository; a ``gitdir`` leading elsewhere has git take another folder
+#: for the worktree.
+POINTER_FILES = ("commondir", "gitdir")
+
+
+def read_pointers(admin_dir: str) -> dict[str, bytes | None]:
+    """The content of each of :data:`POINTER_FILES` of ``admin_dir``
+    (``None`` for one that cannot be read as a regular file)."""
+    found: dict[str, bytes | None] = {}
+    for name in POINTER_FILES:
+        try:
+            found[name] = read_admin_file(os.path.join(admin_dir, name))
+        except OSError:
+            found[name] = None
+    return found
+
+
+def restore_pointers(admin_dir: str, before: dict[str, bytes | None]) -> list[str]:
+    """Put back each of :data:`POINTER_FILES` that no longer holds what
+    :func:`read_pointers` read into ``before`` (as a regular file, through
+    :func:`replace_admin_file`).
+
+    Returns:
+        The names of those that had changed, in :data:`POINTER_FILES` order.
+
+    Raises:
+        OSError: one could not be put back.
+    """
+    now = read_pointers(admin_dir)
+    changed = [name for name in POINTER_FILES if now[name] != before.get(name)]
+    for name in changed:
+        content = before.get(name)
+        if content is not None:
+            replace_admin_file(os.path.join(admin_dir, name), content)
+    return changed
+
+
+def reset_commondir(admin_dir: str) -> bool:
+    """Make ``admin_dir/commondir`` lead to the repository that holds
+    ``admin_dir`` (``$GIT_COMMON_DIR/worktrees/<id>``: ``../..``, what
+    ``git worktree add`` writes) when it leads anywhere else, so that git
+    can read, repair and remove this worktree again.
+
+    Returns:
+        True when it was rewritten.
+
+    Raises:
+        OSError: it could not be.
+    """
+    common = os.path.dirname(os.path.dirname(os.path.abspath(admin_dir)))
+    path = os.path.join(admin_dir, "commondir")
+    try:
+        content = os.fsdecode(read_admin_file(path).rstrip(b"\n"))
+        if os.path.realpath(os.path.join(admin_dir, content)) == os.path.realpath(common):
+            return False
+    except OSError:
+        pass
+    replace_admin_file(path, b"../..\n")
+    return True
