@@ -492,13 +492,19 @@ def include_requests(
 
 
 def snapshot_base(
-    repository: UserRepository, env: Mapping[str, str], tmp_root: str, *, staged: bool = False
+    repository: UserRepository,
+    env: Mapping[str, str],
+    tmp_root: str,
+    *,
+    staged: bool = False,
+    index_file: str | None = None,
 ) -> CommitId:
     """``--include-uncommitted``: a commit of the work tree as it is, on top
     of ``HEAD`` (or parentless on an unborn branch); nothing of the user's
     is written (:func:`.git.snapshot.snapshot_work_tree`).  With ``staged``
     (``--staged``), a commit of the index as it is, what ``git commit``
-    would commit (:func:`.git.snapshot.snapshot_index`).
+    would commit (:func:`.git.snapshot.snapshot_index`).  ``index_file``:
+    the user's index (:func:`.git.snapshot.user_index_file`).
 
     Raises:
         IsopatchError: a classified failure (no space, permission...).
@@ -517,9 +523,13 @@ def snapshot_base(
 
     with scratch as folder:
         if staged:
-            result = snapshot_index(repository.git_dir, head, folder, env=env)
+            result = snapshot_index(
+                repository.git_dir, head, folder, env=env, index_file=index_file
+            )
         else:
-            result = snapshot_work_tree(repository.git_dir, repository.top, head, folder, env=env)
+            result = snapshot_work_tree(
+                repository.git_dir, repository.top, head, folder, env=env, index_file=index_file
+            )
     match result:
         case Ok(commit):
             return commit
@@ -649,7 +659,12 @@ def run(
         repository, include_requests(repository, request, env=git_env), warn=warn
     )
     if commit is None:
-        commit = snapshot_base(repository, git_env, tmp_root, staged=request.staged)
+        from .git.snapshot import user_index_file
+
+        index_file = user_index_file(repository.git_dir, repository.top, environ)
+        commit = snapshot_base(
+            repository, git_env, tmp_root, staged=request.staged, index_file=index_file
+        )
     includes = refuse_tracked(repository, commit, includes, warn=warn)
     provider = provider or WorktreeProvider(
         git_env,

@@ -4,7 +4,9 @@ and the user's index is never written (:func:`git_isopatch.git.snapshot.snapshot
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -203,3 +205,38 @@ def test_the_documented_recipe_stages_the_fix_all_or_nothing(env, make_repo, tmp
     assert done.returncode != 0
     assert b"b: does not match index" in done.stderr
     assert repo_state(repo, env) == before
+
+
+#: A pre-commit hook as the README suggests: refuse the commit when the
+#: fix (here: "bad" becomes "good") would change what is being committed.
+PRE_COMMIT_HOOK = (
+    "#!/bin/sh\n"
+    "exec git isopatch --staged --exit-code -q -- sh -c 'sed -i s/bad/good/ a.txt'\n"
+)
+
+
+@pytest.mark.parametrize(
+    "commit",
+    [("commit", "-q", "-a", "-m", "all"), ("commit", "-q", "-m", "paths", "--", "a.txt")],
+    ids=["commit -a", "commit <path>"],
+)
+def test_a_pre_commit_hook_sees_the_index_git_commit_is_about_to_commit(
+    env, make_repo, commit
+) -> None:
+    """``git commit -a`` and ``git commit <path>`` stage into an index of
+    their own and name it in ``GIT_INDEX_FILE`` for the hook (githooks(5));
+    ``--staged`` must start from that index, not from ``.git/index``."""
+    repo = make_repo({"a.txt": "ok\n"})
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(PRE_COMMIT_HOOK)
+    hook.chmod(0o755)
+    path = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    hook_env = {**env, "PATH": path}
+    (repo / "a.txt").write_text("bad\n")  # changed in the work tree, not staged
+    refused = subprocess.run(["git", *commit], cwd=repo, env=hook_env, capture_output=True)
+    assert refused.returncode != 0, refused.stderr
+    assert git("show", "HEAD:a.txt", cwd=repo, env=env) == b"ok\n"
+    (repo / "a.txt").write_text("fine\n")
+    accepted = subprocess.run(["git", *commit], cwd=repo, env=hook_env, capture_output=True)
+    assert accepted.returncode == 0, accepted.stderr
+    assert git("show", "HEAD:a.txt", cwd=repo, env=env) == b"fine\n"

@@ -47,6 +47,21 @@ SNAPSHOT_IDENTITY = {
 SNAPSHOT_MESSAGE = "git-isopatch: snapshot of the work tree"
 
 
+def user_index_file(git_dir: GitDirPath, top: RepoPath, environ: Mapping[str, str]) -> str:
+    """The index the user's git reads: ``GIT_INDEX_FILE`` when set (git(1),
+    ENVIRONMENT; a relative one is taken from the top of the work tree,
+    where git resolves it), else ``<git_dir>/index``.
+
+    ``git commit -a`` and ``git commit <paths>`` run the pre-commit hook
+    with ``GIT_INDEX_FILE`` naming the index they are about to commit
+    (githooks(5)), not ``.git/index``.
+    """
+    named = environ.get("GIT_INDEX_FILE")
+    if named:
+        return os.path.join(top, named)
+    return os.path.join(git_dir, "index")
+
+
 def _os_error(action: str, exc: OSError) -> Err:
     return Err(GitError(reason=f"{action}: {exc.strerror}", errno=exc.errno))
 
@@ -58,6 +73,7 @@ def snapshot_work_tree(
     scratch: str,
     *,
     env: Mapping[str, str],
+    index_file: str | None = None,
 ) -> GitResult[CommitId]:
     """Make a commit whose tree is the user's work tree as ``git add --all``
     would stage it, with ``parent`` (the user's ``HEAD``) as its parent.
@@ -72,13 +88,15 @@ def snapshot_work_tree(
         env: git-isopatch's own git environment
             (:func:`.run.own_git_environment`, which sets
             ``GIT_OPTIONAL_LOCKS=0``).
+        index_file: the user's index (:func:`user_index_file`); default
+            ``<git_dir>/index``.
 
     Returns:
         ``Ok(CommitId)`` of the snapshot, or ``Err(GitError)`` when the index
         cannot be copied or git fails (e.g. no space left for the objects).
     """
     index_env = {**env, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
-    copied = _copy_index(git_dir, parent, index_env)
+    copied = _copy_index(git_dir, parent, index_env, index_file)
     if isinstance(copied, Err):
         return copied
     repository = [f"--git-dir={git_dir}", f"--work-tree={top}"]
@@ -91,13 +109,18 @@ def snapshot_work_tree(
 
 
 def _copy_index(
-    git_dir: GitDirPath, parent: CommitId | None, index_env: Mapping[str, str]
+    git_dir: GitDirPath,
+    parent: CommitId | None,
+    index_env: Mapping[str, str],
+    index_file: str | None = None,
 ) -> GitResult[None]:
-    """Copy the user's index to ``GIT_INDEX_FILE`` of ``index_env``; without
-    one (a fresh clone with ``--no-checkout``, a new repository) start from
-    the parent's tree, or from nothing."""
+    """Copy the user's index (``index_file``, default ``<git_dir>/index``)
+    to ``GIT_INDEX_FILE`` of ``index_env``; without one (a fresh clone with
+    ``--no-checkout``, a new repository) start from the parent's tree, or
+    from nothing."""
+    source = index_file or os.path.join(git_dir, "index")
     try:
-        shutil.copyfile(os.path.join(git_dir, "index"), index_env["GIT_INDEX_FILE"])
+        shutil.copyfile(source, index_env["GIT_INDEX_FILE"])
     except FileNotFoundError:
         if parent is not None:
             read = run_git(
@@ -106,7 +129,7 @@ def _copy_index(
             if isinstance(read, Err):
                 return read
     except OSError as exc:
-        return _os_error(f"cannot copy the index of '{git_dir}'", exc)
+        return _os_error(f"cannot copy the index '{source}'", exc)
     return Ok(None)
 
 
@@ -139,6 +162,7 @@ def snapshot_index(
     scratch: str,
     *,
     env: Mapping[str, str],
+    index_file: str | None = None,
 ) -> GitResult[CommitId]:
     """Make a commit whose tree is the user's index: what ``git commit``
     would commit now, with ``parent`` (the user's ``HEAD``) as its parent.
@@ -150,7 +174,9 @@ def snapshot_index(
     leaves them out (git-add(1), ``--intent-to-add``: "only the fact that
     the path will be added later"); a file staged for deletion is absent.
     Without an index (an unborn branch before the first ``git add``) the
-    tree is the parent's, or empty.
+    tree is the parent's, or empty.  ``index_file``: the user's index
+    (:func:`user_index_file`, what a pre-commit hook of ``git commit -a``
+    is given), default ``<git_dir>/index``.
 
     Returns:
         ``Ok(CommitId)``, or ``Err(GitError)``: the index holds unmerged
@@ -158,7 +184,7 @@ def snapshot_index(
         building trees"), cannot be copied, or git fails.
     """
     index_env = {**env, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
-    copied = _copy_index(git_dir, parent, index_env)
+    copied = _copy_index(git_dir, parent, index_env, index_file)
     if isinstance(copied, Err):
         return copied
     return _commit_index(git_dir, parent, SNAPSHOT_INDEX_MESSAGE, index_env)
