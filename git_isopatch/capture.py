@@ -25,6 +25,7 @@ from .git.admin_files import read_pointers, restore_pointers
 from .git.apply import apply_to_work_tree, diff_color
 from .git.diff import (
     apply_size_warning,
+    clear_hiding_flags,
     count_patch_files,
     diff_stat,
     mark_untracked_intent_to_add,
@@ -392,6 +393,11 @@ def _write_patch(
     git_dir = isolation.admin_dir
     unreadable: list[str] = []
     exclude = [*exclude, *(submodule.path for submodule in submodules)]
+    match clear_hiding_flags(worktree, git_dir=git_dir, env=env, preexec_fn=confine):
+        case Err(error):
+            raise known_failure(f"could not read the index of '{worktree}'", error)
+        case Ok():
+            pass
     match mark_untracked_intent_to_add(
         worktree,
         git_dir=git_dir,

@@ -170,3 +170,23 @@ def test_a_base_with_control_characters_is_one_escaped_line(env, make_repo, base
     _assert_fatal(run, "unknown-revision")
     assert run.err.count("\n") == 1 and repr(base) in run.err
     assert not any(ord(c) < 0x20 for c in run.err.rstrip("\n"))
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_change_hidden_behind_an_index_flag_is_in_the_patch(env, make_repo, tmp_path, flag):
+    """A command that marks a file assume-unchanged or skip-worktree and
+    then edits it: git diff would not look at the file."""
+    repo = make_repo({"a": "a\n", "b": "b\n"})
+    run = isopatch(
+        "--porcelain", "--keep", "--", "sh", "-c",
+        f"git update-index {flag} a && echo changed >> a && echo new > c",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    assert fields["files"] == "2"
+    applied = apply_to_clean_checkout(
+        repo, fields["base"], Path(fields["patch"]), tmp_path / "clean", env
+    )
+    assert tree_manifest(applied) == tree_manifest(Path(fields["worktree"]))
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0

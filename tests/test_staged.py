@@ -210,8 +210,7 @@ def test_the_documented_recipe_stages_the_fix_all_or_nothing(env, make_repo, tmp
 #: A pre-commit hook as the README suggests: refuse the commit when the
 #: fix (here: "bad" becomes "good") would change what is being committed.
 PRE_COMMIT_HOOK = (
-    "#!/bin/sh\n"
-    "exec git isopatch --staged --exit-code -q -- sh -c 'sed -i s/bad/good/ a.txt'\n"
+    "#!/bin/sh\nexec git isopatch --staged --exit-code -q -- sh -c 'sed -i s/bad/good/ a.txt'\n"
 )
 
 

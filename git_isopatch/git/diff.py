@@ -225,6 +225,60 @@ def mark_untracked_intent_to_add(
             return err
 
 
+def clear_hiding_flags(
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[int]:
+    """Clear the index flags with which a command could hide a change from
+    ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
+    whose file is in the work tree (git-update-index(1), "USING ASSUME
+    UNCHANGED BIT" and "SKIP-WORKTREE BIT": git then never looks at the
+    file).  An entry a sparse checkout leaves out (skip-worktree, no file)
+    keeps its flag, as git itself clears the flag only for files present.
+
+    Returns:
+        ``Ok(number of entries cleared)`` or ``Err(GitError)``.
+    """
+    match run_git(
+        [*_worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    ):
+        case Err() as err:
+            return err
+        case Ok(listing):
+            pass
+    assumed, skipped = [], []
+    for record in listing.split(b"\0"):
+        tag, _, path = record.partition(b" ")
+        if not path:
+            continue
+        if tag.islower():
+            assumed.append(path)
+        if tag.upper() == b"S" and os.path.lexists(os.path.join(worktree, os.fsdecode(path))):
+            skipped.append(path)
+    # one flag per call: update-index applies only the first of them
+    for option, paths in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):
+        if not paths:
+            continue
+        match run_git(
+            [*_worktree_args(worktree, git_dir), "update-index", option, "-z", "--stdin"],
+            env=env,
+            config=DIFF_CONFIG,
+            input=b"".join(path + b"\0" for path in paths),
+            preexec_fn=preexec_fn,
+        ):
+            case Err() as err:
+                return err
+            case Ok():
+                pass
+    return Ok(len(assumed) + len(skipped))
+
+
 def _folders_of(listing: bytes) -> set[bytes]:
     """Every folder that holds an entry of a NUL-separated path list."""
     folders: set[bytes] = set()
