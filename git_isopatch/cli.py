@@ -308,12 +308,26 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
             stderr_line(f"hint: {line}")
         _emit_fields({"error": failure.message, "error-code": failure.code}, mode)
         return FATAL_STATUS
-    return render_result(result, mode)
+    # only a run from HEAD alone can start from the work tree instead
+    from_head = not (request.include_uncommitted or request.staged) and request.base == "HEAD"
+    return render_result(result, mode, from_head=from_head)
 
 
-def render_result(result: CaptureResult, mode: OutputMode) -> int:
+#: The second hint when --apply fails for a run made from HEAD alone:
+#: git apply needs each hunk's context lines as they were, so an edit made
+#: before the run near a hunk fails it as one made during the run does.
+INCLUDE_UNCOMMITTED_HINT = (
+    "the patch was made from HEAD; if your work tree already differed from it "
+    "near these lines, --include-uncommitted starts from your work tree as it is"
+)
+
+
+def render_result(result: CaptureResult, mode: OutputMode, *, from_head: bool = False) -> int:
     """Show ``result`` as ``mode`` says (messages on stderr, porcelain/JSON
-    or the patch on stdout, the summary); return the exit status."""
+    or the patch on stdout, the summary); return the exit status.
+    ``from_head``: the run started from ``HEAD`` alone (no
+    ``--include-uncommitted``, ``--staged`` or other ``--base``), so a
+    failed ``--apply`` names ``--include-uncommitted``."""
     from .isolation import results
 
     if result.command_error:
@@ -362,6 +376,8 @@ def render_result(result: CaptureResult, mode: OutputMode) -> int:
         _show_summary(result, mode, private=False)
         stderr_line(f"error: {result.error}")
         stderr_line(f"hint: nothing was written; the patch is kept at '{result.patch_path}'")
+        if from_head:
+            stderr_line(f"hint: {INCLUDE_UNCOMMITTED_HINT}")
         return FATAL_STATUS
     if result.error is not None:
         stderr_line(f"fatal: {result.error}")

@@ -214,6 +214,7 @@ def test_an_overlapping_edit_made_during_the_run_is_never_lost(env, make_repo, t
         "if you edited these files meanwhile, nothing is wrong",
         f"error: {fields['error']}",
         f"hint: nothing was written; the patch is kept at '{patch}'",
+        INCLUDE_HINT,
     ]
 
 
@@ -295,3 +296,69 @@ def test_apply_with_include_uncommitted_goes_on_top_of_the_work_in_progress(env,
     assert run.returncode == 0, run.err
     assert (repo / "a").read_text() == SEVEN.replace("one", "mine").replace("six", "6")
     assert git("status", "--porcelain", cwd=repo, env=env) == b" M a\n?? untracked\n"
+
+
+INCLUDE_HINT = (
+    "hint: the patch was made from HEAD; if your work tree already differed from it "
+    "near these lines, --include-uncommitted starts from your work tree as it is"
+)
+
+
+def test_an_uncommitted_edit_near_a_hunk_fails_the_apply_and_the_hint_names_the_way_out(
+    env, make_repo
+) -> None:
+    """git apply needs each hunk's 3 context lines unchanged: an edit made
+    before the run, two lines from the command's change, fails the whole
+    apply (nothing lost); the hint names --include-uncommitted, which
+    starts from the work tree as it is and then applies."""
+    from repo_helpers import isopatch
+
+    repo = make_repo({"a": SEVEN})
+    mine = SEVEN.replace("four", "my four")
+    (repo / "a").write_text(mine)
+    before = repo_state(repo, env)
+    change = ("sh", "-c", "sed -i s/two/TWO/ a")
+    run = isopatch("--apply", "--", *change, cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    assert repo_state(repo, env) == before
+    lines = run.err.splitlines()
+    assert lines[-3].startswith("error: the patch does not apply to the work tree as it is now")
+    assert lines[-2].startswith("hint: nothing was written; the patch is kept at ")
+    assert lines[-1] == INCLUDE_HINT
+    # an edit four lines away is outside the context: the same run applies
+    (repo / "a").write_text(SEVEN.replace("six", "my six"))
+    far = isopatch("-q", "--apply", "--", *change, cwd=repo, env=env)
+    assert far.returncode == 0, far.err
+    (repo / "a").write_text(mine)
+    run = isopatch("-q", "--include-uncommitted", "--apply", "--", *change, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert (repo / "a").read_text() == mine.replace("two", "TWO")
+
+
+def test_no_include_uncommitted_hint_where_it_cannot_help(env, make_repo, tmp_path) -> None:
+    """A run that used --include-uncommitted, or --staged (which cannot go
+    with it), or another --base, is not told to use it."""
+    from repo_helpers import isopatch
+
+    repo = make_repo({"a": SEVEN})
+    git("commit", "-q", "--allow-empty", "-m", "second", cwd=repo, env=env)
+
+    def edit() -> None:
+        (repo / "a").write_text(SEVEN.replace("one", "the user's one"))
+
+    run = _run_while_the_user_edits(repo, env, tmp_path, edit, "--include-uncommitted")
+    assert run.fields()["error-code"] == "apply-failed", run.err
+    assert INCLUDE_HINT not in run.err.splitlines()
+    (repo / "a").write_text(SEVEN.replace("three", "3"))
+    run = isopatch(
+        "--apply", "--base", "HEAD~1", "--", "sed", "-i", "s/two/TWO/", "a", cwd=repo, env=env
+    )
+    assert run.returncode == 128, run.err
+    assert INCLUDE_HINT not in run.err.splitlines()
+    git("checkout", "-q", "a", cwd=repo, env=env)
+    (repo / "a").write_text(SEVEN.replace("two", "2"))
+    git("add", "a", cwd=repo, env=env)
+    (repo / "a").write_text(SEVEN.replace("two", "2").replace("three", "3"))
+    run = isopatch("--staged", "--apply", "--", "sed", "-i", "s/one/ONE/", "a", cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    assert INCLUDE_HINT not in run.err.splitlines()
