@@ -1,5 +1,6 @@
 """Kernel confinement of the command: Linux Landlock for writes, a network
-namespace for the network (design: "What it does", ``--sandbox``).
+namespace for the network, a seccomp filter for terminal input injection
+(design: "What it does", ``--sandbox``).
 
 What the command and every process it starts may do under the sandbox:
 
@@ -11,7 +12,8 @@ What the command and every process it starts may do under the sandbox:
   packs, ``objects/info``; git needs it for ``git commit`` and cannot be told
   to put new objects elsewhere), the terminal and ``/dev/null``-like devices,
   the files its standard streams are, and the ``allow_write`` paths;
-- reach no network but a loopback of its own, unless ``allow_network``.
+- reach no network but a loopback of its own, unless ``allow_network``;
+- push no input into any terminal (``TIOCSTI``, ``TIOCLINUX``), below.
 
 Everything else of the user's repository (the work tree, ``refs/``,
 ``packed-refs``, ``config``, hooks, the stash, the main ``HEAD`` and index)
@@ -31,6 +33,21 @@ within its writable folders; ``IOCTL_DEV`` (ABI 5) is handled when offered
 (device ioctls only on the terminal and the harmless devices); the scopes of
 ABI 6 (signals and abstract unix sockets to processes outside the sandbox)
 are used when offered.
+
+Terminal input injection: a seccomp filter (seccomp(2), ``SECCOMP_RET_ERRNO``)
+makes ``ioctl(fd, TIOCSTI, ...)`` and ``ioctl(fd, TIOCLINUX, ...)`` fail with
+``EPERM``, whatever the file descriptor.  ``TIOCSTI`` pushes bytes into a
+terminal's input as if typed, so that the user's shell runs them after the
+command ends (where ``dev.tty.legacy_tiocsti`` is 1, on the command's own
+terminal; for a process with ``CAP_SYS_ADMIN``, such as root without a user
+namespace, on any terminal); ``TIOCLINUX`` pastes a console's selection.
+Landlock cannot stop either: its ``IOCTL_DEV`` right is checked when a file is
+opened, so a terminal the command inherits as a standard stream keeps every
+ioctl, and taking it from ``/dev/tty`` and ``/dev/pts`` would deny ``TCGETS``
+(``isatty``) and the terminal settings of editors and pagers too.  The filter
+compares only the low 32 bits of the request, as the kernel's ``unsigned int
+cmd`` does, and knows the architecture's compatibility calls (i386 and x32 on
+x86_64, ARM on aarch64...); a call of an architecture it does not know fails.
 
 The network: the child enters a new network namespace (``unshare``
 ``CLONE_NEWNET``; where the process lacks ``CAP_SYS_ADMIN``, through a new
@@ -54,6 +71,7 @@ import platform
 import socket
 import stat
 import struct
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +88,8 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _ARCHITECTURES = ("x86_64", "aarch64", "riscv64", "loongarch64", "ppc64le", "s390x")
 
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
 _LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
 _LANDLOCK_RULE_PATH_BENEATH = 1
 
@@ -136,6 +156,51 @@ _CLONE_NEWUSER = 0x10000000
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP = 0x1
+
+
+# Terminal requests that inject input (include/uapi/asm-generic/ioctls.h; the
+# same values on every architecture of _SECCOMP_ARCHITECTURES).
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
+#: ioctl requests the command can never make (:func:`seccomp_filter`).
+REFUSED_IOCTLS = (TIOCSTI, TIOCLINUX)
+
+# include/uapi/linux/audit.h and each architecture's syscall table: per
+# machine, the (AUDIT_ARCH_*, ioctl numbers) of every ABI its processes can
+# call the kernel with.  x32 (``__X32_SYSCALL_BIT`` | 514) shares x86_64's
+# AUDIT_ARCH; ``int 0x80`` from a 64-bit process is i386.
+_X32_SYSCALL_BIT = 0x40000000
+_SECCOMP_ARCHITECTURES: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
+    "x86_64": ((0xC000003E, (16, _X32_SYSCALL_BIT | 514)), (0x40000003, (54,))),
+    "aarch64": ((0xC00000B7, (29,)), (0x40000028, (54,))),
+    "riscv64": ((0xC00000F3, (29,)), (0x400000F3, (29,))),
+    "loongarch64": ((0xC0000102, (29,)),),
+    "ppc64le": ((0xC0000015, (54,)), (0x80000015, (54,)), (0x00000014, (54,))),
+    "s390x": ((0x80000016, (54,)), (0x00000016, (54,))),
+}
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+# Classic BPF (include/uapi/linux/filter.h).
+_BPF_LD_W_ABS = 0x20
+_BPF_JEQ_K = 0x15
+_BPF_RET_K = 0x06
+# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
+_SECCOMP_NR = 0
+_SECCOMP_ARCH = 4
+_SECCOMP_ARG1 = 24
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -213,6 +278,68 @@ class SandboxPolicy:
     def writable(self) -> list[str]:
         """Paths of the rules, in order; the object store is separate."""
         return [self.worktree, self.tmpdir, self.admin_dir, *self.allow_write]
+
+
+def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -> bytes:
+    """The classic BPF program that refuses :data:`REFUSED_IOCTLS`.
+
+    For each ABI of ``machine`` (``platform.machine()``): an ``ioctl``
+    whose request's low 32 bits are ``TIOCSTI`` or ``TIOCLINUX`` returns
+    ``EPERM``; every other call is allowed.  A call of an architecture not
+    in the table returns ``EPERM`` whatever it is.
+
+    Returns:
+        the program as ``struct sock_filter`` records (8 bytes each).
+    Raises:
+        KeyError: ``machine`` is not one the sandbox supports.
+    """
+    abis = _SECCOMP_ARCHITECTURES[machine or platform.machine()]
+    # The low half of the 64-bit args[1], where the kernel's unsigned int cmd is.
+    request = _SECCOMP_ARG1 + (4 if byteorder == "big" else 0)
+    deny = _SECCOMP_RET_ERRNO | errno.EPERM
+    # (code, k, jump-if-true label, jump-if-false label) and label positions.
+    code: list[tuple[int, int, str | None, str | None]] = []
+    code.append((_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None))
+    labels: dict[str, int] = {}
+    for index, (arch, _) in enumerate(abis):
+        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
+    code.append((_BPF_RET_K, deny, None, None))  # an architecture we do not know
+    for index, (_, numbers) in enumerate(abis):
+        labels[f"abi{index}"] = len(code)
+        code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
+        for position, number in enumerate(numbers):
+            last = position == len(numbers) - 1
+            code.append((_BPF_JEQ_K, number, "request", "allow" if last else None))
+    labels["request"] = len(code)
+    code.append((_BPF_LD_W_ABS, request, None, None))
+    for position, refused in enumerate(REFUSED_IOCTLS):
+        last = position == len(REFUSED_IOCTLS) - 1
+        code.append((_BPF_JEQ_K, refused, "deny", "allow" if last else None))
+    labels["allow"] = len(code)
+    code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
+    labels["deny"] = len(code)
+    code.append((_BPF_RET_K, deny, None, None))
+    program = bytearray()
+    for at, (op, k, true, false) in enumerate(code):
+        jt = labels[true] - at - 1 if true else 0
+        jf = labels[false] - at - 1 if false else 0
+        program += bytes(_SockFilter(op, jt, jf, k))
+    return bytes(program)
+
+
+def _install_seccomp(program: bytes) -> None:
+    """Install ``program`` (from :func:`seccomp_filter`) on the calling
+    thread; ``PR_SET_NO_NEW_PRIVS`` must be set.
+
+    Raises:
+        OSError: the kernel refused it (no ``CONFIG_SECCOMP_FILTER``).
+    """
+    count = len(program) // ctypes.sizeof(_SockFilter)
+    records = (_SockFilter * count).from_buffer_copy(program)
+    prog = _SockFprog(count, records)
+    if _c().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"cannot install a seccomp filter: {os.strerror(code)}")
 
 
 def _unavailable(message: str) -> IsopatchError:
@@ -356,10 +483,12 @@ class Sandbox:
     allow_network: bool
     uid: int = field(default_factory=os.geteuid)
     gid: int = field(default_factory=os.getegid)
+    seccomp: bytes = field(default_factory=seccomp_filter)
 
     def confine(self) -> None:
         """In the child, between fork and exec: network namespace (unless
-        allowed), then no new privileges, then the Landlock domain.
+        allowed), then no new privileges, the seccomp filter that refuses
+        terminal input injection, then the Landlock domain.
 
         Raises:
             OSError: a step failed; the command must not be run.
@@ -369,6 +498,7 @@ class Sandbox:
         if _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             code = ctypes.get_errno()
             raise OSError(code, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(code)}")
+        _install_seccomp(self.seccomp)
         _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(self.ruleset_fd), ctypes.c_uint32(0))
 
     def close(self) -> None:
