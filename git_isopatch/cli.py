@@ -467,7 +467,10 @@ def prune_command(
     expire: Annotated[
         str | None,
         typer.Option(
-            "--expire", metavar="<time>", help="only those made before <time> (2.weeks.ago)"
+            "--expire",
+            metavar="<time>",
+            help="only those older than <time> (default: worktrees of any age, "
+            "result folders 2.weeks.ago)",
         ),
     ] = None,
     dry_run: Annotated[
