@@ -43,6 +43,14 @@ ATTACK = textwrap.dedent(
             if libc.syscall(ctypes.c_long(number), ctypes.c_long(fd), request, ctypes.byref(byte)):
                 raise OSError(ctypes.get_errno(), "ioctl")
 
+    def push_x32(fd, text):
+        # the x32 ioctl (__X32_SYSCALL_BIT | 514), ENOSYS where the kernel has no x32
+        for char in text:
+            byte = ctypes.c_char(char.encode())
+            number, request = ctypes.c_long(0x40000000 | 514), ctypes.c_ulong(termios.TIOCSTI)
+            if libc.syscall(number, ctypes.c_long(fd), request, ctypes.byref(byte)):
+                raise OSError(ctypes.get_errno(), "ioctl")
+
     def push_int80(fd, text):
         # the i386 ioctl (54) through int 0x80 from this 64-bit process;
         # the byte lives below 4 GiB (MAP_32BIT) for the 32-bit pointer
@@ -80,6 +88,8 @@ ATTACK = textwrap.dedent(
     attempt("dev-tty", push, "/dev/tty", "devtty;")
     attempt("pty-path", push, own, "ptypath;")
     attempt("high-bits", push_high_bits, "/dev/tty", "highbits;")
+    if platform.machine() == "x86_64":
+        attempt("x32", push_x32, None, "x32;")
     if os.environ.get("ATTACK_INT80"):
         attempt("int80", push_int80, None, "int80;")
     attempt("other-terminal", push, os.environ["OTHER_TTY"], "other;")
@@ -138,7 +148,8 @@ def _attack(env, make_repo, tmp_path: Path, *options: str):
         for fd in (*own, *other):
             os.close(fd)
     assert run.returncode == 0, run.shown
-    names = {"stdin", "dev-tty", "pty-path", "high-bits", "int80", "other-terminal", "tioclinux"}
+    names = {"stdin", "dev-tty", "pty-path", "high-bits", "x32", "int80", "other-terminal"}
+    names.add("tioclinux")
     results = dict(
         line.split(": ", 1) for line in run.shown.splitlines() if line.split(":")[0] in names
     )
@@ -151,6 +162,8 @@ def test_the_command_cannot_type_into_any_terminal(env, make_repo, tmp_path: Pat
     expected = {"stdin", "dev-tty", "pty-path", "high-bits", "other-terminal", "tioclinux"}
     if _int80_works():
         expected.add("int80")
+    if platform.machine() == "x86_64":
+        expected.add("x32")
     assert results == dict.fromkeys(expected, "EPERM")
     assert pending == b""
     assert other_pending == b""
@@ -166,8 +179,11 @@ def test_without_the_sandbox_the_same_command_types_into_the_shell(
     if reason:
         pytest.skip(reason)
     results, pending, other_pending = _attack(env, make_repo, tmp_path)
+    x32 = results.get("x32") == "injected"  # ENOSYS: a kernel without x32
     int80 = _int80_works()
-    assert pending == b"stdin;devtty;ptypath;highbits;" + (b"int80;" if int80 else b"")
+    assert pending == b"stdin;devtty;ptypath;highbits;" + (b"x32;" if x32 else b"") + (
+        b"int80;" if int80 else b""
+    )
     assert results["stdin"] == results["dev-tty"] == results["pty-path"] == "injected"
     assert results["high-bits"] == "injected"
     if os.geteuid() == 0:
