@@ -156,7 +156,9 @@ def isopatch(
     ] = False,
     keep: Annotated[
         bool | None,
-        typer.Option("--keep/--no-keep", help="keep the worktree after a successful run"),
+        typer.Option(
+            "--keep/--no-keep", help="keep the worktree after the run, whatever its exit status"
+        ),
     ] = None,
     recurse_submodules: Annotated[
         bool | None,

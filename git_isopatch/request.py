@@ -59,7 +59,8 @@ class CaptureRequest:
             run's private folder (``--porcelain``/``--json`` do).
         command_stdout: a file descriptor for the command's stdout
             (``--stdout`` sends it to stderr, 2); ignored with ``capture_output``.
-        keep: keep the worktree after a successful run (``--keep``/``--no-keep``,
+        keep: keep the worktree after the run, whatever the command's exit
+            status (``--keep``/``--no-keep``,
             ``isopatch.keep``; default no).
         timeout: seconds before the command's process group is stopped (exit
             124; the patch is still captured); 0 for no limit (``--timeout``,

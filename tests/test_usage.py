@@ -41,7 +41,10 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         assert run.out.endswith("\n\n"), "git ends the usage with a blank line"
         assert "    --base <ref>          commit to start from (default HEAD)" in lines
         assert "    -o, --output <file>   write the patch to <file>" in lines
-        assert "    --[no-]keep           keep the worktree after a successful run" in lines
+        assert (
+            "    --[no-]keep           keep the worktree after the run, whatever its exit status"
+            in lines
+        )
 
 
 def test_short_help_columns_match_gits_own(env, make_repo) -> None:

@@ -199,6 +199,30 @@ def test_prune_from_inside_a_kept_worktree_says_it_skips_it(env, make_repo) -> N
     assert run.err == "" and run.out == f"Removing {inside}: kept\n"
 
 
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [((), 0), ((), 3), (("--timeout", "1"), 124)],
+)
+def test_keep_keeps_the_worktree_whatever_the_exit_status(env, make_repo, args, status) -> None:
+    """--keep keeps the worktree after every run that gets to run the
+    command: a failure and a timeout too, as -h and the man page say;
+    without it the same run leaves none."""
+    repo = make_repo()
+    script = "echo x > new; sleep 5" if status == 124 else f"echo x > new; exit {status}"
+    for keep in (True, False):
+        flags = ("--keep",) if keep else ()
+        run = isopatch("--porcelain", *flags, *args, "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == status, run.err
+        fields = run.fields()
+        if keep:
+            assert Path(fields["worktree"], "new").read_text() == "x\n"
+            assert [e["state"] for e in _listed(repo, env)] == ["kept"]
+            assert isopatch("prune", cwd=repo, env=env).returncode == 0
+        else:
+            assert "worktree" not in fields
+        assert _listed(repo, env) == []
+
+
 def test_prune_expire(env, make_repo) -> None:
     repo = make_repo()
     _kept(repo, env)
