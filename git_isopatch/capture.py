@@ -392,6 +392,7 @@ def _write_patch(
     worktree = isolation.worktree
     git_dir = isolation.admin_dir
     unreadable: list[str] = []
+    nested: list[str] = []
     exclude = [*exclude, *(submodule.path for submodule in submodules)]
     match clear_hiding_flags(worktree, git_dir=git_dir, env=env, preexec_fn=confine):
         case Err(error):
@@ -405,6 +406,7 @@ def _write_patch(
         exclude=exclude,
         unreadable=unreadable,
         preexec_fn=confine,
+        nested=nested,
     ):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
@@ -412,6 +414,11 @@ def _write_patch(
             pass
     for said in unreadable:
         warn(unreadable_folder_warning(said))
+    for path in nested:
+        warn(
+            f"'{path}' is a repository the command made: the patch holds its commit "
+            "(a gitlink), not its files"
+        )
     target = output if output is not None else os.path.join(isolation.tmpdir, PATCH_NAME)
     try:
         if output is not None:

@@ -190,3 +190,20 @@ def test_a_change_hidden_behind_an_index_flag_is_in_the_patch(env, make_repo, tm
     )
     assert tree_manifest(applied) == tree_manifest(Path(fields["worktree"]))
     assert isopatch("prune", cwd=repo, env=env).returncode == 0
+
+
+def test_a_repository_the_command_makes_is_named_in_a_warning(env, make_repo) -> None:
+    """``git clone`` or ``git init`` + commit inside the worktree: git
+    records the new repository as a gitlink, so its files are not in the
+    patch; the warning says so."""
+    repo = make_repo({"a": "a\n"})
+    make = "mkdir -p vendor/lib && cd vendor/lib && git init -q && echo c > c && git add c"
+    run = isopatch(
+        "--porcelain", "--", "sh", "-c", f"{make} && git commit -qm x", cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    assert run.err == (
+        "warning: 'vendor/lib' is a repository the command made: the patch holds its "
+        "commit (a gitlink), not its files\n"
+    )
+    assert b"new file mode 160000" in Path(run.fields()["patch"]).read_bytes()

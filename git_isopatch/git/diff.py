@@ -135,6 +135,7 @@ def mark_untracked_intent_to_add(
     exclude: Sequence[str] = (),
     unreadable: list[str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    nested: list[str] | None = None,
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -160,6 +161,11 @@ def mark_untracked_intent_to_add(
     error (dir.c, "could not open directory"): each such warning is
     appended to ``unreadable`` when given, as git wrote it ("'<path>/':
     File name too long").
+
+    A new repository inside the worktree is listed by git as its folder
+    (``path/``) and recorded as a gitlink: the patch then holds its commit,
+    not its files.  Each such path (without the ``/``) is appended to
+    ``nested`` when given.
 
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
@@ -189,6 +195,8 @@ def mark_untracked_intent_to_add(
     if unreadable is not None:
         prefix = "could not open directory "
         unreadable += [w[len(prefix) :] for w in warnings if w.startswith(prefix)]
+    if nested is not None:
+        nested += [os.fsdecode(p[:-1]) for p in output.split(b"\0") if p.endswith(b"/")]
     if not paths:
         return Ok(0)
     match run_git(
