@@ -884,6 +884,9 @@ def _confined_run_and_extract(
         provider.remove(isolation)
         raise
     _restore_pointers(isolation, pointers, warn)
+    hints = command_hints(
+        request.command, outcome, repository.top, isolation.worktree, repository.prefix
+    )
     finish = functools.partial(
         _result,
         isolation,
@@ -893,9 +896,7 @@ def _confined_run_and_extract(
         stderr_path,
         timeout=timeout,
         shared_writes=_shared_writes(before, repository, git_env),
-        hints=command_hints(
-            request.command, outcome, repository.top, isolation.worktree, repository.prefix
-        ),
+        hints=hints,
         checkout_changes=_checkout_changes(checkout_before, isolation, git_env),
     )
     warn_changed_submodules(
@@ -946,7 +947,9 @@ def _confined_run_and_extract(
         if not provider.release(released):  # reported as kept, unlocked for the user
             provider.keep(isolation)
             kept = isolation.worktree
-    result = finish(worktree=kept, patch=patch, files=files, diffstat=diffstat)
+    if not files and _left_out_uncommitted(request, checkout_before):
+        hints = (*hints, UNCOMMITTED_HINT)
+    result = finish(worktree=kept, patch=patch, files=files, diffstat=diffstat, hints=hints)
     if not request.apply:
         return result
     if files and result.exit_code == 0:
@@ -970,6 +973,28 @@ def _restore_pointers(
         return
     for name in changed:
         warn(f"the command rewrote '{os.path.join(isolation.admin_dir, name)}'; put back")
+
+
+#: Said when a run from ``HEAD`` changed nothing while the user's work
+#: tree has changes of its own, which the worktree does not hold.
+UNCOMMITTED_HINT = (
+    "your uncommitted changes are not in the worktree, which starts from HEAD; "
+    "--include-uncommitted starts from them"
+)
+
+
+def _left_out_uncommitted(
+    request: CaptureRequest, checkout: GitResult[CheckoutState] | None
+) -> bool:
+    """The run started from ``HEAD`` (no snapshot) while the user's work
+    tree, as the look before the command saw it, had changes (``None``:
+    not looked at, under ``--sandbox``; an ``Err``: the look failed)."""
+    if request.include_uncommitted or request.staged or request.base != "HEAD":
+        return False
+    match checkout:
+        case Ok(state):
+            return bool(state.entries)
+    return False
 
 
 def _submodule_patch_stat(patch: str, env: Mapping[str, str]) -> bytes | None:

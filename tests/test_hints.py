@@ -94,3 +94,27 @@ def test_from_a_subfolder_the_hint_names_the_path_from_there(env, make_repo) -> 
         "hint: '.venv' of your checkout is not in the worktree; "
         "bring it in with --link ../.venv (or --copy ../.venv)"
     ]
+
+
+UNCOMMITTED = (
+    "hint: your uncommitted changes are not in the worktree, which starts from HEAD; "
+    "--include-uncommitted starts from them"
+)
+
+
+def test_an_empty_patch_while_the_checkout_has_changes_names_include_uncommitted(
+    env, make_repo
+) -> None:
+    """The worktree starts from HEAD: a formatter run right after editing
+    finds nothing to do, which reads as "your edits are fine"."""
+    repo = make_repo({"a": "a\n"})
+    write_tree(repo, {"a": "edited\n"})
+    run = isopatch("--", "true", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert UNCOMMITTED in run.err.splitlines()
+    for args in (("--include-uncommitted",), ("--staged",), ("--base", "HEAD~0")):
+        assert UNCOMMITTED not in isopatch(*args, "--", "true", cwd=repo, env=env).err
+    changed = isopatch("--", "sh", "-c", "echo b > b", cwd=repo, env=env)
+    assert UNCOMMITTED not in changed.err  # a patch came back: nothing to explain
+    write_tree(repo, {"a": "a\n"})
+    assert UNCOMMITTED not in isopatch("--", "true", cwd=repo, env=env).err
