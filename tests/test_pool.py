@@ -425,3 +425,23 @@ def test_a_worktree_whose_private_folder_leads_elsewhere_is_not_used(
     assert _where(second) != _where(first)
     seen = Path(second.fields()["stdout"]).read_text().splitlines()[1:]
     assert sorted(seen) == sorted(p.name for p in repo.iterdir())
+
+
+def test_a_sandboxed_run_claims_a_pooled_worktree_and_never_returns_it(env, tmp_path) -> None:
+    """``--sandbox`` confines the command in a claimed worktree as in a
+    fresh one; its worktree does not go back to the pool (a process the
+    command left behind could still write there)."""
+    repo = _repo(tmp_path, env, "repo")
+    first = _run(repo, env, "--", "pwd")
+    assert first.returncode == 0, first.err
+    assert _pooled(repo, env) == [_where(first)]
+    outside = repo / "a.txt"
+    command = f"pwd; echo inside > made.txt; echo x >> '{outside}' || echo denied"
+    second = _run(repo, env, "--sandbox", "--", "sh", "-c", command)
+    assert second.returncode == 0, second.err
+    assert _where(second) == _where(first)
+    assert Path(second.fields()["stdout"]).read_text().splitlines()[1:] == ["denied"]
+    assert outside.read_text() == "alpha 2\n"
+    assert b"+++ b/made.txt" in Path(second.fields()["patch"]).read_bytes()
+    assert _pooled(repo, env) == []
+    assert not Path(_where(first)).exists()
