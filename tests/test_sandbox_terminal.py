@@ -196,11 +196,11 @@ def test_without_the_sandbox_the_same_command_types_into_the_shell(
 #: answers ``TCGETS``, the window size is known, and a typed line is read.
 INTERACTIVE = textwrap.dedent(
     """\
-    import os, shutil, sys, termios
+    import os, sys, termios
     tty = os.open("/dev/tty", os.O_RDWR)
     print("isatty", os.isatty(0), os.isatty(1), os.isatty(2), os.isatty(tty))
     print("foreground", os.tcgetpgrp(0) == os.getpgrp())
-    print("columns", shutil.get_terminal_size().columns)
+    print("columns", os.get_terminal_size(1).columns)
     attrs = termios.tcgetattr(tty)
     termios.tcsetattr(tty, termios.TCSANOW, attrs)
     print("settings kept")
