@@ -18,6 +18,19 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
+# the seccomp structures and constants git-isopatch's own filter uses
+from git_isopatch.isolation.sandbox import (
+    _BPF_JEQ_K,
+    _BPF_LD_W_ABS,
+    _BPF_RET_K,
+    _PR_SET_SECCOMP,
+    _SECCOMP_MODE_FILTER,
+    _SECCOMP_RET_ALLOW,
+    _SECCOMP_RET_ERRNO,
+    _SockFilter,
+    _SockFprog,
+)
+
 #: Generic syscall numbers; ``unshare`` differs between architectures.
 SYSCALLS = {
     "landlock_create_ruleset": 444,
@@ -25,26 +38,6 @@ SYSCALLS = {
 }
 
 _PR_SET_NO_NEW_PRIVS = 38
-_PR_SET_SECCOMP = 22
-_SECCOMP_MODE_FILTER = 2
-_SECCOMP_RET_ALLOW = 0x7FFF0000
-_SECCOMP_RET_ERRNO = 0x00050000
-_BPF_LD_W_ABS = 0x20
-_BPF_JEQ_K = 0x15
-_BPF_RET_K = 0x06
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
 def refuse_syscall(name: str, code: int) -> Callable[[], None]:
