@@ -79,6 +79,51 @@ def test_linked_path_stays_out_of_the_patch_whatever_gitignore_says(
         assert b"node_modules" not in _patch(run), command
 
 
+@pytest.mark.parametrize("gitignore", ["node_modules\n.env\n", "/node_modules\nconf/\n.env\n"])
+def test_ignored_linked_and_copied_paths_beside_new_files(env, make_repo, tmp_path, gitignore):
+    """Paths brought in that ``.gitignore`` matches (npm's usual
+    ``node_modules``, a ``.env``), while the command makes new files and a
+    new folder: the new ones are in the patch, the brought-in ones are not,
+    and git's refusal of an ignored path never stops the run."""
+    repo = _node_repo(make_repo, gitignore)
+    write_tree(repo, {".env": "SECRET=1\n", "conf/local": "x\n"})
+    run = isopatch(
+        "--porcelain", "--link", "node_modules", "--copy", ".env", "--copy", "conf",
+        "--", "sh", "-c", "echo n > new && mkdir -p fresh/deep && echo f > fresh/deep/f",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    patch = _patch(run)
+    assert run.fields()["files"] == "2", run.err
+    assert b"+++ b/new" in patch and b"+++ b/fresh/deep/f" in patch
+    for brought in (b"node_modules", b".env", b"conf/"):
+        assert brought not in patch
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "c", env
+    )
+    assert (checkout / "fresh/deep/f").read_text() == "f\n"
+
+
+def test_a_path_linked_into_a_new_folder_stays_out_of_the_patch(env, make_repo) -> None:
+    """``--link`` into a folder the base does not have: git-isopatch makes
+    the folder, the command adds files beside the link; the folder is not
+    given to git add whole (it would take the link)."""
+    repo = _node_repo(make_repo, "")
+    run = isopatch(
+        "--porcelain", "--link", "web/node_modules", "--",
+        "sh", "-c", "echo page > web/index.html",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert "does not exist" in run.err  # the source web/node_modules is missing
+    write_tree(repo, {"web/node_modules/dep": "d\n"})
+    run = isopatch(
+        "--porcelain", "--link", "web/node_modules", "--",
+        "sh", "-c", "echo page > web/index.html",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    patch = _patch(run)
+    assert b"+++ b/web/index.html" in patch and b"node_modules" not in patch
+
+
 def test_writes_through_a_link_reach_the_original(env, make_repo) -> None:
     """Documented: a link is the original (README, ``--link``)."""
     repo = _node_repo(make_repo)

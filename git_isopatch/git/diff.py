@@ -209,9 +209,14 @@ def mark_untracked_intent_to_add(
             return err
         case Ok(tracked):
             pass
-    specs = _collapse_new_folders(paths.split(b"\0")[:-1], _folders_of(tracked))
+    # a folder that holds an excluded path is never given whole: git add
+    # would take the path, and an exclude pathspec naming an ignored path
+    # makes git add fail (git 2.39: "The following paths are ignored")
+    excluded = b"\0".join(os.fsencode(path) for path in exclude)
+    specs = _collapse_new_folders(
+        paths.split(b"\0")[:-1], _folders_of(tracked) | _folders_of(excluded)
+    )
     pathspecs = b"".join(b":(top,literal)" + spec + b"\0" for spec in specs)
-    pathspecs += b"".join(os.fsencode(spec) + b"\0" for spec in exclude_pathspecs(exclude))
     result = run_git(
         [
             *_worktree_args(worktree, git_dir),
@@ -311,7 +316,8 @@ def _collapse_new_folders(paths: Sequence[bytes], tracked: set[bytes]) -> list[b
     10,000 new files 10 s, 20,000 41 s); a command that makes a new folder
     of files costs one pathspec.  ``git add d/`` takes the same files
     ``ls-files --others --exclude-standard`` lists under ``d/`` (the same
-    ignore rules), and the excluded paths are excluded from it again.
+    ignore rules); a folder that holds an excluded path counts as tracked
+    here, so that it is never given whole.
     """
     specs: list[bytes] = []
     folder: bytes | None = None
