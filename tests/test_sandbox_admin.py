@@ -160,3 +160,47 @@ def test_prune_never_deletes_through_a_link_named_like_our_folder(
     isopatch("list", cwd=repo, env=env)
     isopatch("prune", cwd=repo, env=env)
     assert (victim / "f").read_text() == "data\n"
+
+
+def test_prune_never_writes_into_a_registration_a_planted_git_names(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """A kept worktree's command made its ``.git`` name another
+    repository's worktree registration; ``git worktree repair`` (which
+    prune ran when the removal failed) followed it and rewrote that
+    registration's ``gitdir``, and git then pruned the other worktree."""
+    other = make_repo({"o": "o\n"}, name="other")
+    git("worktree", "add", "-q", tmp_path / "ow", cwd=other, env=env)
+    registration = other / ".git" / "worktrees" / "ow" / "gitdir"
+    before = registration.read_bytes()
+    repo = make_repo({"a": "a\n"})
+    kept = isopatch(
+        "--porcelain", "--sandbox", "--keep", "--", "sh", "-c",
+        f"rm .git && echo 'gitdir: {registration.parent}' > .git",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert kept.returncode == 0, kept.err
+    isopatch("prune", cwd=repo, env=env)
+    assert registration.read_bytes() == before
+    assert not Path(kept.fields()["worktree"]).exists()
+
+
+def test_prune_never_makes_a_folder_a_worktree(env, make_repo, tmp_path: Path) -> None:
+    """A process left behind rewrites ``gitdir`` after the run to name a
+    folder of the user's; git's repair of every worktree wrote a ``.git``
+    there, making it a worktree of the repository."""
+    victim = tmp_path / "home-like"
+    victim.mkdir()
+    repo = make_repo({"a": "a\n"})
+    first = isopatch("--porcelain", "--keep", "--", "true", cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    [admin] = (repo / ".git" / "worktrees").iterdir()
+    (admin / "gitdir").write_text(f"{victim / '.git'}\n")  # as a process left behind would
+    broken = isopatch(
+        "--porcelain", "--keep", "--", "sh", "-c", "rm .git && mkdir .git", cwd=repo, env=env
+    )
+    assert "worktree" in broken.fields(), broken.err
+    isopatch("prune", cwd=repo, env=env)
+    assert not (victim / ".git").exists()
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    assert f"worktree {victim}\nHEAD" in listed and "prunable" in listed  # git sees no worktree

@@ -158,26 +158,6 @@ def remove_worktree(
             return err
 
 
-def repair_worktree(
-    git_dir: GitDirPath, worktree: WorktreePath, *, env: Mapping[str, str]
-) -> GitResult[None]:
-    """``git worktree repair -- <worktree>``: rewrite the worktree's ``.git``
-    file to point at this repository's ``worktrees/<id>`` again, and that
-    folder's ``gitdir`` at the worktree (git-worktree(1), ``repair``: after
-    the main work tree or the bare repository was moved, run it there with
-    the linked worktrees' paths).  git also rewrites the ``.git`` of every
-    other worktree of the repository that does not lead back
-    (``repair_worktrees``, worktree.c), following a symbolic link there:
-    the caller checks that none is one.
-    """
-    args = [f"--git-dir={git_dir}", "worktree", "repair", "--", worktree]
-    match run_git(args, env=env):
-        case Ok():
-            return Ok(None)
-        case Err() as err:
-            return err
-
-
 def unlock_worktree(
     git_dir: GitDirPath, worktree: WorktreePath, *, env: Mapping[str, str]
 ) -> GitResult[None]:

@@ -29,7 +29,6 @@ from ..git.worktree import (
     discovered_top,
     list_worktrees,
     remove_worktree,
-    repair_worktree,
     set_worktree_config,
     unlock_worktree,
     worktree_admin_dir,
@@ -641,16 +640,31 @@ def _mend_our_commondirs(repository: UserRepository, store: IsolationStore) -> N
                 reset_commondir(admin_dir)
 
 
-def _repair_writes_only_files(repository: UserRepository) -> bool:
-    """True when ``git worktree repair`` would write no file through a
-    symbolic link: it rewrites the ``.git`` of every worktree of the
-    repository whose ``.git`` does not lead back (``repair_worktrees``,
-    worktree.c), following a link there, and a command can replace the
-    ``.git`` of its worktree with a link to any file."""
-    for top in worktree_admin_dirs(repository.common_dir):
-        if os.path.islink(os.path.join(top, ".git")):
-            log.debug("not running git worktree repair: '%s/.git' is a symbolic link", top)
+def _point_dotgit_back(worktree: WorktreePath, admin_dir: GitDirPath) -> bool:
+    """Make ``<worktree>/.git`` name ``admin_dir`` again, as ``git worktree
+    repair`` would after the repository was moved, for this one worktree of
+    ours and only when ``admin_dir``'s ``gitdir`` leads to it.
+
+    ``git worktree repair`` itself is never run: it follows a ``.git`` that
+    names another registration (a command can write one) and writes there,
+    and it mends every worktree of the repository, writing a ``.git`` into
+    whatever folder a ``gitdir`` names.  The ``.git`` here is replaced by
+    rename (:func:`.git.admin_files.replace_admin_file`), never written
+    through.
+
+    Returns:
+        True when ``.git`` now names ``admin_dir``.
+    """
+    dotgit = os.path.join(worktree, ".git")
+    try:
+        gitdir = os.fsdecode(read_admin_file(os.path.join(admin_dir, "gitdir")).strip())
+        if os.path.realpath(os.path.join(admin_dir, gitdir)) != os.path.realpath(dotgit):
             return False
+        if os.path.lexists(dotgit) and not os.path.isfile(dotgit) or os.path.islink(dotgit):
+            return False
+        replace_admin_file(dotgit, f"gitdir: {admin_dir}\n".encode())
+    except OSError:
+        return False
     return True
 
 
@@ -667,8 +681,9 @@ def discard_or_why(
     when its folder is gone).  When git refuses a worktree whose folder is
     there, the repository was likely moved (``mv repo moved``: the
     worktree's ``.git`` file still names the old place, and git says it "is
-    not a .git file"): ``git worktree repair`` with its path mends the
-    links (git-worktree(1), ``repair``), and the removal is tried again.
+    not a .git file"): its ``.git`` is pointed back at its registration
+    (:func:`_point_dotgit_back`, what ``git worktree repair`` does for it),
+    and the removal is tried again.
     Should git fail still, what is ours is deleted by hand: the worktree's
     folder when it is right inside its ``git-isopatch-*`` folder, then, once
     the folder is gone, its private folder (which holds our record), as
@@ -700,9 +715,8 @@ def discard_or_why(
         and os.path.lexists(path)
         and admin_dir
         and os.path.isdir(admin_dir)
-        and _repair_writes_only_files(repository)
+        and _point_dotgit_back(path, admin_dir)
     ):
-        repair_worktree(repository.git_dir, path, env=env)  # its failure shows in the retry
         match remove_worktree(repository.git_dir, path, env=env):
             case Ok():
                 failure = None
