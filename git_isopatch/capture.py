@@ -504,6 +504,26 @@ def include_requests(
     return requests
 
 
+def _check_named_index(index_file: str) -> None:
+    """``GIT_INDEX_FILE`` must name an index that exists as a regular file:
+    git would read a missing one as an empty index (every file deleted) and
+    block on a FIFO; a snapshot of either is not what the user meant.
+
+    Raises:
+        IsopatchError: ``bad-index``.
+    """
+    try:
+        mode = os.stat(index_file).st_mode
+    except OSError as exc:
+        raise IsopatchError(
+            "bad-index", f"GIT_INDEX_FILE names '{index_file}': {exc.strerror}"
+        ) from exc
+    if not stat.S_ISREG(mode):
+        raise IsopatchError(
+            "bad-index", f"GIT_INDEX_FILE names '{index_file}', which is not a regular file"
+        )
+
+
 def snapshot_base(
     repository: UserRepository,
     env: Mapping[str, str],
@@ -675,6 +695,8 @@ def run(
         from .git.snapshot import user_index_file
 
         index_file = user_index_file(repository.git_dir, repository.top, environ)
+        if environ.get("GIT_INDEX_FILE"):
+            _check_named_index(index_file)
         commit = snapshot_base(
             repository, git_env, tmp_root, staged=request.staged, index_file=index_file
         )

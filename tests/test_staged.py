@@ -239,3 +239,23 @@ def test_a_pre_commit_hook_sees_the_index_git_commit_is_about_to_commit(
     accepted = subprocess.run(["git", *commit], cwd=repo, env=hook_env, capture_output=True)
     assert accepted.returncode == 0, accepted.stderr
     assert git("show", "HEAD:a.txt", cwd=repo, env=env) == b"fine\n"
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "folder"])
+def test_a_git_index_file_that_is_no_index_is_refused(env, make_repo, tmp_path, kind) -> None:
+    """git would read a missing ``GIT_INDEX_FILE`` as an empty index and
+    block on a FIFO: one ``fatal:`` line, nothing made."""
+    repo = make_repo({"a": "a\n"})
+    named = tmp_path / "index"
+    if kind == "fifo":
+        os.mkfifo(named)
+    elif kind == "folder":
+        named.mkdir()
+    before = repo_state(repo, env)
+    run = isopatch(
+        "--porcelain", "--staged", "--", "true", cwd=repo, env={**env, "GIT_INDEX_FILE": str(named)}
+    )
+    assert run.returncode == 128
+    assert run.fields()["error-code"] == "bad-index"
+    assert run.err.startswith(f"fatal: GIT_INDEX_FILE names '{named}'") and run.err.count("\n") == 1
+    assert repo_state(repo, env) == before
