@@ -98,6 +98,24 @@ def restore_pointers(admin_dir: str, before: dict[str, bytes | None]) -> list[st
     return changed
 
 
+def common_dir_of(admin_dir: str) -> str:
+    """The repository that holds the private folder ``admin_dir``
+    (``$GIT_COMMON_DIR/worktrees/<id>``)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(admin_dir)))
+
+
+def pointer_leads_to(admin_dir: str, name: str, target: str) -> bool:
+    """True when the pointer file ``name`` of ``admin_dir`` (one of
+    :data:`POINTER_FILES`), read as a regular file, names ``target``: a
+    relative path is taken from ``admin_dir``, and both sides are compared
+    with symbolic links resolved."""
+    try:
+        content = os.fsdecode(read_admin_file(os.path.join(admin_dir, name)).rstrip(b"\r\n"))
+    except OSError:
+        return False
+    return os.path.realpath(os.path.join(admin_dir, content)) == os.path.realpath(target)
+
+
 def reset_commondir(admin_dir: str) -> bool:
     """Make ``admin_dir/commondir`` lead to the repository that holds
     ``admin_dir`` (``$GIT_COMMON_DIR/worktrees/<id>``: ``../..``, what
@@ -110,13 +128,7 @@ def reset_commondir(admin_dir: str) -> bool:
     Raises:
         OSError: it could not be.
     """
-    common = os.path.dirname(os.path.dirname(os.path.abspath(admin_dir)))
-    path = os.path.join(admin_dir, "commondir")
-    try:
-        content = os.fsdecode(read_admin_file(path).rstrip(b"\n"))
-        if os.path.realpath(os.path.join(admin_dir, content)) == os.path.realpath(common):
-            return False
-    except OSError:
-        pass
-    replace_admin_file(path, b"../..\n")
+    if pointer_leads_to(admin_dir, "commondir", common_dir_of(admin_dir)):
+        return False
+    replace_admin_file(os.path.join(admin_dir, "commondir"), b"../..\n")
     return True

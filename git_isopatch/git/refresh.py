@@ -25,7 +25,7 @@ import shutil
 import time
 from collections.abc import Mapping
 
-from .admin_files import read_admin_file, replace_admin_file
+from .admin_files import common_dir_of, pointer_leads_to, read_admin_file, replace_admin_file
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
@@ -69,10 +69,6 @@ def _git(
         env=env,
         config=REFRESH_CONFIG,
     )
-
-
-def _write(path: str, data: bytes) -> None:
-    replace_admin_file(path, data)
 
 
 def admin_extras(admin_dir: GitDirPath) -> list[str]:
@@ -126,8 +122,8 @@ def _reset_admin_dir(
     null_id = "0" * len(commit)  # 40 hex digits, or 64 in a SHA-256 repository
     line = f"{null_id} {commit} ".encode() + ident + f" {when}\n".encode()
     try:
-        _write(os.path.join(admin_dir, "HEAD"), f"{commit}\n".encode())
-        _write(os.path.join(admin_dir, "ORIG_HEAD"), f"{commit}\n".encode())
+        replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{commit}\n".encode())
+        replace_admin_file(os.path.join(admin_dir, "ORIG_HEAD"), f"{commit}\n".encode())
         for name in os.listdir(admin_dir):
             if name in FRESH_ADMIN_FILES or name in RECORD_FILES:
                 continue
@@ -137,19 +133,10 @@ def _reset_admin_dir(
             else:
                 os.unlink(path)
         os.mkdir(os.path.join(admin_dir, "logs"))
-        _write(os.path.join(admin_dir, "logs", "HEAD"), line)
+        replace_admin_file(os.path.join(admin_dir, "logs", "HEAD"), line)
     except OSError as exc:
         return Err(GitError(reason=f"cannot reset '{admin_dir}': {exc}", errno=exc.errno))
     return Ok(None)
-
-
-def _read_pointer(path: str) -> str | None:
-    """The path a pointer file of a private folder holds, or ``None``
-    when it is not a regular file or cannot be read."""
-    try:
-        return os.fsdecode(read_admin_file(path).rstrip(b"\n"))
-    except OSError:
-        return None
 
 
 def _check_admin_pointers(worktree: WorktreePath, admin_dir: GitDirPath) -> GitResult[None]:
@@ -159,17 +146,11 @@ def _check_admin_pointers(worktree: WorktreePath, admin_dir: GitDirPath) -> GitR
     holds ``admin_dir`` (git reads its configuration, hooks and objects from
     there), ``gitdir`` to the worktree's ``.git`` (gitrepository-layout(5),
     ``worktrees/<id>/commondir`` and ``gitdir``)."""
-    commondir = _read_pointer(os.path.join(admin_dir, "commondir"))
-    common = os.path.dirname(os.path.dirname(admin_dir))
-    if commondir is None or os.path.realpath(
-        os.path.join(admin_dir, commondir)
-    ) != os.path.realpath(common):
+    common = common_dir_of(admin_dir)
+    if not pointer_leads_to(admin_dir, "commondir", common):
         return _fail(f"'{admin_dir}/commondir' no longer points at '{common}'")
-    gitdir = _read_pointer(os.path.join(admin_dir, "gitdir"))
     dotgit = os.path.join(worktree, ".git")
-    if gitdir is None or os.path.realpath(os.path.join(admin_dir, gitdir)) != os.path.realpath(
-        dotgit
-    ):
+    if not pointer_leads_to(admin_dir, "gitdir", dotgit):
         return _fail(f"'{admin_dir}/gitdir' no longer points at '{dotgit}'")
     return Ok(None)
 

@@ -19,7 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..git.admin_files import read_admin_file, replace_admin_file, reset_commondir
+from ..git.admin_files import (
+    pointer_leads_to,
+    read_admin_file,
+    replace_admin_file,
+    reset_commondir,
+)
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -137,16 +142,11 @@ def _make_private_folder(tmp_root: str | None) -> str:
         raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
 
 
-def _write_file(path: str, text: str) -> None:
-    """Replace ``path`` with ``text`` at once (a temporary file renamed over it)."""
-    replace_admin_file(path, text.encode("utf-8"))
-
-
 def _write_lock_reason(admin_dir: GitDirPath, reason: str) -> None:
     """Set the worktree's lock reason: the ``locked`` file of its private
     folder, which ``git worktree lock --reason`` writes and ``git worktree
     list``/``prune`` read (gitrepository-layout(5), ``worktrees/<id>/locked``)."""
-    _write_file(os.path.join(admin_dir, "locked"), reason)
+    replace_admin_file(os.path.join(admin_dir, "locked"), reason.encode("utf-8"))
 
 
 def _empty_container(container: str, worktree: str) -> bool:
@@ -474,7 +474,7 @@ class WorktreeProvider:
         with worktree_admin_lock(isolation.repository.common_dir) as locked:
             if not locked or len(self._pooled(isolation.repository)) >= self.pool:
                 return False
-            _write_file(os.path.join(admin_dir, "HEAD"), f"{isolation.base}\n")
+            replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{isolation.base}\n".encode())
             isolation.record.pooled = True
             self.store.save(admin_dir, isolation.record)
             _write_lock_reason(admin_dir, POOL_LOCK_REASON)
@@ -656,12 +656,11 @@ def _point_dotgit_back(worktree: WorktreePath, admin_dir: GitDirPath) -> bool:
         True when ``.git`` now names ``admin_dir``.
     """
     dotgit = os.path.join(worktree, ".git")
+    if not pointer_leads_to(admin_dir, "gitdir", dotgit):
+        return False
+    if os.path.lexists(dotgit) and not os.path.isfile(dotgit) or os.path.islink(dotgit):
+        return False
     try:
-        gitdir = os.fsdecode(read_admin_file(os.path.join(admin_dir, "gitdir")).strip())
-        if os.path.realpath(os.path.join(admin_dir, gitdir)) != os.path.realpath(dotgit):
-            return False
-        if os.path.lexists(dotgit) and not os.path.isfile(dotgit) or os.path.islink(dotgit):
-            return False
         replace_admin_file(dotgit, f"gitdir: {admin_dir}\n".encode())
     except OSError:
         return False
