@@ -1011,7 +1011,7 @@ def _left_out_uncommitted(
     """The run started from ``HEAD`` (no snapshot) while the user's work
     tree, as the look before the command saw it, had changes (``None``:
     not looked at, under ``--sandbox``; an ``Err``: the look failed)."""
-    if request.include_uncommitted or request.staged or request.base != "HEAD":
+    if not request.from_head_alone:
         return False
     match checkout:
         case Ok(state):

@@ -311,8 +311,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
         _emit_fields({"error": failure.message, "error-code": failure.code}, mode)
         return FATAL_STATUS
     # only a run from HEAD alone can start from the work tree instead
-    from_head = not (request.include_uncommitted or request.staged) and request.base == "HEAD"
-    return render_result(result, mode, from_head=from_head)
+    return render_result(result, mode, from_head=request.from_head_alone)
 
 
 #: The second hint when --apply fails for a run made from HEAD alone:

@@ -130,6 +130,13 @@ class CaptureRequest:
     terminal_columns: int | None = None
     recurse_submodules: bool | None = None
 
+    @property
+    def from_head_alone(self) -> bool:
+        """The worktree starts from ``HEAD`` itself: no
+        ``--include-uncommitted``, no ``--staged``, no other ``--base``;
+        the user's uncommitted changes are not in it."""
+        return not (self.include_uncommitted or self.staged) and self.base == "HEAD"
+
 
 @dataclass(frozen=True)
 class OutputMode:
