@@ -488,7 +488,7 @@ def prune_command(
     a running worktree, never one it did not make (design: "Kept
     worktrees", "Placement")."""
     from .isolation.errors import IsopatchError
-    from .manage import prune_result_folders, prune_worktrees, standing_in
+    from .manage import prune_result_folders, prune_worktrees
     from .render import quote_c_style
 
     def quoted(path: str) -> str:
@@ -497,7 +497,6 @@ def prune_command(
 
     configure_logging()
     try:
-        here = standing_in(repo_path, expire=expire)
         pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
         folders = prune_result_folders(repo_path, expire=expire, dry_run=dry_run)
     except ValueError as exc:
@@ -509,8 +508,8 @@ def prune_command(
             sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
         for folder in folders:
             sys.stdout.write(f"Removing {folder.path}: result folder\n")
-    if here is not None:
-        stderr_line(f"warning: not pruning {quoted(here.path)}: you are in it")
+    if pruned.here is not None:
+        stderr_line(f"warning: not pruning {quoted(pruned.here.path)}: you are in it")
     for worktree, reason in pruned.failed:
         sys.stderr.write(f"error: could not prune {quoted(worktree.path)}: {reason}\n")
     raise SystemExit(1 if pruned.failed else 0)

@@ -17,7 +17,7 @@ from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .isolation import results
-from .isolation.inventory import PRUNABLE_STATES, OwnedWorktree, owned_worktrees
+from .isolation.inventory import OwnedWorktree, owned_worktrees
 from .isolation.provider import Pruned, prune
 from .isolation.results import ResultFolder
 from .isolation.store import GitMetadataStore
@@ -68,38 +68,6 @@ def prune_worktrees(
     cutoff = None if expire is None else _expiry(expire, env)
     repository = open_repository(repo_path, environ)
     return prune(repository, GitMetadataStore(), env=env, expire=cutoff, dry_run=dry_run)
-
-
-def standing_in(
-    repo_path: str = ".",
-    *,
-    expire: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> OwnedWorktree | None:
-    """The worktree git-isopatch made that the caller stands in (at
-    ``repo_path``), when :func:`prune_worktrees` with ``expire`` would
-    remove it were the caller elsewhere; ``None`` otherwise.  prune never
-    removes it: the caller's shell would be left in a deleted folder.
-
-    Raises:
-        ValueError: ``expire`` is not a time git understands.
-        IsopatchError: not a git repository, or git could not list worktrees.
-    """
-    environ = os.environ if environ is None else environ
-    repository = open_repository(repo_path, environ)
-    if os.path.realpath(repository.git_dir) == os.path.realpath(repository.common_dir):
-        return None  # the main worktree (or a bare repository): not one of ours
-    env = own_git_environment(environ)
-    cutoff = None if expire is None else _expiry(expire, env)
-    here = os.path.realpath(repository.top)
-    for worktree in owned_worktrees(repository, GitMetadataStore(), env=env):
-        if (
-            os.path.realpath(worktree.path) == here
-            and worktree.state in PRUNABLE_STATES
-            and (cutoff is None or (worktree.created is not None and worktree.created <= cutoff))
-        ):
-            return worktree
-    return None
 
 
 def _expiry(expire: str, env: Mapping[str, str]) -> float:

@@ -760,10 +760,13 @@ class Pruned:
         removed: the worktrees removed (or that would be, with ``dry_run``),
             oldest first.
         failed: the worktrees that could not be removed, each with why.
+        here: the one that would have been removed but that the caller
+            stands in (its shell would be left in a deleted folder), if any.
     """
 
     removed: list[OwnedWorktree]
     failed: list[tuple[OwnedWorktree, str]]
+    here: OwnedWorktree | None = None
 
 
 def prune(
@@ -775,8 +778,8 @@ def prune(
     dry_run: bool = False,
 ) -> Pruned:
     """Remove our kept and orphaned worktrees (:func:`discard_or_why`);
-    never a running or locked one, never the one the caller stands in,
-    never one we did not make.
+    never a running or locked one, never the one the caller stands in
+    (returned as :attr:`Pruned.here`), never one we did not make.
 
     Args:
         expire: remove only those made before this time (seconds since the
@@ -794,16 +797,17 @@ def prune(
     with worktree_admin_lock(repository.common_dir):
         if not dry_run:
             _mend_our_commondirs(repository, store)
-        candidates = [
+        prunable = [
             worktree
             for worktree in owned_worktrees(repository, store, env=env)
             if worktree.state in PRUNABLE_STATES
-            and os.path.realpath(worktree.path) != here
             and (expire is None or (worktree.created is not None and worktree.created <= expire))
         ]
+        standing = next((w for w in prunable if os.path.realpath(w.path) == here), None)
+        candidates = [w for w in prunable if os.path.realpath(w.path) != here]
         candidates.sort(key=lambda w: w.created or 0.0)
         if dry_run:
-            return Pruned(candidates, [])
+            return Pruned(candidates, [], standing)
         removed, failed = [], []
         for worktree in candidates:
             reason = discard_or_why(repository, worktree, env=env)
@@ -811,7 +815,7 @@ def prune(
                 removed.append(worktree)
             else:
                 failed.append((worktree, reason))
-        return Pruned(removed, failed)
+        return Pruned(removed, failed, standing)
 
 
 def make_room(
