@@ -397,7 +397,7 @@ def _write_patch(
     match clear_hiding_flags(worktree, git_dir=git_dir, env=env, preexec_fn=confine):
         case Err(error):
             raise known_failure(f"could not read the index of '{worktree}'", error)
-        case Ok():
+        case Ok(tracked):
             pass
     match mark_untracked_intent_to_add(
         worktree,
@@ -407,6 +407,7 @@ def _write_patch(
         unreadable=unreadable,
         preexec_fn=confine,
         nested=nested,
+        tracked=tracked,
     ):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)

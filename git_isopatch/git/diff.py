@@ -136,6 +136,7 @@ def mark_untracked_intent_to_add(
     unreadable: list[str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
     nested: list[str] | None = None,
+    tracked: bytes | None = None,
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -166,6 +167,10 @@ def mark_untracked_intent_to_add(
     (``path/``) and recorded as a gitlink: the patch then holds its commit,
     not its files.  Each such path (without the ``/``) is appended to
     ``nested`` when given.
+
+    ``tracked``: the index's paths, each ended by NUL, when the caller has
+    just listed them (:func:`clear_hiding_flags`); else they are listed
+    here.
 
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
@@ -199,16 +204,17 @@ def mark_untracked_intent_to_add(
         nested += [os.fsdecode(p[:-1]) for p in output.split(b"\0") if p.endswith(b"/")]
     if not paths:
         return Ok(0)
-    match run_git(
-        [*_worktree_args(worktree, git_dir), "ls-files", "-z", "--full-name"],
-        env=env,
-        config=DIFF_CONFIG,
-        preexec_fn=preexec_fn,
-    ):
-        case Err() as err:
-            return err
-        case Ok(tracked):
-            pass
+    if tracked is None:
+        match run_git(
+            [*_worktree_args(worktree, git_dir), "ls-files", "-z", "--full-name"],
+            env=env,
+            config=DIFF_CONFIG,
+            preexec_fn=preexec_fn,
+        ):
+            case Err() as err:
+                return err
+            case Ok(tracked):
+                pass
     # a folder that holds an excluded path is never given whole: git add
     # would take the path, and an exclude pathspec naming an ignored path
     # makes git add fail (git 2.39: "The following paths are ignored")
@@ -244,7 +250,7 @@ def clear_hiding_flags(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     preexec_fn: Callable[[], None] | None = None,
-) -> GitResult[int]:
+) -> GitResult[bytes]:
     """Clear the index flags with which a command could hide a change from
     ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
     whose file is in the work tree (git-update-index(1), "USING ASSUME
@@ -253,7 +259,9 @@ def clear_hiding_flags(
     keeps its flag, as git itself clears the flag only for files present.
 
     Returns:
-        ``Ok(number of entries cleared)`` or ``Err(GitError)``.
+        ``Ok(the index's paths, each ended by NUL)`` (what
+        :func:`mark_untracked_intent_to_add` takes as ``tracked``), or
+        ``Err(GitError)``.
     """
     match run_git(
         [*_worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
@@ -265,11 +273,12 @@ def clear_hiding_flags(
             return err
         case Ok(listing):
             pass
-    assumed, skipped = [], []
+    assumed, skipped, paths = [], [], []
     for record in listing.split(b"\0"):
         tag, _, path = record.partition(b" ")
         if not path:
             continue
+        paths.append(path)
         if tag.islower():
             assumed.append(path)
         if tag.upper() == b"S" and os.path.lexists(os.path.join(worktree, os.fsdecode(path))):
@@ -289,7 +298,7 @@ def clear_hiding_flags(
                 return err
             case Ok():
                 pass
-    return Ok(len(assumed) + len(skipped))
+    return Ok(b"".join(path + b"\0" for path in paths))
 
 
 def _folders_of(listing: bytes) -> set[bytes]:
