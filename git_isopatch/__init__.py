@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .capture import CaptureResult, capture, run
+    from .capture import capture, run
     from .isolation.errors import IsopatchError
     from .request import CaptureRequest
+    from .result import CaptureResult
 
 __all__ = ["CaptureRequest", "CaptureResult", "IsopatchError", "__version__", "capture", "run"]
 
@@ -31,7 +32,7 @@ _LAZY = {
     "capture": "git_isopatch.capture",
     "run": "git_isopatch.capture",
     "CaptureRequest": "git_isopatch.request",
-    "CaptureResult": "git_isopatch.capture",
+    "CaptureResult": "git_isopatch.result",
     "IsopatchError": "git_isopatch.isolation.errors",
 }
 

@@ -42,7 +42,7 @@ from .usage import (
 )
 
 if TYPE_CHECKING:
-    from .capture import CaptureResult
+    from .result import CaptureResult
 
 #: Names other modules and the tests reach through ``cli``.
 __all__ = ["app", "configure_logging", "main", "option_rows", "short_usage"]

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .capture import CaptureResult
     from .isolation.inventory import OwnedWorktree
+    from .result import CaptureResult
 
 #: Porcelain v1 keys, in output order (design: Porcelain v1).
 PORCELAIN_KEYS = (

@@ -1,0 +1,83 @@
+"""The result of one run (design: Porcelain v1 has the same fields), on its
+own so that rendering reads it without importing the procedure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .git.shared_state import SharedWrite
+from .git.types import CommitId
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """What :func:`capture` hands back (design: Porcelain v1 has the same fields).
+
+    Attributes:
+        base: full id of the commit the worktree started at.
+        exit_code: the command's exit status; 128+N when signal N ended it
+            or git-isopatch received it; 124 on timeout; 126/127 when the
+            command could not be run.
+        patch_path: the patch file, or ``None`` when extraction failed.
+        files: number of paths in the patch, or ``None`` when extraction failed.
+        stdout: file holding the command's stdout, when captured.
+        stderr: file holding the command's stderr, when captured.
+        worktree_path: the worktree, when it was kept (``keep`` or failure).
+        tmpdir: the private temporary folder of this run (mode 0700), the
+            caller's to delete (:func:`git_isopatch.isolation.results.discard`)
+            once it has read the patch and output; already deleted when it
+            holds nothing reported here (``output`` without ``capture_output``).
+            Folders left behind expire after two weeks (checked at most once a
+            day per repository) and with ``git isopatch prune``.
+        error: one line saying why extraction failed, else ``None``.
+        error_code: the stable code of that failure (see
+            :data:`git_isopatch.isolation.errors.FAILURE_TABLE`), else ``None``.
+        timed_out: the timeout expired.
+        signal: the signal git-isopatch received and forwarded, else ``None``.
+        command_error: why the command could not be started, else ``None``.
+        checkout_changes: paths of the user's work tree that changed while
+            the command ran, as ``git status`` sees them (a command that
+            wrote there through an absolute path, a ``--link``, or the user
+            editing meanwhile), from the top, sorted; empty when nothing
+            changed or the look failed.
+        shared_writes: refs and configuration of the user's repository that
+            changed while the command ran (a linked worktree shares them;
+            see :mod:`git_isopatch.git.shared_state`), refs in the order of
+            their names, then the configuration file; empty when nothing
+            changed.
+        timeout: the timeout in force, in seconds (``timeout`` or
+            ``isopatch.timeout``), or ``None`` for no limit.
+        hints: one-line advice where users get stuck (a command that could
+            not run a program: :func:`command_hints`); empty otherwise.
+        top: the top of the user's work tree (``git -C <top> apply`` brings
+            the patch home from anywhere).
+        diffstat: ``git diff --stat --summary`` of the patch, coloured or
+            not (see :attr:`.request.CaptureRequest.diffstat`), when asked
+            for and the patch is not empty; else ``None``.
+        applied: ``None`` when ``apply`` was not asked for; ``True`` when
+            the patch was applied to the work tree; ``False`` when it was
+            not: the command did not exit 0, the patch is empty, or it did
+            not apply (then ``error_code`` is ``apply-failed``, nothing was
+            written, and the patch is kept).
+    """
+
+    base: CommitId
+    exit_code: int
+    patch_path: str | None
+    files: int | None
+    stdout: str | None
+    stderr: str | None
+    worktree_path: str | None
+    tmpdir: str
+    error: str | None = None
+    error_code: str | None = None
+    timed_out: bool = False
+    signal: int | None = None
+    command_error: str | None = None
+    timeout: float | None = None
+    shared_writes: tuple[SharedWrite, ...] = ()
+    hints: tuple[str, ...] = ()
+    top: str | None = None
+    diffstat: bytes | None = None
+    applied: bool | None = None
+    checkout_changes: tuple[str, ...] = ()
