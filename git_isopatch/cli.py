@@ -449,6 +449,7 @@ def list_command(
         raise UsageFailure("the option '-z' requires '--porcelain'")
     if porcelain_output and json_output:
         raise UsageFailure("options '--porcelain' and '--json' cannot be used together")
+    configure_logging()
     try:
         worktrees = list_worktrees(repo_path)
     except IsopatchError as failure:

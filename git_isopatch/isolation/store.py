@@ -10,6 +10,7 @@ worktree, and a worktree without the file was not made by git-isopatch.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -19,6 +20,8 @@ from typing import Protocol
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.types import GitDirPath
+
+log = logging.getLogger("git_isopatch")
 
 RECORD_FILE = "isopatch.json"
 LOCK_REASON_PREFIX = "git-isopatch"
@@ -180,9 +183,60 @@ class IsolationStore(Protocol):
         make it (or the record is unreadable)."""
 
 
+#: The JSON types of each field of a record: anything else makes it corrupt.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "pid": (int,),
+    "host": (str,),
+    "start_ticks": (int, type(None)),
+    "created": (int, float),
+    "tmpdir": (str,),
+    "base": (str,),
+    "command": (list,),
+    "kept": (bool,),
+    "version": (int,),
+    "pooled": (bool,),
+    "container": (str, type(None)),
+}
+_REQUIRED = ("pid", "host", "start_ticks", "created", "tmpdir", "base")
+
+
+def record_from_json(data: object) -> WorktreeRecord:
+    """The record a decoded ``isopatch.json`` holds.
+
+    Raises:
+        ValueError: it is not an object of our fields with their types (a
+            ``"command": 7`` would crash whoever reads it later); why, in
+            a few words.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    unknown = sorted(set(data) - set(_FIELD_TYPES))
+    missing = [name for name in _REQUIRED if name not in data]
+    if unknown or missing:
+        raise ValueError(
+            f"field '{(unknown or missing)[0]}' is {'unknown' if unknown else 'missing'}"
+        )
+    for name, value in data.items():
+        types = _FIELD_TYPES[name]
+        # bool is an int to Python, not to a record
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ValueError(f"field '{name}' has the wrong type")
+    if not all(isinstance(arg, str) for arg in data.get("command", [])):
+        raise ValueError("field 'command' has the wrong type")
+    return WorktreeRecord(**data)
+
+
 class GitMetadataStore:
     """:class:`IsolationStore` keeping ``isopatch.json`` in the worktree's
-    private folder under ``$GIT_COMMON_DIR/worktrees/``."""
+    private folder under ``$GIT_COMMON_DIR/worktrees/``.
+
+    A record that cannot be read as one (not JSON, a field missing or of the
+    wrong type) is corrupt: it counts as no record, and is named in one
+    ``warning:`` per store (one ``list`` or ``prune`` reads it more than once).
+    """
+
+    def __init__(self) -> None:
+        self._warned: set[str] = set()
 
     def save(self, admin_dir: GitDirPath, record: WorktreeRecord) -> None:
         # the command can write in admin_dir: never through a name it planted
@@ -190,8 +244,21 @@ class GitMetadataStore:
         replace_admin_file(os.path.join(admin_dir, RECORD_FILE), data)
 
     def load(self, admin_dir: GitDirPath) -> WorktreeRecord | None:
+        path = os.path.join(admin_dir, RECORD_FILE)
         try:
-            data = json.loads(read_admin_file(os.path.join(admin_dir, RECORD_FILE)))
-            return WorktreeRecord(**data)
-        except (OSError, ValueError, TypeError):
-            return None
+            data = read_admin_file(path)
+        except OSError:
+            return None  # no record: not ours
+        try:
+            decoded = json.loads(data)
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            return self._corrupt(path, "not JSON")
+        try:
+            return record_from_json(decoded)
+        except ValueError as exc:
+            return self._corrupt(path, str(exc))
+
+    def _corrupt(self, path: str, why: str) -> None:
+        if path not in self._warned:
+            self._warned.add(path)
+            log.warning("ignoring the corrupt record '%s' (%s)", path, why)
