@@ -81,6 +81,20 @@ def _path(key: str, value: str | None, repository: UserRepository) -> str:
     return os.path.join(repository.top, os.path.expanduser(value))
 
 
+def _tmpdir(key: str, value: str | None, repository: UserRepository) -> str:
+    """A path as :func:`_path` reads one, that is not git metadata
+    (:func:`.git.metadata.git_metadata_dir`): the worktree and its files
+    placed in ``.git`` would read as the repository's refs and objects, as
+    ``-o`` refuses to write there."""
+    from .git.metadata import git_metadata_dir
+
+    path = _path(key, value, repository)
+    git_dir = git_metadata_dir(repository, path)
+    if git_dir is not None:
+        raise BadValue(f"'{path}' is inside the git directory '{git_dir}'")
+    return path
+
+
 def _include_path(key: str, value: str | None, _repository: UserRepository) -> str:
     """A path to link or copy, as written (relative to the top of the work
     tree); it is checked when a run brings it in (:mod:`.isolation.include`)."""
@@ -145,7 +159,7 @@ class ConfigKey:
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("keep", "keep", _bool),
     ConfigKey("timeout", "timeout", _seconds),
-    ConfigKey("tmpdir", "tmpdir", _path),
+    ConfigKey("tmpdir", "tmpdir", _tmpdir),
     ConfigKey("link", "configured_links", _include_path, multi=True),
     ConfigKey("copy", "configured_copies", _include_path, multi=True),
     ConfigKey("maxWorktrees", "max_worktrees", _count),
