@@ -1,17 +1,24 @@
 """What a linked worktree shares with the user's repository: refs (the
-stash among them) and the repository's configuration file.
+stash among them), the repository's configuration file, and the files of
+the git directory that change what git does there (:data:`WATCHED_FILES`,
+the hooks).
 
 A command that runs ``git branch``, ``git tag``, ``git stash`` or ``git
 config`` in the worktree writes there, since linked worktrees share them
 (git-worktree(1), "DETAILS": only HEAD and a few per-worktree refs are
-private).  git-isopatch cannot stop that, but it can see and say it.
+private); so does ``pre-commit install`` (a hook in ``hooks/``), a tool that
+adds a line to ``info/exclude`` (which hides the user's new files from
+``git status``), ``git clone --shared`` in reverse (``objects/info/alternates``)
+or ``git fetch --depth`` (``shallow``).  git-isopatch cannot stop that, but
+it can see and say it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .result import Err, GitResult, Ok
 from .run import run_git
@@ -25,16 +32,64 @@ class SharedState:
     Attributes:
         refs: full ref name -> object id, as ``git for-each-ref`` lists them.
         config: the bytes of ``$GIT_COMMON_DIR/config`` (``None`` if absent).
+        files: name relative to ``$GIT_COMMON_DIR`` (``hooks/pre-commit``,
+            ``info/exclude``) -> (file type and mode, content or link
+            target), for each of :data:`WATCHED_FILES` and each entry of
+            ``hooks/`` that exists.
     """
 
     refs: Mapping[str, str]
     config: bytes | None
+    files: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
+
+
+#: Files of ``$GIT_COMMON_DIR`` besides ``config`` that a linked worktree
+#: shares and that change what git does in the user's repository
+#: (gitrepository-layout(5)): ignore rules and attributes for every work
+#: tree, another object store, the shallow boundary.
+WATCHED_FILES = ("info/exclude", "info/attributes", "objects/info/alternates", "shallow")
+
+#: The folder of the repository's hooks (githooks(5)); every entry in it is
+#: watched (``pre-commit install`` writes ``hooks/pre-commit``).
+HOOKS = "hooks"
+
+
+def _read_entry(path: str) -> tuple[int, bytes] | None:
+    """(type and mode, content or link target) of ``path``; a folder's
+    content is empty; ``None`` if absent or unreadable."""
+    try:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            return mode, os.fsencode(os.readlink(path))
+        if not stat.S_ISREG(mode):
+            return mode, b""
+        with open(path, "rb") as handle:
+            return mode, handle.read()
+    except OSError:
+        return None
+
+
+def read_watched_files(common_dir: GitDirPath) -> dict[str, tuple[int, bytes]]:
+    """:data:`WATCHED_FILES` and the entries of :data:`HOOKS` as they are
+    now (see :attr:`SharedState.files`): a few small files, read whole."""
+    names = list(WATCHED_FILES)
+    try:
+        names += sorted(f"{HOOKS}/{name}" for name in os.listdir(os.path.join(common_dir, HOOKS)))
+    except OSError:
+        pass
+    files = {}
+    for name in names:
+        entry = _read_entry(os.path.join(common_dir, name))
+        if entry is not None:
+            files[name] = entry
+    return files
 
 
 def read_shared_state(
     git_dir: GitDirPath, common_dir: GitDirPath, *, env: Mapping[str, str]
 ) -> GitResult[SharedState]:
-    """One ``git for-each-ref`` and a read of the configuration file.
+    """One ``git for-each-ref``, a read of the configuration file and of the
+    watched files (:func:`read_watched_files`).
 
     Returns:
         ``Ok(SharedState)`` or ``Err`` when git cannot list the refs.
@@ -57,7 +112,7 @@ def read_shared_state(
             config = handle.read()
     except FileNotFoundError:
         config = None
-    return Ok(SharedState(refs=refs, config=config))
+    return Ok(SharedState(refs=refs, config=config, files=read_watched_files(common_dir)))
 
 
 #: ``SharedWrite.name`` of the repository's configuration file.
@@ -69,10 +124,12 @@ class SharedWrite:
     """One change to what a linked worktree shares with its repository.
 
     Attributes:
-        name: a full ref name (``refs/heads/x``, ``refs/stash``), or
+        name: a full ref name (``refs/heads/x``, ``refs/stash``),
             :data:`CONFIG` for the configuration file
-            ``$GIT_COMMON_DIR/config`` (a ref name always starts with
-            ``refs/``).
+            ``$GIT_COMMON_DIR/config``, or the name of a watched file
+            relative to ``$GIT_COMMON_DIR`` (``hooks/pre-commit``,
+            ``info/exclude``; :data:`WATCHED_FILES`); a ref name always
+            starts with ``refs/``.
         change: ``created``, ``changed`` or ``deleted``.
     """
 
@@ -96,7 +153,8 @@ def _change(old: object, new: object) -> str:
 
 def describe_changes(before: SharedState, after: SharedState) -> list[SharedWrite]:
     """What changed between two states: the refs in the order of their
-    names, then the configuration file."""
+    names, then the configuration file, then the watched files in the
+    order of their names (a change of mode alone counts)."""
     changes = []
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
@@ -104,4 +162,8 @@ def describe_changes(before: SharedState, after: SharedState) -> list[SharedWrit
             changes.append(SharedWrite(name, _change(old, new)))
     if before.config != after.config:
         changes.append(SharedWrite(CONFIG, _change(before.config, after.config)))
+    for name in sorted(set(before.files) | set(after.files)):
+        old_file, new_file = before.files.get(name), after.files.get(name)
+        if old_file != new_file:
+            changes.append(SharedWrite(name, _change(old_file, new_file)))
     return changes

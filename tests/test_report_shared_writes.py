@@ -1,0 +1,97 @@
+"""Report: shared writes beyond refs and configuration (issue 21, item 6).
+
+A linked worktree shares the repository's hooks, ``info/exclude``,
+``info/attributes``, ``objects/info/alternates`` and ``shallow`` with the
+user's checkout: a command that writes one of them (``pre-commit install``
+writes ``hooks/pre-commit`` in the common git directory, pre-commit issue
+#808) changes what git does there.  Each such write is a ``shared-write
+<name> <change>`` record, after the refs and ``config``, in the order of
+the names, and the ``warning:`` names it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from repo_helpers import git, isopatch
+
+#: What ``pre-commit install`` does in a linked worktree: a hook in
+#: ``$(git rev-parse --git-common-dir)/hooks``.
+PRE_COMMIT_INSTALL = (
+    'hooks="$(git rev-parse --git-common-dir)/hooks" && mkdir -p "$hooks" && '
+    'printf "#!/bin/sh\\nexit 0\\n" > "$hooks/pre-commit" && chmod +x "$hooks/pre-commit"'
+)
+
+
+def _tail(stdout: bytes) -> list[bytes]:
+    return [line for line in stdout.split(b"\n") if line.startswith(b"shared-write ")]
+
+
+def test_an_installed_hook_is_a_shared_write(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch("--porcelain", "--", "sh", "-c", PRE_COMMIT_INSTALL, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert _tail(run.stdout) == [b"shared-write hooks/pre-commit created"]
+    assert "hooks/pre-commit (created)" in run.err
+    assert (repo / ".git" / "hooks" / "pre-commit").is_file()
+
+
+def test_a_changed_or_removed_hook_and_a_mode_change_are_shared_writes(env, make_repo) -> None:
+    repo = make_repo()
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "pre-push").write_text("#!/bin/sh\n")
+    (hooks / "post-merge").write_text("#!/bin/sh\n")
+    script = (
+        'h="$(git rev-parse --git-common-dir)/hooks"; chmod +x "$h/pre-push"; rm "$h/post-merge"'
+    )
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert _tail(run.stdout) == [
+        b"shared-write hooks/post-merge deleted",
+        b"shared-write hooks/pre-push changed",
+    ]
+
+
+def test_info_files_alternates_and_shallow_are_shared_writes(env, make_repo, tmp_path) -> None:
+    """A line in ``info/exclude`` hides the user's new files from ``git
+    status``; ``info/attributes`` changes every checkout's conversions;
+    ``objects/info/alternates`` and ``shallow`` change the object store."""
+    repo = make_repo()
+    other = tmp_path / "other.git"
+    git("init", "-q", "--bare", other, cwd=tmp_path, env=env)
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).strip()
+    script = (
+        'c="$(git rev-parse --git-common-dir)"; mkdir -p "$c/info" "$c/objects/info"; '
+        'echo "*.log" >> "$c/info/exclude"; echo "* -text" > "$c/info/attributes"; '
+        f'echo "{other}/objects" > "$c/objects/info/alternates"; '
+        f'echo {head} > "$c/shallow"; git tag v1'
+    )
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert _tail(run.stdout) == [
+        b"shared-write refs/tags/v1 created",
+        b"shared-write info/attributes created",
+        b"shared-write info/exclude changed",
+        b"shared-write objects/info/alternates created",
+        b"shared-write shallow created",
+    ]
+    fields = json.loads(
+        isopatch(
+            "--json", "--", "sh", "-c", 'rm "$(git rev-parse --git-common-dir)/shallow"',
+            cwd=repo, env=env,
+        ).stdout
+    )  # fmt: skip
+    assert fields["shared-write"] == ["shallow deleted"]
+
+
+def test_a_command_that_touches_nothing_shared_has_no_record(env, make_repo) -> None:
+    repo = make_repo()
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\n")
+    script = 'cat "$(git rev-parse --git-common-dir)/hooks/pre-commit" > /dev/null; echo x > f'
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert _tail(run.stdout) == []
+    assert "warning" not in run.err
