@@ -224,6 +224,52 @@ def _resolv_conf_target() -> str | None:
     return None
 
 
+#: Temporary folders every run sees copy-on-write (with ``$TMPDIR``).
+TEMPORARY_FOLDERS = ("/tmp", "/var/tmp")
+
+
+def run_policy(
+    *,
+    worktree: str,
+    admin_dir: str,
+    common_dir: str,
+    top: str,
+    tmpdir: str,
+    home: str | None,
+    temporary: Sequence[str] = (),
+    allow_write: Sequence[str] = (),
+    allow_network: bool = False,
+    streams: Sequence[str] = (),
+    runtime_dir: str | None = None,
+) -> NamespacePolicy:
+    """The policy of one run's command.
+
+    Really writable: the worktree, its admin folder (``HEAD``, index,
+    logs), the private ``tmpdir`` (its ``TMPDIR``), the regular files its
+    output goes to (``streams``: writing ``/dev/stderr`` reopens them) and
+    ``allow_write``.  Copy-on-write: ``home``, the temporary folders, the
+    folder holding the checkout (so the checkout, the worktrees beside it
+    and any unix socket there) and the repository's git directory, wherever
+    it is.  Read-only inside the writable ones: the pointers between the
+    worktree and the repository (``.git``, ``commondir``, ``gitdir``).
+    """
+    parent = os.path.dirname(os.path.abspath(top).rstrip("/")) or "/"
+    copy_on_write = [*TEMPORARY_FOLDERS, *temporary, parent if parent != "/" else top, common_dir]
+    if home:
+        copy_on_write.insert(0, home)
+    return NamespacePolicy(
+        writable=(worktree, admin_dir, tmpdir, *streams, *allow_write),
+        copy_on_write=tuple(copy_on_write),
+        protected=(
+            os.path.join(worktree, ".git"),
+            os.path.join(admin_dir, "commondir"),
+            os.path.join(admin_dir, "gitdir"),
+        ),
+        allow_network=allow_network,
+        runtime_dir=runtime_dir,
+    )
+
+
 def bwrap_arguments(
     policy: NamespacePolicy,
     layers: str,
