@@ -59,5 +59,6 @@ def no_leftovers(env: dict[str, str], tmp_path: Path) -> Iterator[None]:
     yield
     tmp = Path(env["TMPDIR"])
     left = [p for p in tmp.glob("git-isopatch-*") for c in p.iterdir() if c.is_dir()]
-    left += [*tmp_path.glob(".git-isopatch-*"), *tmp_path.glob("*/.git-isopatch-*")]
+    for name in (".git-isopatch-*", "*.isopatch-*"):
+        left += [*tmp_path.glob(name), *tmp_path.glob(f"*/{name}")]
     assert not left, f"worktree folders left behind: {left}"

@@ -71,4 +71,4 @@ def test_the_command_runs_git_with_hooks(env, make_repo, tmp_path: Path) -> None
     for name in ("pre-commit", "post-commit"):  # in the worktree beside the checkout
         ran_in = Path((marks / name).read_text().strip())
         assert ran_in.parent.parent == repo.parent and ran_in.name == repo.name
-        assert ran_in.parent.name.startswith(".git-isopatch-")
+        assert ran_in.parent.name.startswith(f"{repo.name}.isopatch-")

@@ -54,7 +54,7 @@ def test_configuration_in_tmpdir_does_not_apply(env, make_repo, no_leftovers) ->
     assert Path(run.fields()["patch"]).read_bytes() == b""
 
 
-def test_the_worktree_is_a_hidden_folder_beside_the_checkout(
+def test_the_worktree_is_a_folder_beside_the_checkout(
     env, make_repo, tmp_path: Path, no_leftovers
 ) -> None:
     repo = make_repo()
@@ -63,7 +63,7 @@ def test_the_worktree_is_a_hidden_folder_beside_the_checkout(
     assert ran.name == "sub"
     assert ran.parent.name == "repo", "the worktree has the name of the checkout"
     assert ran.parent.parent.parent == tmp_path
-    assert ran.parent.parent.name.startswith(".git-isopatch-")
+    assert ran.parent.parent.name.startswith("repo.isopatch-")
     assert not ran.parent.parent.exists(), "the folder made for it goes with it"
     patch = Path(isopatch("--porcelain", "--", "true", cwd=repo, env=env).fields()["patch"])
     assert patch.parent.parent == Path(env["TMPDIR"]), "the patch stays in the private folder"
@@ -83,7 +83,7 @@ def test_kept_worktrees_beside_the_checkout_are_listed_and_pruned(
     pruned = isopatch("prune", "-v", cwd=repo, env=env)
     assert pruned.out == f"Removing {kept}: kept\n", pruned.err
     assert not kept.parent.exists()
-    assert not list(tmp_path.glob(".git-isopatch-*"))
+    assert not list(tmp_path.glob("repo.isopatch-*"))
 
 
 def test_configured_tmpdir_holds_the_worktree_without_a_warning(
@@ -151,7 +151,7 @@ def test_linked_worktree_of_a_bare_repository(env, tmp_path: Path, make_repo, no
     run = isopatch("--porcelain", "--", "sh", "-c", "pwd; echo x >> README", cwd=linked, env=env)
     ran = _where_it_ran(run)
     assert ran.parent.parent == tmp_path and ran.name == "linked"
-    assert ran.parent.name.startswith(".git-isopatch-")
+    assert ran.parent.name.startswith("linked.isopatch-")
     assert b"+++ b/README" in Path(run.fields()["patch"]).read_bytes()
     assert git("worktree", "list", "--porcelain", cwd=bare, env=env).count(b"worktree ") == 2
 

@@ -70,7 +70,7 @@ def test_porcelain_z_bytes_are_raw(env, make_repo, tmp_path: Path) -> None:
         rb"stderr \1/stderr\x00"
         rb"worktree "
         + re.escape((tmp_path / ODD_NAME).as_posix().encode())
-        + rb"/\.git-isopatch-[a-z0-9_]{8}/repo\x00"
+        + rb"/repo\.isopatch-[a-z0-9_]{8}/repo\x00"
     )
     assert re.fullmatch(expected, run.stdout), run.stdout
     records = dict(r.split(b" ", 1) for r in run.stdout.split(b"\0") if r)

@@ -103,7 +103,7 @@ def test_a_kept_worktree_keeps_its_folder_with_stdout(env, make_repo) -> None:
     run = isopatch("--keep", "--stdout", "-q", "--", *CHANGE, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert _folders(env) == []  # the worktree lives beside the checkout
-    (folder,) = repo.parent.glob(".git-isopatch-*")
+    (folder,) = repo.parent.glob("repo.isopatch-*")
     assert (folder / "repo" / ".git").is_file()
     assert not (folder / "isopatch.patch").exists()
 

@@ -5,9 +5,14 @@ run (ruff, prettier, ``.editorconfig``, eslint, cargo's
 ``.cargo/config.toml``).  A worktree in ``$TMPDIR`` sees ``/tmp``'s
 configuration instead of the checkout's, and a file another local user
 plants in a world-writable ``/tmp`` applies to every run.  So the worktree
-is placed beside the checkout: ``<parent of the top>/.git-isopatch-XXXXXXXX/
-<name of the top>``, a hidden ``mkdtemp`` folder (mode 0700) holding only
-the worktree, so the folders above the worktree are the checkout's own.
+is placed beside the checkout: ``<parent of the top>/<name of the top>.
+isopatch-XXXXXXXX/<name of the top>``, a ``mkdtemp`` folder (mode 0700)
+holding only the worktree, so the folders above the worktree are the
+checkout's own.  Its name starts with no dot, as worktree tools name a
+visible sibling (``../<repo>.<branch>``): tools that take a dot segment of
+an absolute path for a hidden file refuse to serve or read what lies below
+one (express's ``res.sendFile`` answers 404 there).  Folders of older
+versions, ``.git-isopatch-XXXXXXXX``, are still recognised as ours.
 
 Where that folder cannot be made (the parent is read-only, full, not ours to
 write, or the checkout is ``/``), the worktree goes to the fall-back folder
@@ -32,15 +37,33 @@ from dataclasses import dataclass
 from .errors import IsopatchError, known_os_failure
 from .mounts import mount_points_under
 
-#: Prefix of the hidden folder beside the checkout that holds a worktree.
-BESIDE_PREFIX = ".git-isopatch-"
+#: Suffix of the name of the checkout that names the folder beside it that
+#: holds a worktree (``<name>.isopatch-XXXXXXXX``).
+BESIDE_SUFFIX = ".isopatch-"
+#: Longest name of the checkout's folder that names that folder (``mkdtemp``
+#: adds 18 characters; a file name holds 255 bytes); a longer one, or a
+#: hidden one (see :func:`worktree_name`), gives way to ``worktree``.
+_LONGEST_NAME = 200
 #: Prefix of a folder under ``$TMPDIR`` or ``isopatch.tmpdir`` (the run's
 #: private folder, or a worktree's folder there).
 TMP_PREFIX = "git-isopatch-"
 
 #: Names of the folders :func:`place_worktree` makes (``mkdtemp`` adds
-#: eight characters of ``[a-z0-9_]``).
-_CONTAINER_NAME = re.compile(r"\A\.?git-isopatch-[a-z0-9_]{8}\Z")
+#: eight characters of ``[a-z0-9_]``): in a temporary root (and, made by
+#: older versions, beside the checkout with a dot) ...
+_TMP_CONTAINER_NAME = re.compile(r"\A\.?git-isopatch-[a-z0-9_]{8}\Z")
+#: ... and beside the checkout, after the name of the worktree it holds
+#: (or ``worktree``, for a name too long).
+_BESIDE_CONTAINER_NAME = re.compile(r"\A(.+)\.isopatch-[a-z0-9_]{8}\Z", re.DOTALL)
+
+
+def _container_name_fits(container: str, worktree: str) -> bool:
+    """True when ``container`` is a name :func:`place_worktree` gives the
+    folder of a worktree named ``worktree``."""
+    if _TMP_CONTAINER_NAME.match(container):
+        return True
+    beside = _BESIDE_CONTAINER_NAME.match(container)
+    return beside is not None and beside.group(1) in (worktree, "worktree")
 
 
 @dataclass(frozen=True)
@@ -107,7 +130,8 @@ def place_worktree(
         reason = "it is the root folder"
     else:
         try:
-            container = tempfile.mkdtemp(prefix=BESIDE_PREFIX, dir=parent)
+            named = name if len(os.fsencode(name)) <= _LONGEST_NAME else "worktree"
+            container = tempfile.mkdtemp(prefix=named + BESIDE_SUFFIX, dir=parent)
         except OSError as exc:
             reason = f"'{parent}': {exc.strerror or exc}"
         else:
@@ -134,13 +158,16 @@ def made_by_isopatch(worktree: str, container: str | None) -> bool:
     not written one yet: then the folder name alone decides).
 
     A record is a file any process can write into any worktree's private
-    folder; a user's own worktree is never in a ``git-isopatch-*`` folder,
+    folder; a user's own worktree is never in a ``<name>.isopatch-*`` (or,
+    made by older versions, ``.git-isopatch-*``) or ``git-isopatch-*`` folder,
     so a forged record cannot make git-isopatch remove it.  Neither the
     folder nor the worktree may be a symbolic link (a command can plant a
     link named like our folder that leads to any folder of the user's).
     """
     folder = os.path.dirname(os.path.normpath(worktree))
-    if _CONTAINER_NAME.match(os.path.basename(folder)) is None:
+    if not _container_name_fits(
+        os.path.basename(folder), os.path.basename(os.path.normpath(worktree))
+    ):
         return False
     if container is not None and os.path.normpath(container) != folder:
         return False

@@ -52,7 +52,6 @@ from .inventory import (
 from .lock import worktree_admin_lock
 from .mounts import mount_points_under
 from .placement import (
-    BESIDE_PREFIX,
     TMP_PREFIX,
     made_by_isopatch,
     place_worktree,
@@ -615,7 +614,7 @@ class WorktreeProvider:
 
 
 def _our_folder(worktree: OwnedWorktree) -> str | None:
-    """The folder git-isopatch made for ``worktree`` (``.git-isopatch-*``
+    """The folder git-isopatch made for ``worktree`` (``<name>.isopatch-*``
     beside the checkout, or ``git-isopatch-*``), when its path proves it
     (:func:`.placement.made_by_isopatch`), else ``None``."""
     if made_by_isopatch(worktree.path, worktree.container):
@@ -732,8 +731,9 @@ def discard_or_why(
             if os.path.lexists(admin_dir):
                 return f"could not delete its registration '{admin_dir}'"
     for ours in (folder, worktree.tmpdir):
-        if ours and os.path.basename(os.path.normpath(ours)).startswith(
-            (TMP_PREFIX, BESIDE_PREFIX)
+        # folder is proven ours (_our_folder); a run's private folder by its name
+        if ours and (
+            ours == folder or os.path.basename(os.path.normpath(ours)).startswith(TMP_PREFIX)
         ):
             if not remove_tree(ours, warn=log.warning) and ours == folder:
                 return f"could not delete '{folder}'"
