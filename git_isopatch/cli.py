@@ -1,47 +1,37 @@
-"""``git isopatch``: the command line (typer), rendering and exit status.
+"""``git isopatch``: the command line (typer declarations), parsing into
+the request, and the I/O.
 
-The CLI only parses and renders; the work is :func:`git_isopatch.capture`.
-Usage errors exit 129 with ``error: ...`` and the short usage on stderr,
-known failures exit 128 with ``fatal: ...`` (design: Exit status; git's
-Documentation/CodingGuidelines, "Error Messages").
+The work is :func:`git_isopatch.capture`; what a result looks like and the
+exit status are :mod:`git_isopatch.render`'s, the entry point and usage
+errors (129, git's parse-options) :mod:`git_isopatch.usage`'s (design:
+Architecture, Exit status).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import traceback
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from . import usage
 from .request import CaptureRequest, OutputMode, conflicts
 from .usage import (
-    COMMANDS,
-    FATAL_STATUS,
-    LIST_SYNOPSIS,
-    PRUNE_SYNOPSIS,
-    SYNOPSIS,
-    USAGE_STATUS,
-    OutputFailure,
+    RepoPathOption,
+    ShortHelpOption,
     UsageFailure,
     configure_logging,
-    fatal,
+    main,
     option_rows,
-    print_usage_error,
     short_usage,
-    show_manual,
-    show_short_help,
-    show_version,
     stderr_line,
-    usage_error,
-    usage_message,
     write_stdout,
 )
 
 if TYPE_CHECKING:
+    from .outcome import Rendering
     from .result import CaptureResult
 
 #: Names other modules and the tests reach through ``cli``.
@@ -51,18 +41,6 @@ __all__ = ["app", "configure_logging", "main", "option_rows", "short_usage"]
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 list_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 prune_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-
-#: Options every command (the capture, ``list``, ``prune``) takes alike.
-RepoPathOption = Annotated[
-    str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
-]
-NulOption = Annotated[
-    bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
-]
-ShortHelpOption = Annotated[
-    bool,
-    typer.Option("-h", help="show this usage", is_eager=True, callback=show_short_help),
-]
 
 
 @app.command(
@@ -134,7 +112,7 @@ def isopatch(
     porcelain_output: Annotated[
         bool, typer.Option("--porcelain", help="machine-readable result on stdout")
     ] = False,
-    nul: NulOption = False,
+    nul: usage.NulOption = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="the result as one JSON object on stdout")
     ] = False,
@@ -182,14 +160,8 @@ def isopatch(
         bool, typer.Option("-q", "--quiet", help="no summary and no progress on stderr")
     ] = False,
     _short_help: ShortHelpOption = False,
-    _manual: Annotated[
-        bool,
-        typer.Option("--help", help="open the manual page", is_eager=True, callback=show_manual),
-    ] = False,
-    _version: Annotated[
-        bool,
-        typer.Option("--version", help="print the version", is_eager=True, callback=show_version),
-    ] = False,
+    _manual: usage.ManualOption = False,
+    _version: usage.VersionOption = False,
 ) -> None:
     """Run a command in an ephemeral worktree and capture its changes as a patch.
 
@@ -232,7 +204,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         if others:
             raise UsageFailure(f"options '-o -' and '{others[0]}' cannot be used together")
         output, to_stdout = None, True
-    columns = _terminal_columns()
+    columns = usage.terminal_columns()
     mode = OutputMode(
         porcelain=params["porcelain_output"],
         nul=params["nul"],
@@ -272,157 +244,58 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
     return request, mode
 
 
-def _terminal_columns() -> int | None:
-    """The width of our standard error when it is a terminal, else ``None``
-    (git shows progress only on a terminal, and colours for one)."""
-    try:
-        if not os.isatty(2):
-            return None
-        return os.get_terminal_size(2).columns or 80
-    except OSError:
-        return None
-
-
-def _emit_fields(fields: dict[str, object], mode: OutputMode) -> None:
-    from .render import as_json, porcelain
-
-    if mode.porcelain:
-        write_stdout(porcelain(fields, nul=mode.nul))
-    elif mode.json:
-        write_stdout(as_json(fields))
-
-
 def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
-    """Run the capture ``request`` and render its result as ``mode`` says;
-    return the exit status (design: Exit status)."""
+    """Run the capture ``request``, show its result as ``mode`` says
+    (:func:`git_isopatch.outcome.plan`); return the exit status."""
+    from . import outcome
     from .capture import run
     from .isolation.errors import IsopatchError
 
     configure_logging()
     if sys.stdout is None and (mode.stdout or mode.machine):
         stderr_line("fatal: stdout is closed: nowhere to write the result")
-        return FATAL_STATUS
+        return usage.FATAL_STATUS
     try:
         result = run(request)
     except IsopatchError as failure:
-        stderr_line(f"fatal: {failure.message}")
-        for line in (failure.hint or "").splitlines():
-            stderr_line(f"hint: {line}")
-        _emit_fields({"error": failure.message, "error-code": failure.code}, mode)
-        return FATAL_STATUS
+        for line in outcome.fatal_lines(failure.message, failure.hint):
+            stderr_line(line)
+        if mode.machine:
+            from .render import encode, failure_fields
+
+            write_stdout(encode(failure_fields(failure.message, failure.code), mode))
+        return outcome.exit_status(None, mode)
     # only a run from HEAD alone can start from the work tree instead
-    return render_result(result, mode, from_head=request.from_head_alone)
+    shown = outcome.plan(result, mode, cwd=os.getcwd(), from_head=request.from_head_alone)
+    return show_result(result, shown)
 
 
-#: The second hint when --apply fails for a run made from HEAD alone:
-#: git apply needs each hunk's context lines as they were, so an edit made
-#: before the run near a hunk fails it as one made during the run does.
-INCLUDE_UNCOMMITTED_HINT = (
-    "the patch was made from HEAD; if your work tree already differed from it "
-    "near these lines, --include-uncommitted starts from your work tree as it is"
-)
-
-
-def render_result(result: CaptureResult, mode: OutputMode, *, from_head: bool = False) -> int:
-    """Show ``result`` as ``mode`` says (messages on stderr, porcelain/JSON
-    or the patch on stdout, the summary); return the exit status.
-    ``from_head``: the run started from ``HEAD`` alone (no
-    ``--include-uncommitted``, ``--staged`` or other ``--base``), so a
-    failed ``--apply`` names ``--include-uncommitted``."""
+def show_result(result: CaptureResult, shown: Rendering) -> int:
+    """Write what :func:`git_isopatch.outcome.plan` made of ``result``
+    (messages on stderr, porcelain/JSON or the patch on stdout, the
+    summary), delete the private folder when nobody is told of it; return
+    the exit status."""
     from .isolation import results
+    from .outcome import stdout_failure_lines
 
-    if result.command_error:
-        stderr_line(f"error: {result.command_error}")
-    for hint in result.hints:
-        stderr_line(f"hint: {hint}")
-    if result.timed_out:
-        seconds = result.timeout or 0
-        stderr_line(
-            f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
-        )
-    if result.shared_writes:
-        shown = ", ".join(map(str, result.shared_writes[:5]))
-        more = len(result.shared_writes) - 5
-        stderr_line(
-            "warning: your repository changed while the command ran: "
-            + shown
-            + (f" and {more} more" if more > 0 else "")
-        )
-        stderr_line(
-            "hint: a worktree shares refs, the stash and configuration with your "
-            "repository; git branch, tag, stash or config in the command write there"
-        )
-    if result.checkout_changes:
-        from .render import quote_c_style
-
-        names = [
-            quote_c_style(os.fsencode(p)).decode("utf-8", "replace")
-            for p in result.checkout_changes
-        ]
-        more = len(names) - 5
-        stderr_line(
-            "warning: your work tree changed while the command ran: "
-            + ", ".join(names[:5])
-            + (f" and {more} more" if more > 0 else "")
-        )
-        stderr_line(
-            "hint: use --sandbox to keep the command's writes in its worktree; "
-            "if you edited these files meanwhile, nothing is wrong"
-        )
-    if mode.machine:
-        from .render import result_fields
-
-        _emit_fields(result_fields(result), mode)
-    if result.error_code == "apply-failed":
-        _show_summary(result, mode, private=False)
-        stderr_line(f"error: {result.error}")
-        stderr_line(f"hint: nothing was written; the patch is kept at '{result.patch_path}'")
-        if from_head:
-            stderr_line(f"hint: {INCLUDE_UNCOMMITTED_HINT}")
-        return FATAL_STATUS
-    if result.error is not None:
-        stderr_line(f"fatal: {result.error}")
-        stderr_line(f"hint: the worktree is kept for inspection at '{result.worktree_path}'")
-        # a signal that stopped the run says more than the failure it caused
-        return result.exit_code if result.signal is not None else FATAL_STATUS
-    # a patch in the run's private folder was not asked for by -o
-    private = result.patch_path is not None and os.path.dirname(result.patch_path) == result.tmpdir
-    if mode.stdout and result.patch_path is not None:
-        with open(result.patch_path, "rb") as patch:
-            try:
-                sys.stdout.flush()
-                shutil.copyfileobj(patch, sys.stdout.buffer, 1 << 20)
-                sys.stdout.buffer.flush()
-            except OSError as exc:
-                stderr_line(f"fatal: could not write the patch to stdout: {exc.strerror or exc}")
-                stderr_line(f"hint: the patch is kept at '{result.patch_path}'")
-                return FATAL_STATUS
-        if private and not results.discard(result.tmpdir):
-            os.unlink(result.patch_path)  # the folder holds a kept worktree
-    _show_summary(result, mode, private=private)
-    if mode.quiet and not mode.machine:
-        results.discard(result.tmpdir)  # nobody is told where the patch is
-    if result.applied and not mode.machine:
-        results.discard(result.tmpdir)  # the patch is in the work tree now
-    if mode.exit_code and result.exit_code == 0:
-        return 1 if result.files else 0
-    return result.exit_code
-
-
-def _show_summary(result: CaptureResult, mode: OutputMode, *, private: bool) -> None:
-    """The human summary on stderr (:func:`.render.summary_lines`), after
-    the diffstat; unless ``mode`` is quiet.  ``private``: the patch was in
-    the run's private folder."""
-    if mode.quiet:
-        return
-    from .render import summary_lines
-
-    if result.diffstat:
-        sys.stderr.flush()
-        sys.stderr.buffer.write(result.diffstat)
-        sys.stderr.buffer.flush()
-    for line in summary_lines(result, show_patch=not (mode.stdout and private), cwd=os.getcwd()):
+    for line in shown.notices:
         stderr_line(line)
+    if shown.record is not None:
+        write_stdout(shown.record)
+    if shown.patch_to_stdout is not None:
+        try:
+            usage.copy_to_stdout(shown.patch_to_stdout)
+        except OSError as exc:
+            for line in stdout_failure_lines(result, exc.strerror or str(exc)):
+                stderr_line(line)
+            return usage.FATAL_STATUS
+    if shown.diffstat:
+        usage.write_stderr(shown.diffstat)
+    for line in shown.summary + shown.closing:
+        stderr_line(line)
+    if shown.discard and not results.discard(result.tmpdir) and shown.drop_patch:
+        os.unlink(shown.patch_to_stdout or "")  # the folder holds a kept worktree
+    return shown.status
 
 
 @list_app.command(name="list", context_settings={"help_option_names": []})
@@ -430,7 +303,7 @@ def list_command(
     porcelain_output: Annotated[
         bool, typer.Option("--porcelain", help="machine-readable output on stdout")
     ] = False,
-    nul: NulOption = False,
+    nul: usage.NulOption = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="the worktrees as a JSON array on stdout")
     ] = False,
@@ -453,7 +326,7 @@ def list_command(
     try:
         worktrees = list_worktrees(repo_path)
     except IsopatchError as failure:
-        fatal(failure)
+        usage.fatal(failure)
     if porcelain_output:
         write_stdout(worktree_list_porcelain(worktrees, nul=nul))
     elif json_output:
@@ -490,11 +363,7 @@ def prune_command(
     worktrees", "Placement")."""
     from .isolation.errors import IsopatchError
     from .manage import prune_result_folders, prune_worktrees
-    from .render import quote_c_style
-
-    def quoted(path: str) -> str:
-        text = quote_c_style(os.fsencode(path)).decode("utf-8", "replace")
-        return text if text.startswith('"') else f"'{text}'"
+    from .render import prune_lines
 
     configure_logging()
     try:
@@ -503,67 +372,21 @@ def prune_command(
     except ValueError as exc:
         raise UsageFailure(f"option 'expire': {exc}") from exc
     except IsopatchError as failure:
-        fatal(failure)
-    if dry_run or verbose:
-        for worktree in pruned.removed:
-            sys.stdout.write(f"Removing {worktree.path}: {worktree.state}\n")
-        for folder in folders:
-            sys.stdout.write(f"Removing {folder.path}: result folder\n")
-    if pruned.here is not None:
-        stderr_line(f"warning: not pruning {quoted(pruned.here.path)}: you are in it")
-    for worktree, reason in pruned.failed:
-        sys.stderr.write(f"error: could not prune {quoted(worktree.path)}: {reason}\n")
+        usage.fatal(failure)
+    out, err = prune_lines(
+        [(worktree.path, worktree.state) for worktree in pruned.removed],
+        [folder.path for folder in folders],
+        here=None if pruned.here is None else pruned.here.path,
+        failed=[(worktree.path, reason) for worktree, reason in pruned.failed],
+        verbose=dry_run or verbose,
+    )
+    sys.stdout.writelines(out)
+    sys.stderr.writelines(err)
+    sys.stderr.flush()
     raise SystemExit(1 if pruned.failed else 0)
 
 
 #: Command name -> (typer app, synopsis lines of its ``-h``).
-COMMANDS.update(
-    {
-        "isopatch": (
-            app,
-            [SYNOPSIS, f"   or: {LIST_SYNOPSIS}", f"   or: {PRUNE_SYNOPSIS}"],
-        ),
-        "list": (list_app, [f"usage: {LIST_SYNOPSIS}"]),
-        "prune": (prune_app, [f"usage: {PRUNE_SYNOPSIS}"]),
-    }
-)
-
-#: Words recognised as a subcommand when they are the first argument;
-#: ``git isopatch -- list`` runs a program called ``list``.
-SUBCOMMANDS = ("list", "prune")
-
-
-def main(argv: list[str] | None = None) -> NoReturn:
-    """Entry point of the ``git-isopatch`` executable.
-
-    Exit status: the command's (design: Exit status), 128 for a known
-    failure, 129 for a usage error.  An unexpected exception is a bug: its
-    traceback is printed with a hint to report it, exit 128.
-    """
-    import typer.main
-
-    args = sys.argv[1:] if argv is None else argv
-    name, prog = "isopatch", "git isopatch"
-    if args and args[0] in SUBCOMMANDS:
-        name, prog, args = args[0], f"git isopatch {args[0]}", args[1:]
-    command = typer.main.get_command(COMMANDS[name][0])
-    try:
-        command.main(args=args, prog_name=prog, standalone_mode=False)
-    except UsageFailure as exc:
-        usage_error(str(exc), name)
-    except OutputFailure as exc:
-        stderr_line(f"fatal: {exc}")
-        raise SystemExit(FATAL_STATUS) from None
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
-    except Exception as exc:
-        if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
-            # click's UsageError and its kind (typer's parser)
-            print_usage_error(usage_message(exc), name)
-            raise SystemExit(USAGE_STATUS) from None
-        traceback.print_exc()
-        stderr_line("hint: this is a bug in git-isopatch; please report it with the output above")
-        raise SystemExit(FATAL_STATUS) from None
-    raise SystemExit(0)
+usage.COMMANDS["isopatch"] = (app, usage.CAPTURE_SYNOPSES)
+usage.COMMANDS["list"] = (list_app, [f"usage: {usage.LIST_SYNOPSIS}"])
+usage.COMMANDS["prune"] = (prune_app, [f"usage: {usage.PRUNE_SYNOPSIS}"])

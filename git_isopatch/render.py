@@ -1,7 +1,11 @@
-"""Rendering of a capture result: porcelain v1, JSON and the human summary.
+"""The formats of a result: porcelain v1, JSON, the human summary, and the
+output of ``list`` and ``prune``, as pure functions (design: "Porcelain
+v1", Architecture).
 
-Design: "Porcelain v1".  Kept apart from ``cli.py`` so that the format is
-defined (and pinned by tests) in one place.
+:mod:`git_isopatch.outcome` decides what of it is shown (and the
+messages and exit status); this module is loaded only when a format is
+(a summary, ``--porcelain``, ``--json``, ``list``), so a quiet run does
+not pay for it.  Nothing here writes.
 """
 
 from __future__ import annotations
@@ -10,11 +14,10 @@ import json
 import os
 import shlex
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from .isolation.inventory import OwnedWorktree
-    from .result import CaptureResult
+    from .result import CaptureResult, OutputMode
 
 #: Porcelain v1 keys, in output order (design: Porcelain v1).
 PORCELAIN_KEYS = (
@@ -121,6 +124,16 @@ def as_json(fields: dict[str, object]) -> bytes:
     return json.dumps(fields, ensure_ascii=True).encode() + b"\n"
 
 
+def failure_fields(message: str, code: str) -> dict[str, object]:
+    """The porcelain/JSON fields of a failure before any result existed."""
+    return {"error": message, "error-code": code}
+
+
+def encode(fields: dict[str, object], mode: OutputMode) -> bytes:
+    """``fields`` as ``mode`` puts them on stdout: porcelain or JSON."""
+    return porcelain(fields, nul=mode.nul) if mode.porcelain else as_json(fields)
+
+
 def plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
@@ -172,6 +185,28 @@ def apply_command(patch: str, top: str, cwd: str) -> str:
     return f"git -C {shlex.quote(where)} apply --whitespace=nowarn {quoted}"
 
 
+class ListedWorktree(Protocol):
+    """What ``git isopatch list`` shows of a worktree (the inventory's
+    ``OwnedWorktree`` has it); a protocol so that rendering does not
+    import the isolation layer."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def created(self) -> float | None: ...
+    @property
+    def head(self) -> str | None: ...
+    @property
+    def command(self) -> tuple[str, ...]: ...
+    @property
+    def prunable(self) -> str | None: ...
+    def age(self, now: float) -> float | None: ...
+
+
 def relative_age(seconds: float | None) -> str:
     """``5 seconds ago``, ``3 minutes ago``, ``2 hours ago``, ``4 days ago``
     (the largest whole unit, as git's relative dates read); ``unknown age``
@@ -185,7 +220,7 @@ def relative_age(seconds: float | None) -> str:
     return f"{plural(value, 'second', 'seconds')} ago"
 
 
-def worktree_list_lines(worktrees: Iterable[OwnedWorktree], now: float) -> list[str]:
+def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list[str]:
     """``git isopatch list``: one line per worktree, ``<path>  <state>
     <age>  <command>``, columns aligned; a running one shows its pid."""
     rows = []
@@ -212,7 +247,32 @@ def worktree_list_lines(worktrees: Iterable[OwnedWorktree], now: float) -> list[
     ]
 
 
-def worktree_list_porcelain(worktrees: Iterable[OwnedWorktree], *, nul: bool) -> bytes:
+def _quoted_path(path: str) -> str:
+    """``path`` as a message names it: in single quotes, or C-quoted."""
+    text = quote_c_style(os.fsencode(path)).decode("utf-8", "replace")
+    return text if text.startswith('"') else f"'{text}'"
+
+
+def prune_lines(
+    removed: Iterable[tuple[str, str]],
+    folders: Iterable[str],
+    *,
+    here: str | None,
+    failed: Iterable[tuple[str, str]],
+    verbose: bool,
+) -> tuple[list[str], list[str]]:
+    """``git isopatch prune``: the stdout lines (with ``verbose``, each
+    ``(path, state)`` removed and each result folder) and the stderr lines
+    (the worktree ``here`` the user stands in, each ``(path, reason)`` that
+    failed), each ended by a newline."""
+    out = [f"Removing {path}: {state}\n" for path, state in removed] if verbose else []
+    out += [f"Removing {path}: result folder\n" for path in folders] if verbose else []
+    err = [f"warning: not pruning {_quoted_path(here)}: you are in it\n"] if here else []
+    err += [f"error: could not prune {_quoted_path(path)}: {why}\n" for path, why in failed]
+    return out, err
+
+
+def worktree_list_porcelain(worktrees: Iterable[ListedWorktree], *, nul: bool) -> bytes:
     """``git isopatch list --porcelain``: per worktree, ``key value``
     records in this order, then an empty record:
 
@@ -252,7 +312,7 @@ def worktree_list_porcelain(worktrees: Iterable[OwnedWorktree], *, nul: bool) ->
     return bytes(out)
 
 
-def worktree_list_json(worktrees: Iterable[OwnedWorktree]) -> bytes:
+def worktree_list_json(worktrees: Iterable[ListedWorktree]) -> bytes:
     """``git isopatch list --json``: one JSON array and a newline, an object
     per worktree with the keys of :func:`worktree_list_porcelain`, in its
     order, absent ones left out: ``worktree``, ``state``, ``head``,

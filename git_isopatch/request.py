@@ -19,6 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .result import OutputMode
+
+#: Re-exported: the request and the output mode are parsed together.
+__all__ = ["CaptureRequest", "OutputMode", "conflicts"]
+
 
 @dataclass(frozen=True)
 class CaptureRequest:
@@ -136,34 +141,6 @@ class CaptureRequest:
         ``--include-uncommitted``, no ``--staged``, no other ``--base``;
         the user's uncommitted changes are not in it."""
         return not (self.include_uncommitted or self.staged) and self.base == "HEAD"
-
-
-@dataclass(frozen=True)
-class OutputMode:
-    """How the command line shows a result; the procedure never reads it.
-
-    Attributes:
-        porcelain: porcelain v1 on stdout (``--porcelain``).
-        nul: with ``porcelain``, records end with NUL, nothing quoted (``-z``).
-        json: one JSON object on stdout (``--json``).
-        stdout: the patch on stdout (``--stdout``).
-        exit_code: exit 1 when the patch is not empty and the command
-            succeeded (``--exit-code``).
-        quiet: no summary on stderr (``-q``; implied by ``porcelain`` and
-            ``json``).
-    """
-
-    porcelain: bool = False
-    nul: bool = False
-    json: bool = False
-    stdout: bool = False
-    exit_code: bool = False
-    quiet: bool = False
-
-    @property
-    def machine(self) -> bool:
-        """The result goes to stdout for a program (porcelain or JSON)."""
-        return self.porcelain or self.json
 
 
 def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | None:

@@ -1,12 +1,15 @@
-"""The result of one run (design: Porcelain v1 has the same fields), on its
-own so that rendering reads it without importing the procedure."""
+"""The result of one run (design: Porcelain v1 has the same fields) and the
+output mode it is shown in, on their own so that rendering reads them
+without importing the procedure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .git.shared_state import SharedWrite
-from .git.types import CommitId
+if TYPE_CHECKING:  # annotations only: importing the result stays cheap
+    from .git.shared_state import SharedWrite
+    from .git.types import CommitId
 
 
 @dataclass(frozen=True)
@@ -81,3 +84,31 @@ class CaptureResult:
     diffstat: bytes | None = None
     applied: bool | None = None
     checkout_changes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OutputMode:
+    """How the command line shows a result; the procedure never reads it.
+
+    Attributes:
+        porcelain: porcelain v1 on stdout (``--porcelain``).
+        nul: with ``porcelain``, records end with NUL, nothing quoted (``-z``).
+        json: one JSON object on stdout (``--json``).
+        stdout: the patch on stdout (``--stdout``).
+        exit_code: exit 1 when the patch is not empty and the command
+            succeeded (``--exit-code``).
+        quiet: no summary on stderr (``-q``; implied by ``porcelain`` and
+            ``json``).
+    """
+
+    porcelain: bool = False
+    nul: bool = False
+    json: bool = False
+    stdout: bool = False
+    exit_code: bool = False
+    quiet: bool = False
+
+    @property
+    def machine(self) -> bool:
+        """The result goes to stdout for a program (porcelain or JSON)."""
+        return self.porcelain or self.json

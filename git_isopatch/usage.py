@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
 import typer
 
@@ -20,13 +20,13 @@ if TYPE_CHECKING:
     import logging
 
 from . import __version__
-
-USAGE_STATUS = 129
-FATAL_STATUS = 128
+from .outcome import FATAL_STATUS, USAGE_STATUS
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
 PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
+#: The synopsis lines of ``git isopatch -h``: the capture, then the others.
+CAPTURE_SYNOPSES = [SYNOPSIS, f"   or: {LIST_SYNOPSIS}", f"   or: {PRUNE_SYNOPSIS}"]
 
 #: parse-options.c: the option column is this wide, then a gap of 2; longer
 #: names put their help on the next line.
@@ -158,6 +158,28 @@ class OutputFailure(Exception):
     """Our stdout cannot be written (closed, full disk, broken pipe)."""
 
 
+#: Options every command (the capture, ``list``, ``prune``) takes alike,
+#: and the capture's ``--help`` and ``--version``.
+RepoPathOption = Annotated[
+    str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
+]
+NulOption = Annotated[
+    bool, typer.Option("-z", help="with --porcelain, end records with NUL, no quoting")
+]
+ManualOption = Annotated[
+    bool,
+    typer.Option("--help", help="open the manual page", is_eager=True, callback=show_manual),
+]
+VersionOption = Annotated[
+    bool,
+    typer.Option("--version", help="print the version", is_eager=True, callback=show_version),
+]
+ShortHelpOption = Annotated[
+    bool,
+    typer.Option("-h", help="show this usage", is_eager=True, callback=show_short_help),
+]
+
+
 def write_stdout(data: bytes) -> None:
     """Write ``data`` to stdout; raise :class:`OutputFailure` when stdout is
     closed or the write fails, so that a lost result is never exit 0."""
@@ -169,6 +191,25 @@ def write_stdout(data: bytes) -> None:
         sys.stdout.buffer.flush()
     except OSError as exc:
         raise OutputFailure(f"could not write to stdout: {exc.strerror or exc}") from exc
+
+
+def copy_to_stdout(path: str) -> None:
+    """Copy the file ``path`` to stdout (the patch of ``--stdout``).
+
+    Raises:
+        OSError: the write failed (the caller keeps the file).
+    """
+    with open(path, "rb") as data:
+        sys.stdout.flush()
+        shutil.copyfileobj(data, sys.stdout.buffer, 1 << 20)
+        sys.stdout.buffer.flush()
+
+
+def write_stderr(data: bytes) -> None:
+    """Write ``data`` (the diffstat, coloured or not) to stderr as is."""
+    sys.stderr.flush()
+    sys.stderr.buffer.write(data)
+    sys.stderr.buffer.flush()
 
 
 def usage_message(exc: Exception) -> str:
@@ -224,3 +265,55 @@ def fatal(failure: Exception) -> NoReturn:
     for line in (getattr(failure, "hint", None) or "").splitlines():
         stderr_line(f"hint: {line}")
     raise SystemExit(FATAL_STATUS)
+
+
+def terminal_columns() -> int | None:
+    """The width of our standard error when it is a terminal, else ``None``
+    (git shows progress only on a terminal, and colours for one)."""
+    try:
+        if not os.isatty(2):
+            return None
+        return os.get_terminal_size(2).columns or 80
+    except OSError:
+        return None
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Entry point of the ``git-isopatch`` executable (``cli.main``, once
+    ``cli`` has filled :data:`COMMANDS`).
+
+    Exit status: the command's (design: Exit status), 128 for a known
+    failure, 129 for a usage error.  An unexpected exception is a bug: its
+    traceback is printed with a hint to report it, exit 128.
+    """
+    import typer.main
+
+    args = sys.argv[1:] if argv is None else argv
+    name, prog = "isopatch", "git isopatch"
+    # a subcommand only as the first argument: ``git isopatch -- list``
+    # runs a program called ``list``
+    if args and args[0] != "isopatch" and args[0] in COMMANDS:
+        name, prog, args = args[0], f"git isopatch {args[0]}", args[1:]
+    command = typer.main.get_command(COMMANDS[name][0])
+    try:
+        command.main(args=args, prog_name=prog, standalone_mode=False)
+    except UsageFailure as exc:
+        usage_error(str(exc), name)
+    except OutputFailure as exc:
+        stderr_line(f"fatal: {exc}")
+        raise SystemExit(FATAL_STATUS) from None
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as exc:
+        if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+            # click's UsageError and its kind (typer's parser)
+            print_usage_error(usage_message(exc), name)
+            raise SystemExit(USAGE_STATUS) from None
+        import traceback
+
+        traceback.print_exc()
+        stderr_line("hint: this is a bug in git-isopatch; please report it with the output above")
+        raise SystemExit(FATAL_STATUS) from None
+    raise SystemExit(0)

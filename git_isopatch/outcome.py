@@ -1,0 +1,200 @@
+"""What a run's result shows and how it ends: the messages, which of the
+formats goes where (:mod:`git_isopatch.render`), what may be deleted, and
+the exit status, as pure functions of the result and the output mode
+(design: Exit status, Architecture).
+
+Nothing here writes or deletes: :func:`plan` says, ``cli.py`` does the
+I/O.  The formats are imported only when shown, so a quiet run loads
+nothing more than this.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .result import CaptureResult, OutputMode
+
+#: A known failure (git's ``die()``): not a work tree, bad base, ...
+FATAL_STATUS = 128
+#: A usage error (git's parse-options).
+USAGE_STATUS = 129
+
+
+def fatal_lines(message: str, hint: str | None = None) -> list[str]:
+    """``fatal: <message>`` and a ``hint:`` line per line of ``hint``
+    (git's advice, as the candidates of an ambiguous short id, spans
+    several)."""
+    return [f"fatal: {message}", *(f"hint: {line}" for line in (hint or "").splitlines())]
+
+
+def _some(names: Sequence[str]) -> str:
+    """The first five of ``names`` and how many more."""
+    more = len(names) - 5
+    return ", ".join(names[:5]) + (f" and {more} more" if more > 0 else "")
+
+
+def notices(result: CaptureResult) -> list[str]:
+    """What went wrong or needs saying before the output: the command that
+    could not start, its hints, the timeout, and what the command changed
+    outside its worktree (``error:``, ``hint:``, ``warning:`` lines)."""
+    lines = [f"error: {result.command_error}"] if result.command_error else []
+    lines += [f"hint: {hint}" for hint in result.hints]
+    if result.timed_out:
+        seconds = result.timeout or 0
+        lines.append(
+            f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
+        )
+    if result.shared_writes:
+        lines.append(
+            "warning: your repository changed while the command ran: "
+            + _some([str(write) for write in result.shared_writes])
+        )
+        lines.append(
+            "hint: a worktree shares refs, the stash and configuration with your "
+            "repository; git branch, tag, stash or config in the command write there"
+        )
+    if result.checkout_changes:
+        from .render import quote_c_style
+
+        names = [
+            quote_c_style(os.fsencode(p)).decode("utf-8", "replace")
+            for p in result.checkout_changes
+        ]
+        lines.append("warning: your work tree changed while the command ran: " + _some(names))
+        lines.append(
+            "hint: use --sandbox to keep the command's writes in its worktree; "
+            "if you edited these files meanwhile, nothing is wrong"
+        )
+    return lines
+
+
+#: The second hint when --apply fails for a run made from HEAD alone:
+#: git apply needs each hunk's context lines as they were, so an edit made
+#: before the run near a hunk fails it as one made during the run does.
+INCLUDE_UNCOMMITTED_HINT = (
+    "the patch was made from HEAD; if your work tree already differed from it "
+    "near these lines, --include-uncommitted starts from your work tree as it is"
+)
+
+
+def failure_lines(result: CaptureResult, *, from_head: bool = False) -> list[str]:
+    """Why the run failed after the command ran, last on stderr: ``--apply``
+    could not apply (the patch is kept; ``from_head``: the run started from
+    ``HEAD`` alone, so ``--include-uncommitted`` is named), or extraction
+    failed (the worktree is kept); empty when nothing failed."""
+    if result.error_code == "apply-failed":
+        lines = [
+            f"error: {result.error}",
+            f"hint: nothing was written; the patch is kept at '{result.patch_path}'",
+        ]
+        return lines + ([f"hint: {INCLUDE_UNCOMMITTED_HINT}"] if from_head else [])
+    if result.error is not None:
+        return [
+            f"fatal: {result.error}",
+            f"hint: the worktree is kept for inspection at '{result.worktree_path}'",
+        ]
+    return []
+
+
+def stdout_failure_lines(result: CaptureResult, reason: str) -> list[str]:
+    """The patch could not be copied to stdout (``--stdout``): it stays."""
+    return [
+        f"fatal: could not write the patch to stdout: {reason}",
+        f"hint: the patch is kept at '{result.patch_path}'",
+    ]
+
+
+def exit_status(result: CaptureResult | None, mode: OutputMode) -> int:
+    """The design's exit-status table, one row a branch (design: Exit
+    status); ``result`` is ``None`` for a failure before anything existed.
+    The usage error (129) is decided by the parser, before a mode exists;
+    a patch that cannot be written to stdout is the CLI's (128)."""
+    if result is None:  # not a work tree, bad base, bad config value, ...
+        return FATAL_STATUS
+    if result.error_code == "apply-failed":  # --apply could not apply: patch kept
+        return FATAL_STATUS
+    if result.error is not None:  # extraction failed: worktree kept
+        # a signal that stopped the run says more than the failure it caused
+        return result.exit_code if result.signal is not None else FATAL_STATUS
+    if mode.exit_code and result.exit_code == 0:  # --exit-code
+        return 1 if result.files else 0
+    # the command's own code: also 124 (timeout), 126/127 (not executable /
+    # not found) and 128+N (signal N), which the procedure sets
+    return result.exit_code
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What the command line writes for one result, in this order, and
+    what it may delete afterwards (:func:`plan`).
+
+    Attributes:
+        notices: stderr lines first (:func:`notices`).
+        record: porcelain or JSON for stdout, or ``None``.
+        patch_to_stdout: the patch file to copy to stdout (``--stdout``).
+        diffstat: ``git diff --stat`` bytes for stderr, or ``None``.
+        summary: stderr lines after the diffstat (:func:`summary_lines`).
+        closing: stderr lines last (:func:`failure_lines`).
+        discard: the run's private folder holds nothing anyone is told of
+            (``--stdout``, ``-q``, an applied patch): it may go.
+        drop_patch: when the folder cannot go (it holds a kept worktree),
+            the patch file may (it went to stdout).
+        status: the exit status (:func:`exit_status`).
+    """
+
+    notices: tuple[str, ...]
+    record: bytes | None
+    patch_to_stdout: str | None
+    diffstat: bytes | None
+    summary: tuple[str, ...]
+    closing: tuple[str, ...]
+    discard: bool
+    drop_patch: bool
+    status: int
+
+
+def plan(
+    result: CaptureResult, mode: OutputMode, *, cwd: str, from_head: bool = False
+) -> Rendering:
+    """How ``result`` is shown in ``mode`` (``cwd``: where the user stands,
+    for the next step's command; ``from_head``: see :func:`failure_lines`)."""
+    record = None
+    if mode.machine:
+        from .render import encode, result_fields
+
+        record = encode(result_fields(result), mode)
+    closing = tuple(failure_lines(result, from_head=from_head))
+    failed_apply = result.error_code == "apply-failed"
+    status = exit_status(result, mode)
+    if result.error is not None and not failed_apply:  # nothing else to show
+        return Rendering(
+            tuple(notices(result)), record, None, None, (), closing, False, False, status
+        )
+    # a patch in the run's private folder was not asked for by -o
+    private = (
+        not failed_apply
+        and result.patch_path is not None
+        and os.path.dirname(result.patch_path) == result.tmpdir
+    )
+    on_stdout = mode.stdout and result.patch_path is not None and not failed_apply
+    summary: tuple[str, ...] = ()
+    if not mode.quiet:
+        from .render import summary_lines
+
+        summary = tuple(summary_lines(result, show_patch=not (mode.stdout and private), cwd=cwd))
+    unread = not mode.machine and (mode.quiet or bool(result.applied))
+    return Rendering(
+        notices=tuple(notices(result)),
+        record=record,
+        patch_to_stdout=result.patch_path if on_stdout else None,
+        diffstat=None if mode.quiet else result.diffstat or None,
+        summary=summary,
+        closing=closing,
+        discard=not failed_apply and ((on_stdout and private) or unread),
+        drop_patch=on_stdout and private,
+        status=status,
+    )
