@@ -10,7 +10,7 @@
 #
 # Completes options (and --base's revisions) before the command, then the
 # command's name; its arguments are left to file name completion.  Keep the
-# options in step with `git isopatch -h` (tests/test_completion.py checks).
+# options in step with `git isopatch -h` (tests/test_cli_completion.py checks).
 
 _git_isopatch ()
 {

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 
 import pytest
-from test_roundtrip import _check_roundtrip
+from test_patch_roundtrip import _check_roundtrip
 
 
 def _b64(text: str | bytes) -> str:

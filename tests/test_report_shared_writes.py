@@ -1,6 +1,8 @@
-"""Report: shared writes beyond refs and configuration (issue 21, item 6).
+"""Report: writes to shared state (design: procedure step 7).  What the
+command wrote to refs and configuration shared with the user's checkout is
+reported, and nothing when it kept to its worktree.
 
-A linked worktree shares the repository's hooks, ``info/exclude``,
+A linked worktree also shares the repository's hooks, ``info/exclude``,
 ``info/attributes``, ``objects/info/alternates`` and ``shallow`` with the
 user's checkout: a command that writes one of them (``pre-commit install``
 writes ``hooks/pre-commit`` in the common git directory, pre-commit issue
@@ -94,4 +96,31 @@ def test_a_command_that_touches_nothing_shared_has_no_record(env, make_repo) -> 
     run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert _tail(run.stdout) == []
+    assert "warning" not in run.err
+
+
+def test_writes_to_shared_refs_and_configuration_are_reported(env, make_repo) -> None:
+    """A linked worktree shares refs, the stash and configuration with the
+    user's repository: git-isopatch cannot prevent a command writing there,
+    so it says so (found by a new user trying lint-staged-like commands)."""
+    repo = make_repo()
+    script = (
+        "git tag v9; git branch feature; echo s > s.txt; git add s.txt; git stash -q; "
+        "git config user.name Mallory"
+    )
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    warning = next(line for line in run.err.splitlines() if line.startswith("warning: "))
+    assert warning == (
+        "warning: your repository changed while the command ran: refs/heads/feature (created), "
+        "refs/stash (created), refs/tags/v9 (created), the configuration file"
+    )
+    assert "hint: a worktree shares refs" in run.err
+
+
+def test_nothing_is_reported_when_the_command_keeps_to_its_worktree(env, make_repo) -> None:
+    repo = make_repo()
+    script = "echo x > new; git add new; git commit -qm 'in the worktree'"
+    run = isopatch("--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0
     assert "warning" not in run.err

@@ -3,7 +3,7 @@
 Design: Architecture, "Known failures ... are classified into a user message
 and a stable code; an unknown failure is a bug and propagates as a crash".
 The table :data:`FAILURE_TABLE` is the single place where git's and the OS's
-wording is matched; each row has a test in ``tests/test_errors.py``.
+wording is matched; each row has a test in ``tests/test_cli_errors.py``.
 """
 
 from __future__ import annotations

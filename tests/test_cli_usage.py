@@ -1,7 +1,7 @@
-"""`git isopatch` on the command line behaves as a git command (issue 3):
-``-h`` prints a short git-style usage (exit 129), every usage error prints
-``error: ...`` and the usage on stderr, exits 129 and creates nothing, and
-``--version`` prints the version."""
+"""`git isopatch` on the command line behaves as a git command (design:
+"Command line"): ``-h`` prints a short git-style usage (exit 129), every
+usage error prints ``error: ...`` and the usage on stderr, exits 129 and
+creates nothing, and ``--version`` prints the version."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, repo_state
+from repo_helpers import (
+    git,
+    isopatch,
+    repo_state,
+)
 
 import git_isopatch
 from git_isopatch import cli
@@ -22,6 +26,58 @@ SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 
 def _option_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("    ")]
+
+
+def _nothing_created(repo: Path, env: dict[str, str], before: dict) -> None:
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert repo_state(repo, env) == before
+    assert not (repo / ".git" / "worktrees").exists()
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env)
+    assert listed.count(b"worktree ") == 1
+
+
+USAGE_ERRORS = [
+    (["--bogus", "--", "touch", "x"], "unknown option 'bogus'"),
+    (["--no-bogus", "--", "touch", "x"], "unknown option 'no-bogus'"),
+    (["-Y", "--", "touch", "x"], "unknown switch 'Y'"),
+    (["-qY", "--", "touch", "x"], "unknown switch 'Y'"),
+    ([], "no command given"),
+    (["--porcelain"], "no command given"),
+    (["--porcelain", "--"], "no command given"),
+    (["--base"], "option 'base' requires a value"),
+    (["-C"], "switch 'C' requires a value"),
+    (["--keep=yes", "--", "touch", "x"], "option 'keep' takes no value"),
+    (["--timeout", "soon", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout=-1", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout", "inf", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout", "nan", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout", "", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["-o", "", "--", "touch", "x"], "option 'output' expects a file name"),
+    (["--output=", "--", "touch", "x"], "option 'output' expects a file name"),
+    (["-z", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
+    (["-z", "--json", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
+    (
+        ["--porcelain", "--json", "--", "touch", "x"],
+        "options '--porcelain' and '--json' cannot be used together",
+    ),
+    (
+        ["--stdout", "--porcelain", "--", "touch", "x"],
+        "options '--stdout' and '--porcelain' cannot be used together",
+    ),
+    (
+        ["--stdout", "--json", "--", "touch", "x"],
+        "options '--stdout' and '--json' cannot be used together",
+    ),
+]
+
+
+@pytest.mark.hostile
+def test_an_empty_command_name_is_a_usage_error(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch("--", "", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.err.startswith("error: the command name is empty\nusage: git isopatch")
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
 
 
 def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> None:
@@ -79,49 +135,6 @@ def test_short_help_lists_every_option_of_the_command(env, make_repo) -> None:
     listed = " ".join(_option_lines(run.out))
     for names, text in cli.option_rows():
         assert names in listed and text in listed
-
-
-def _nothing_created(repo: Path, env: dict[str, str], before: dict) -> None:
-    assert list(Path(env["TMPDIR"]).iterdir()) == []
-    assert repo_state(repo, env) == before
-    assert not (repo / ".git" / "worktrees").exists()
-    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env)
-    assert listed.count(b"worktree ") == 1
-
-
-USAGE_ERRORS = [
-    (["--bogus", "--", "touch", "x"], "unknown option 'bogus'"),
-    (["--no-bogus", "--", "touch", "x"], "unknown option 'no-bogus'"),
-    (["-Y", "--", "touch", "x"], "unknown switch 'Y'"),
-    (["-qY", "--", "touch", "x"], "unknown switch 'Y'"),
-    ([], "no command given"),
-    (["--porcelain"], "no command given"),
-    (["--porcelain", "--"], "no command given"),
-    (["--base"], "option 'base' requires a value"),
-    (["-C"], "switch 'C' requires a value"),
-    (["--keep=yes", "--", "touch", "x"], "option 'keep' takes no value"),
-    (["--timeout", "soon", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
-    (["--timeout=-1", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
-    (["--timeout", "inf", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
-    (["--timeout", "nan", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
-    (["--timeout", "", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
-    (["-o", "", "--", "touch", "x"], "option 'output' expects a file name"),
-    (["--output=", "--", "touch", "x"], "option 'output' expects a file name"),
-    (["-z", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
-    (["-z", "--json", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
-    (
-        ["--porcelain", "--json", "--", "touch", "x"],
-        "options '--porcelain' and '--json' cannot be used together",
-    ),
-    (
-        ["--stdout", "--porcelain", "--", "touch", "x"],
-        "options '--stdout' and '--porcelain' cannot be used together",
-    ),
-    (
-        ["--stdout", "--json", "--", "touch", "x"],
-        "options '--stdout' and '--json' cannot be used together",
-    ),
-]
 
 
 @pytest.mark.parametrize(("args", "message"), USAGE_ERRORS, ids=lambda v: repr(v))

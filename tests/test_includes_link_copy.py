@@ -1,16 +1,40 @@
-"""Files git does not track, brought into the worktree (issue 5): ``--link``,
-``--copy``, ``isopatch.link``/``isopatch.copy`` and ``.worktreeinclude``;
-paths that leave the repository are refused before anything is made, and
-linked or copied paths never reach the patch."""
+"""Files git does not track, brought into the worktree (design: procedure
+step 4): ``--link``, ``--copy``, ``isopatch.link``/``isopatch.copy`` and
+``.worktreeinclude``; paths and links that lead outside the repository are
+refused or replaced before anything is made, and linked or copied paths
+never reach the patch."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from repo_helpers import apply_to_clean_checkout, git, isopatch, repo_state, write_tree
+from repo_helpers import (
+    apply_to_clean_checkout,
+    git,
+    isopatch,
+    registered_worktrees,
+    repo_state,
+    write_tree,
+)
+
+
+# -- a copy never leads outside the worktree --------------------------------
+def _config_with_links(repo: Path, tmp_path: Path) -> None:
+    """Ignored ``config/`` with an absolute link into the user's checkout,
+    a relative one that climbs out of the repository, and one inside."""
+    (repo / "mine.txt").write_text("the user's own\n")
+    (tmp_path / "outside.txt").write_text("outside\n")
+    config = repo / "config"
+    config.mkdir()
+    (config / "a.txt").write_text("a\n")
+    os.symlink(repo / "mine.txt", config / "absolute")
+    os.symlink("../../outside.txt", config / "climbs")
+    os.symlink("a.txt", config / "inner")
+
 
 #: A command that needs its dependency: it runs a script from node_modules.
 TOOL = "#!/bin/sh\nprintf 'formatted by tool\\n' > src/app.txt\n"
@@ -30,6 +54,102 @@ def _patch(run) -> bytes:
 
 def _worktree_folders(env: dict[str, str]) -> list[Path]:
     return sorted(Path(env["TMPDIR"]).glob("git-isopatch-*"))
+
+
+def _bad_input_repo(make_repo, tmp_path: Path, env: dict[str, str]) -> Path:
+    repo = make_repo({".gitignore": "ignored/\nescape\nold/\n", "src/a.txt": "a\n", "old": "o\n"})
+    git("rm", "-q", "old", cwd=repo, env=env)
+    git("commit", "-q", "-m", "'old' goes, and becomes an ignored folder", cwd=repo, env=env)
+    outside = tmp_path / "outside"
+    write_tree(outside, {"secret": "s\n"})
+    write_tree(
+        repo,
+        {
+            "ignored/file": "f\n",
+            "escape": f"symlink:{outside}",
+            "ignored/up": f"symlink:{outside}",
+            "ignored/gitdir": "symlink:../.git",
+            "old/x": "x\n",
+        },
+    )
+    return repo
+
+
+def test_copy_replaces_links_that_lead_outside_with_what_they_point_to(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    repo = make_repo({".gitignore": "config/\nmine.txt\n"})
+    _config_with_links(repo, tmp_path)
+    script = (
+        "cat config/absolute config/climbs; readlink config/inner; "
+        "test ! -L config/absolute && test ! -L config/climbs && "
+        "echo changed > config/absolute && echo changed > config/climbs"
+    )
+    run = isopatch("--porcelain", "--copy", "config", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert Path(run.fields()["stdout"]).read_text() == "the user's own\noutside\na.txt\n"
+    assert (repo / "mine.txt").read_text() == "the user's own\n"
+    assert (tmp_path / "outside.txt").read_text() == "outside\n"
+    assert os.readlink(repo / "config" / "absolute") == str(repo / "mine.txt")
+
+
+def test_copy_of_a_folder_link_leading_outside_copies_the_folder(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    repo = make_repo({".gitignore": "deps/\n"})
+    shared = tmp_path / "shared"
+    (shared / "pkg").mkdir(parents=True)
+    (shared / "pkg" / "mod.txt").write_text("shared\n")
+    (repo / "deps").mkdir()
+    os.symlink(shared, repo / "deps" / "shared")
+    run = isopatch(
+        "--copy",
+        "deps",
+        "--",
+        "sh",
+        "-c",
+        "echo changed > deps/shared/pkg/mod.txt",
+        cwd=repo,
+        env=env,
+    )
+    assert run.returncode == 0, run.err
+    assert (shared / "pkg" / "mod.txt").read_text() == "shared\n"
+
+
+def test_copy_with_a_dangling_link_leading_outside_is_refused(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    repo = make_repo({".gitignore": "config/\n"})
+    (repo / "config").mkdir()
+    os.symlink(tmp_path / "nowhere", repo / "config" / "gone")
+    before = repo_state(repo, env)
+    run = isopatch("--json", "--copy", "config", "--", "touch", "x", cwd=repo, env=env)
+    assert run.returncode == 128
+    assert json.loads(run.out)["error-code"] == "bad-include-path"
+    assert run.err == (
+        "fatal: --copy 'config': the symbolic link 'config/gone' leads outside the "
+        "worktree and points nowhere\n"
+    )
+    assert repo_state(repo, env) == before
+    assert registered_worktrees(repo, env) == []
+
+
+def test_worktreeinclude_entry_that_cannot_be_copied_is_skipped_with_a_warning(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    repo = make_repo({".gitignore": "config/\n.env\n", ".worktreeinclude": "config/\n.env\n"})
+    (repo / "config").mkdir()
+    os.symlink(tmp_path / "nowhere", repo / "config" / "gone")
+    (repo / ".env").write_text("KEY=1\n")
+    run = isopatch(
+        "--porcelain", "--", "sh", "-c", "test ! -e config && cat .env", cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    assert run.err == (
+        "warning: .worktreeinclude 'config': the symbolic link 'config/gone' leads outside "
+        "the worktree and points nowhere; skipped\n"
+    )
+    assert Path(run.fields()["stdout"]).read_text() == "KEY=1\n"
 
 
 def test_without_link_the_dependency_is_missing(env, make_repo, no_leftovers) -> None:
@@ -307,25 +427,6 @@ def test_a_path_inside_a_linked_one_is_not_copied_on_its_own(env, make_repo) -> 
         "warning: --copy 'node_modules/tool' is inside linked 'node_modules'; "
         "not copied on its own\n" in run.err
     )
-
-
-def _bad_input_repo(make_repo, tmp_path: Path, env: dict[str, str]) -> Path:
-    repo = make_repo({".gitignore": "ignored/\nescape\nold/\n", "src/a.txt": "a\n", "old": "o\n"})
-    git("rm", "-q", "old", cwd=repo, env=env)
-    git("commit", "-q", "-m", "'old' goes, and becomes an ignored folder", cwd=repo, env=env)
-    outside = tmp_path / "outside"
-    write_tree(outside, {"secret": "s\n"})
-    write_tree(
-        repo,
-        {
-            "ignored/file": "f\n",
-            "escape": f"symlink:{outside}",
-            "ignored/up": f"symlink:{outside}",
-            "ignored/gitdir": "symlink:../.git",
-            "old/x": "x\n",
-        },
-    )
-    return repo
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ import pytest
 from hostile import Setting, hostile_settings, write_hostile_scripts
 from repo_helpers import apply_to_clean_checkout, git, isopatch, repo_state, tree_manifest
 
+pytestmark = pytest.mark.hostile
+
 README = "".join(f"line {n}\n" if n % 4 else "\n" for n in range(1, 31))
 PATIENCE_OLD = """#include <stdio.h>
 

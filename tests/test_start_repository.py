@@ -1,7 +1,7 @@
-"""Environment from hooks and aliases (issue 4): git exports GIT_DIR,
-GIT_WORK_TREE, GIT_INDEX_FILE, GIT_PREFIX and friends to hooks and ``!``
-aliases.  git-isopatch finds the user's repository from them as git would,
-and none of them reaches a git call in the worktree or the command."""
+"""Finding and verifying the repository (design: procedure steps 1-2):
+from the variables git exports to hooks and aliases as git would; a bare
+repository with its worktrees inside its folder; a checkout that is itself
+a linked worktree or has a ``.git`` file; a SHA-256 repository."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 from hostile import script, shell
-from repo_helpers import apply_to_clean_checkout, git, isopatch, repo_state, tree_manifest
+from repo_helpers import (
+    apply_to_clean_checkout,
+    git,
+    isopatch,
+    registered_worktrees,
+    repo_state,
+    tree_manifest,
+)
 
 from git_isopatch.git.run import LOCAL_REPO_ENV
 
@@ -42,6 +49,84 @@ def _expected_after_command(repo: Path, base: str, tmp_path: Path, env) -> dict:
     return tree_manifest(dest)
 
 
+def _oracle(cwd: Path, env: dict[str, str]) -> tuple[str, str] | None:
+    """(``git rev-parse --show-prefix``, ``HEAD``) as git itself resolves them
+    in ``cwd`` with ``env``; ``None`` when git refuses."""
+    prefix = git("rev-parse", "--show-prefix", cwd=cwd, env=env, check=False)
+    head = git("rev-parse", "HEAD", cwd=cwd, env=env, check=False)
+    if not head.strip():
+        return None
+    return prefix.decode().strip(), head.decode().strip()
+
+
+CASES = {
+    "top, relative GIT_DIR": ("", {"GIT_DIR": ".git"}),
+    "top, GIT_DIR and GIT_WORK_TREE": ("", {"GIT_DIR": ".git", "GIT_WORK_TREE": "."}),
+    "sub, relative GIT_DIR and GIT_WORK_TREE": (
+        "sub",
+        {"GIT_DIR": "../.git", "GIT_WORK_TREE": ".."},
+    ),
+    "sub, absolute GIT_DIR alone": ("sub", {"GIT_DIR": "{repo}/.git"}),
+    "sub, GIT_WORK_TREE alone": ("sub", {"GIT_WORK_TREE": ".."}),
+    "sub, GIT_WORK_TREE alone at sub": ("sub", {"GIT_WORK_TREE": "."}),
+    "sub, GIT_PREFIX elsewhere": ("sub", {"GIT_PREFIX": "elsewhere/"}),
+    "linked sub, its GIT_DIR and GIT_WORK_TREE": (
+        "{linked}/sub",
+        {"GIT_DIR": "{admin}", "GIT_WORK_TREE": "{linked}"},
+    ),
+    "linked top, its GIT_DIR": ("{linked}", {"GIT_DIR": "{admin}"}),
+    "separate git dir, GIT_DIR": ("{separate}", {"GIT_DIR": "{separate_git}"}),
+}
+
+
+def _bare_with_worktree_inside(make_repo, tmp_path: Path, env) -> Path:
+    """``git clone --bare up bare; cd bare; git worktree add branches/main
+    main``, with an ignored ``node_modules`` in the worktree; returns the
+    worktree."""
+    up = make_repo({"f": "x\n", ".gitignore": "node_modules/\n"}, name="up")
+    git("clone", "-q", "--bare", up, tmp_path / "bare", cwd=tmp_path, env=env)
+    git("worktree", "add", "-q", "branches/main", "main", cwd=tmp_path / "bare", env=env)
+    worktree = tmp_path / "bare" / "branches" / "main"
+    (worktree / "node_modules").mkdir()
+    (worktree / "node_modules" / "dep").write_text("dep\n")
+    return worktree
+
+
+@pytest.mark.hostile
+def test_a_sha256_repository_is_captured_through_git(env, tmp_path) -> None:
+    """pygit2's libgit2 reads SHA-1 repositories only; git reads SHA-256 ones
+    (git-init(1), ``--object-format``), and where libgit2 refuses, git is
+    asked: the capture, its round trip and the pool work as in SHA-1."""
+    repo = tmp_path / "sha256"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", "--object-format=sha256", cwd=repo, env=env)
+    (repo / "a").write_text("a\n")
+    (repo / "b").write_bytes(b"bin\0x")
+    git("add", ".", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    before = repo_state(repo, env)
+    change = "echo b >> a; printf '\\0\\1' >> b; ln -s a link; git commit -qam inside; echo n > new"
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", change, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    assert len(fields["base"]) == 64 and fields["files"] == "4"
+    applied = apply_to_clean_checkout(
+        repo, fields["base"], Path(fields["patch"]), tmp_path / "clean", env
+    )
+    assert tree_manifest(applied) == tree_manifest(Path(fields["worktree"]))
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    for _ in range(2):  # the second run claims the worktree the first returned
+        pooled = isopatch(
+            "--porcelain", "--", "sh", "-c", "echo x >> a",
+            cwd=repo, env=env, git_options=("-c", "isopatch.pool=1"),
+        )  # fmt: skip
+        assert pooled.returncode == 0 and pooled.fields()["files"] == "1", pooled.err
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    after = repo_state(repo, env)
+    assert after == before
+
+
+@pytest.mark.hostile
 @pytest.mark.parametrize("style", ["staged", "all", "paths", "git-dir-option", "linked"])
 def test_isopatch_in_a_pre_commit_hook(env, make_repo, tmp_path: Path, style: str) -> None:
     """A real pre-commit hook runs git isopatch whose command stages and
@@ -111,6 +196,7 @@ def test_isopatch_in_a_pre_commit_hook(env, make_repo, tmp_path: Path, style: st
     )
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("cd_to_prefix", [False, True])
 def test_isopatch_in_a_shell_alias(env, make_repo, tmp_path: Path, cd_to_prefix: bool) -> None:
     """git runs a ``!`` alias from the top of the work tree with GIT_PREFIX
@@ -145,115 +231,7 @@ def test_isopatch_in_a_shell_alias(env, make_repo, tmp_path: Path, cd_to_prefix:
     assert not leaked
 
 
-def _hostile_repo_env(repo: Path, tmp_path: Path) -> dict[str, str]:
-    """Every repository variable git knows, pointing at the user's
-    repository or at something wrong."""
-    empty_objects = tmp_path / "empty-objects"
-    (empty_objects / "info").mkdir(parents=True)
-    (empty_objects / "pack").mkdir()
-    return {
-        "GIT_DIR": str(repo / ".git"),
-        "GIT_WORK_TREE": str(repo),
-        "GIT_INDEX_FILE": str(repo / ".git" / "index"),
-        "GIT_OBJECT_DIRECTORY": str(empty_objects),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(empty_objects),
-        "GIT_COMMON_DIR": str(repo / ".git"),
-        "GIT_PREFIX": "sub/",
-        "GIT_NAMESPACE": "hostile",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_GRAFT_FILE": str(tmp_path / "grafts"),
-        "GIT_SHALLOW_FILE": str(tmp_path / "shallow"),
-        "GIT_QUARANTINE_PATH": str(empty_objects),
-        "GIT_LITERAL_PATHSPECS": "1",
-        "GIT_IMPLICIT_WORK_TREE": "0",
-    }
-
-
-def test_repository_variables_never_reach_the_worktree(env, make_repo, tmp_path: Path) -> None:
-    """With every repository variable set (as a hook of a ``git --git-dir``
-    invocation, a pre-receive hook or a namespace would have them), the
-    command's ``git add``/``git commit`` act on the worktree, the user's
-    index and object store are untouched, and the command sees none of them."""
-    repo = make_repo({"README": "hello\n", "sub/file": "one\n"})
-    (repo / "sub" / "file").write_text("staged\n")
-    git("add", "sub/file", cwd=repo, env=env)
-    out = tmp_path / "out"
-    out.mkdir()
-    base = _head(repo, env)
-    before = repo_state(repo, env)
-    objects_before = sorted((repo / ".git" / "objects").rglob("*"))
-    hostile = {**env, **_hostile_repo_env(repo, tmp_path), "OUT": str(out)}
-    command = COMMAND + '; env > "$OUT/command.env"'
-    run = isopatch("--porcelain", "--", "sh", "-c", command, cwd=repo, env=hostile)
-    assert run.returncode == 0, run.err
-    assert repo_state(repo, env) == before
-    fields = run.fields()
-    assert fields["base"] == base
-    # the command's commit went to the shared object store: new objects only
-    objects_after = set((repo / ".git" / "objects").rglob("*"))
-    assert set(objects_before) <= objects_after
-    assert not list((tmp_path / "empty-objects").rglob("*/*"))
-    expected = _expected_after_command(repo, base, tmp_path, env)
-    got = _patched_checkout(repo, base, Path(fields["patch"]), tmp_path / "checkout", env)
-    assert got == expected
-    command_env = (out / "command.env").read_text()
-    leaked = [v for v in LOCAL_REPO_ENV if f"\n{v}=" in "\n" + command_env]
-    assert not leaked
-
-
-def test_git_c_settings_reach_the_command_as_git_passes_them_on(
-    env, make_repo, tmp_path: Path
-) -> None:
-    """``git -c k=v isopatch`` puts ``k=v`` in GIT_CONFIG_PARAMETERS; git
-    keeps it for commands it runs in another repository (submodules,
-    ``prepare_other_repo_env``), so the command's git sees it too."""
-    repo = make_repo()
-    out = git(
-        "-c",
-        "isopatch-test.colour=blue",
-        "isopatch",
-        "--porcelain",
-        "--",
-        "sh",
-        "-c",
-        "git config isopatch-test.colour > colour.txt",
-        cwd=repo,
-        env=env,
-    )
-    fields = dict(line.split(" ", 1) for line in out.decode().splitlines())
-    assert b"+blue\n" in Path(fields["patch"]).read_bytes()
-
-
-def _oracle(cwd: Path, env: dict[str, str]) -> tuple[str, str] | None:
-    """(``git rev-parse --show-prefix``, ``HEAD``) as git itself resolves them
-    in ``cwd`` with ``env``; ``None`` when git refuses."""
-    prefix = git("rev-parse", "--show-prefix", cwd=cwd, env=env, check=False)
-    head = git("rev-parse", "HEAD", cwd=cwd, env=env, check=False)
-    if not head.strip():
-        return None
-    return prefix.decode().strip(), head.decode().strip()
-
-
-CASES = {
-    "top, relative GIT_DIR": ("", {"GIT_DIR": ".git"}),
-    "top, GIT_DIR and GIT_WORK_TREE": ("", {"GIT_DIR": ".git", "GIT_WORK_TREE": "."}),
-    "sub, relative GIT_DIR and GIT_WORK_TREE": (
-        "sub",
-        {"GIT_DIR": "../.git", "GIT_WORK_TREE": ".."},
-    ),
-    "sub, absolute GIT_DIR alone": ("sub", {"GIT_DIR": "{repo}/.git"}),
-    "sub, GIT_WORK_TREE alone": ("sub", {"GIT_WORK_TREE": ".."}),
-    "sub, GIT_WORK_TREE alone at sub": ("sub", {"GIT_WORK_TREE": "."}),
-    "sub, GIT_PREFIX elsewhere": ("sub", {"GIT_PREFIX": "elsewhere/"}),
-    "linked sub, its GIT_DIR and GIT_WORK_TREE": (
-        "{linked}/sub",
-        {"GIT_DIR": "{admin}", "GIT_WORK_TREE": "{linked}"},
-    ),
-    "linked top, its GIT_DIR": ("{linked}", {"GIT_DIR": "{admin}"}),
-    "separate git dir, GIT_DIR": ("{separate}", {"GIT_DIR": "{separate_git}"}),
-}
-
-
+@pytest.mark.hostile
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_repository_is_found_as_git_finds_it(env, make_repo, tmp_path: Path, case: str) -> None:
     """The base and the command's folder in the worktree are what git itself
@@ -300,6 +278,7 @@ def test_repository_is_found_as_git_finds_it(env, make_repo, tmp_path: Path, cas
     assert (f"+{prefix}\n" if prefix else "+\n").encode() in patch
 
 
+@pytest.mark.hostile
 def test_bare_git_dir_is_not_a_work_tree(env, make_repo, tmp_path: Path) -> None:
     """``GIT_DIR`` naming a bare repository without a work tree is refused as
     git refuses it, before anything is made."""
@@ -310,3 +289,87 @@ def test_bare_git_dir_is_not_a_work_tree(env, make_repo, tmp_path: Path) -> None
     assert run.returncode == 128
     assert run.err == "fatal: this operation must be run in a work tree\n"
     assert not (bare / "worktrees").exists()
+
+
+@pytest.mark.hostile
+def test_the_user_stands_in_a_linked_worktree(env, make_repo, tmp_path: Path, no_leftovers):
+    repo = make_repo({"README": "main\n"})
+    linked = tmp_path / "linked"
+    git("worktree", "add", "-q", "-b", "topic", linked, cwd=repo, env=env)
+    (linked / "README").write_text("topic\n")
+    git("commit", "-qam", "topic", cwd=linked, env=env)
+    (linked / "README").write_text("work in progress\n")
+    git("add", "README", cwd=linked, env=env)
+    before = (repo_state(repo, env), repo_state(linked, env))
+    run = isopatch("--porcelain", "--", "sh", "-c", "cat README > seen", cwd=linked, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    assert fields["base"] == git("rev-parse", "topic", cwd=repo, env=env).decode().strip()
+    assert b"+topic" in Path(fields["patch"]).read_bytes()
+    assert (repo_state(repo, env), repo_state(linked, env)) == before
+    assert registered_worktrees(repo, env) == [f"worktree {linked}"]
+
+
+@pytest.mark.hostile
+def test_a_git_file_instead_of_a_folder(env, tmp_path: Path, no_leftovers) -> None:
+    """``git init --separate-git-dir``: ``.git`` is a file naming the
+    repository elsewhere; the worktree is registered there and removed."""
+    repo = tmp_path / "repo"
+    separate = tmp_path / "elsewhere.git"
+    git("init", "-q", "--separate-git-dir", separate, repo, cwd=tmp_path, env=env)
+    (repo / "f").write_text("f\n")
+    git("add", "f", cwd=repo, env=env)
+    git("commit", "-qm", "f", cwd=repo, env=env)
+    assert (repo / ".git").is_file()
+    before = repo_state(repo, env)
+    run = isopatch("--porcelain", "--", "sh", "-c", "echo g >> f", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert b"+g" in Path(run.fields()["patch"]).read_bytes()
+    assert repo_state(repo, env) == before
+    assert not (separate / "worktrees").exists()
+
+
+@pytest.mark.parametrize("include", ["--copy", "--link"])
+def test_a_worktree_inside_a_bare_repository_is_no_git_metadata(
+    env, make_repo, tmp_path, include, no_leftovers
+) -> None:
+    worktree = _bare_with_worktree_inside(make_repo, tmp_path, env)
+    before = repo_state(worktree, env)
+    run = isopatch(
+        "--porcelain", "-o", "out.patch", include, "node_modules", "--",
+        "sh", "-c", "cat node_modules/dep > f",
+        cwd=worktree, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert run.fields()["patch"] == str(worktree / "out.patch")
+    (worktree / "out.patch").rename(tmp_path / "out.patch")
+    assert repo_state(worktree, env) == before
+    git("apply", tmp_path / "out.patch", cwd=worktree, env=env)
+    assert (worktree / "f").read_text() == "dep\n"
+
+
+@pytest.mark.parametrize("target", ["../../config", "../../newfile", ".git", ".git/x"])
+def test_git_metadata_around_a_worktree_inside_a_bare_repository_is_refused(
+    env, make_repo, tmp_path, target
+) -> None:
+    """The bare repository's own files, and the worktree's ``.git`` file,
+    are git metadata still."""
+    worktree = _bare_with_worktree_inside(make_repo, tmp_path, env)
+    dotgit = (worktree / ".git").read_bytes()
+    config = (tmp_path / "bare" / "config").read_bytes()
+    run = isopatch("--porcelain", "-o", target, "--", "true", cwd=worktree, env=env)
+    assert run.returncode == 128, run.err
+    assert run.err.startswith("fatal: refusing to write the patch into the git directory")
+    assert run.fields()["error-code"] == "bad-output"
+    assert (worktree / ".git").read_bytes() == dotgit
+    assert (tmp_path / "bare" / "config").read_bytes() == config
+    assert not (tmp_path / "bare" / "newfile").exists()
+
+
+def test_a_link_into_the_bare_repository_is_refused(env, make_repo, tmp_path) -> None:
+    worktree = _bare_with_worktree_inside(make_repo, tmp_path, env)
+    (worktree / "node_modules" / "up").symlink_to("../../../refs")
+    run = isopatch("--copy", "node_modules/up", "--", "true", cwd=worktree, env=env)
+    assert run.returncode == 128, run.err
+    assert run.err.startswith("fatal: --copy 'node_modules/up' resolves to '")
+    assert "outside the repository" in run.err

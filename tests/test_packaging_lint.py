@@ -1,14 +1,28 @@
-"""Issue 2, "Done when": on this very repository, after un-formatting a file,
-``git isopatch --porcelain -- ruff format .`` gives a patch that ``git apply``
-reproduces, and the repository is otherwise unchanged."""
+"""The repository keeps to its own tools: ruff checks the code, and on this
+very repository, after un-formatting a file, ``git isopatch --porcelain --
+ruff format .`` gives a patch that ``git apply`` reproduces, the repository
+otherwise unchanged."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-from repo_helpers import git, isopatch, repo_state
+from repo_helpers import BIN_DIR, git, isopatch, repo_state
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_code_passes_the_linter() -> None:
+    """ruff with the project's rules (pyproject.toml) on every Python file."""
+    done = subprocess.run(
+        [BIN_DIR / "ruff", "check", "--no-cache", "git_isopatch", "tests", "bench", "man"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_ruff_format_on_this_repository(env, tmp_path) -> None:

@@ -1,9 +1,10 @@
 """Wherever git works, git-isopatch works, or says what git says (design:
-procedure step 2).  libgit2 (pygit2) refuses or lacks things git accepts:
-an extension it does not know, a revision form it lacks, a repository
-another user owns; then git itself (``git rev-parse``) decides, and when git
-refuses too, its own message (and its advice, as ``hint:`` lines) is what
-the user reads, under ``fatal:``, with a stable error-code."""
+procedure steps 1-2).  libgit2 (pygit2) refuses or lacks things git
+accepts: an extension it does not know, a revision form it lacks, a
+repository another user owns; then git itself (``git rev-parse``) decides,
+and when git refuses too, its own message (and its advice, as ``hint:``
+lines) is what the user reads, under ``fatal:``, with a stable error-code.
+A base with control characters is one escaped line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,18 @@ import os
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, repo_state
+from repo_helpers import (
+    git,
+    isopatch,
+    repo_state,
+)
+
+
+def _assert_fatal(run, code: str) -> None:
+    assert run.returncode == 128, run.err
+    assert "Traceback" not in run.err and "report it" not in run.err, run.err
+    assert run.err.startswith("fatal: "), run.err
+    assert run.fields()["error-code"] == code
 
 
 def _rev(repo: Path, env, revision: str) -> str:
@@ -23,6 +35,78 @@ def _rev(repo: Path, env, revision: str) -> str:
 
 def _new_file_command() -> tuple[str, ...]:
     return ("sh", "-c", "echo new > new.txt")
+
+
+def _clone_with_upstream(env, make_repo, tmp_path: Path) -> Path:
+    """A clone whose ``main`` tracks ``origin/main`` and is one commit ahead."""
+    upstream = make_repo(name="upstream")
+    clone = tmp_path / "clone"
+    git("clone", "-q", upstream, clone, cwd=tmp_path, env=env)
+    (clone / "ahead").write_text("ahead\n")
+    git("add", "ahead", cwd=clone, env=env)
+    git("commit", "-q", "-m", "ahead", cwd=clone, env=env)
+    return clone
+
+
+# ---- ambiguous short ids -------------------------------------------------
+def _object_id(kind: str, body: bytes) -> str:
+    return hashlib.sha1(kind.encode() + b" %d\0" % len(body) + body).hexdigest()
+
+
+def _commit_body(repo: Path, env, message: str) -> bytes:
+    """A commit on top of ``HEAD`` with ``HEAD``'s tree, saying ``message``."""
+    return _commit_template(repo, env) % message.encode()
+
+
+def _commit_template(repo: Path, env) -> bytes:
+    head = _rev(repo, env, "HEAD")
+    tree = git("rev-parse", "HEAD^{tree}", cwd=repo, env=env).decode().strip()
+    who = b"Isopatch Test <test@isopatch.invalid> 1700000000 +0000"
+    return b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n%%s\n" % (
+        tree.encode(),
+        head.encode(),
+        who,
+        who,
+    )
+
+
+def _write(repo: Path, env, kind: str, body: bytes) -> str:
+    return (
+        git("hash-object", "-t", kind, "-w", "--stdin", cwd=repo, env=env, input=body)
+        .decode()
+        .strip()
+    )
+
+
+def _colliding(kind: str, make_body, prefix: str) -> bytes:
+    """The first ``make_body(n)`` whose object id starts with ``prefix``
+    (4 hex digits: about 65,000 hashes)."""
+    for n in range(10_000_000):
+        body = make_body(n)
+        if _object_id(kind, body).startswith(prefix):
+            return body
+    raise AssertionError("no collision found")
+
+
+# ---- dubious ownership ---------------------------------------------------
+def _owned_by_another_user(env, make_repo) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the repository to another user (chown)")
+    repo = make_repo()
+    for folder, dirs, files in os.walk(repo):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.lchown(name, 12345, 12345)
+    return repo
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("base", ["HEAD\nx", "ma\x01in"])
+def test_a_base_with_control_characters_is_one_escaped_line(env, make_repo, base: str) -> None:
+    repo = make_repo()
+    run = isopatch("--porcelain", f"--base={base}", "--", "true", cwd=repo, env=env)
+    _assert_fatal(run, "unknown-revision")
+    assert run.err.count("\n") == 1 and repr(base) in run.err
+    assert not any(ord(c) < 0x20 for c in run.err.rstrip("\n"))
 
 
 @pytest.mark.parametrize(
@@ -75,17 +159,6 @@ def test_an_extension_git_does_not_know_either(env, make_repo) -> None:
     assert run.fields()["error-code"] == "unsupported-repository"
 
 
-def _clone_with_upstream(env, make_repo, tmp_path: Path) -> Path:
-    """A clone whose ``main`` tracks ``origin/main`` and is one commit ahead."""
-    upstream = make_repo(name="upstream")
-    clone = tmp_path / "clone"
-    git("clone", "-q", upstream, clone, cwd=tmp_path, env=env)
-    (clone / "ahead").write_text("ahead\n")
-    git("add", "ahead", cwd=clone, env=env)
-    git("commit", "-q", "-m", "ahead", cwd=clone, env=env)
-    return clone
-
-
 @pytest.mark.parametrize("form", ["@{push}", "main@{push}"])
 def test_push_revision(env, make_repo, tmp_path: Path, form: str) -> None:
     """``@{push}`` (libgit2 lacks it): the commit git names."""
@@ -131,48 +204,6 @@ def test_a_tree_is_not_a_commit(env, make_repo) -> None:
     assert run.err.splitlines() == ["fatal: 'HEAD^{tree}' is not a commit"]
 
 
-# ---- ambiguous short ids -------------------------------------------------
-
-
-def _object_id(kind: str, body: bytes) -> str:
-    return hashlib.sha1(kind.encode() + b" %d\0" % len(body) + body).hexdigest()
-
-
-def _commit_body(repo: Path, env, message: str) -> bytes:
-    """A commit on top of ``HEAD`` with ``HEAD``'s tree, saying ``message``."""
-    return _commit_template(repo, env) % message.encode()
-
-
-def _commit_template(repo: Path, env) -> bytes:
-    head = _rev(repo, env, "HEAD")
-    tree = git("rev-parse", "HEAD^{tree}", cwd=repo, env=env).decode().strip()
-    who = b"Isopatch Test <test@isopatch.invalid> 1700000000 +0000"
-    return b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n%%s\n" % (
-        tree.encode(),
-        head.encode(),
-        who,
-        who,
-    )
-
-
-def _write(repo: Path, env, kind: str, body: bytes) -> str:
-    return (
-        git("hash-object", "-t", kind, "-w", "--stdin", cwd=repo, env=env, input=body)
-        .decode()
-        .strip()
-    )
-
-
-def _colliding(kind: str, make_body, prefix: str) -> bytes:
-    """The first ``make_body(n)`` whose object id starts with ``prefix``
-    (4 hex digits: about 65,000 hashes)."""
-    for n in range(10_000_000):
-        body = make_body(n)
-        if _object_id(kind, body).startswith(prefix):
-            return body
-    raise AssertionError("no collision found")
-
-
 def test_a_short_id_shared_with_a_blob_names_the_commit(env, make_repo) -> None:
     """git disambiguates a base as a commit-ish (``git worktree add``,
     ``rev-parse X^{commit}``); libgit2 calls it ambiguous."""
@@ -203,19 +234,6 @@ def test_a_short_id_shared_by_two_commits_is_refused_as_git_does(env, make_repo)
     assert first[:7] in candidates and second[:7] in candidates
     assert all(line.startswith("hint:   ") for line in lines[2:]), lines
     assert run.fields()["error-code"] == "ambiguous-revision"
-
-
-# ---- dubious ownership ---------------------------------------------------
-
-
-def _owned_by_another_user(env, make_repo) -> Path:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to give the repository to another user (chown)")
-    repo = make_repo()
-    for folder, dirs, files in os.walk(repo):
-        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-            os.lchown(name, 12345, 12345)
-    return repo
 
 
 def test_dubious_ownership_says_what_git_says(env, make_repo) -> None:

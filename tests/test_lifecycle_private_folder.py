@@ -1,21 +1,62 @@
-"""Leave nothing behind (design: "Placement"): a run keeps its private
-``git-isopatch-*`` folder only when someone will read it; the ones left
-behind expire after two weeks, automatically at most once a day per
-repository, and with ``git isopatch prune``.  Never a folder git-isopatch
-did not make, nor one that holds a worktree."""
+"""The run's private folder (design: "Placement"): mode 0700 with 0600
+files whatever the umask; kept only when someone will read it, the ones
+left behind expire after two weeks, automatically at most once a day per
+repository; no space or no inode left for the captured output keeps the
+worktree and says so.  Never a folder git-isopatch did not make, nor one
+that holds a worktree."""
 
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from repo_helpers import isopatch
+from hostile import admin_dirs
+from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, repo_state, tmpfs
 
 from git_isopatch.isolation import results
 
+
+def _run_with_umask(umask: int, repo: Path, env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(ISOPATCH), *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.umask(umask),
+        timeout=120,
+    )
+
+
+#: Writes 300 kB of incompressible bytes in the worktree: more than the
+#: small file systems below hold, as a file and as a patch.
+BIG_OUTPUT = "echo done > done.txt; head -c 300000 /dev/urandom > random.bin"
+
+
+def _assert_kept(run, repo: Path, env, code: str, target: str) -> Path:
+    """One fatal line and a hint; the worktree kept, registered and
+    unlocked, with the command's files in it."""
+    assert run.returncode == 128, run.err
+    lines = run.err.splitlines()
+    assert lines[0].startswith(f"fatal: could not write patch '{target}': "), run.err
+    assert len(lines) == 2 and lines[1].startswith("hint: the worktree is kept")
+    fields = run.fields()
+    assert fields["error-code"] == code
+    assert "patch" not in fields and "files" not in fields
+    worktree = Path(fields["worktree"])
+    assert (worktree / "done.txt").read_text() == "done\n"
+    assert registered_worktrees(repo, env) == [f"worktree {worktree}"]
+    assert b"locked" not in git("worktree", "list", "--porcelain", cwd=repo, env=env)
+    return worktree
+
+
 CHANGE = ("sh", "-c", "echo changed >> README")
+
+
 DAY = 24 * 3600
 
 
@@ -40,6 +81,92 @@ def _old_result_folder(tmp: Path, common_dir: Path, name: str, days: float = 15)
     results.mark(str(folder), str(common_dir))
     _age(folder, days)
     return folder
+
+
+def test_private_files_stay_private_whatever_the_umask(env, make_repo) -> None:
+    repo = make_repo()
+    done = _run_with_umask(0o000, repo, env, "--porcelain", "--", "touch", "new")
+    assert done.returncode == 0, done.stderr
+    fields = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+    for key in ("patch", "stdout", "stderr"):
+        assert Path(fields[key]).stat().st_mode & 0o777 == 0o600, key
+    assert Path(fields["patch"]).parent.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.hostile
+def test_no_space_for_the_commands_output_and_patch(env, make_repo, tmp_path: Path) -> None:
+    """``isopatch.tmpdir`` holds the checkout but not what the command
+    writes: the command meets ENOSPC itself (its exit code is reported),
+    then the patch cannot be written either."""
+    repo = make_repo()
+    with tmpfs(tmp_path / "small", "128k") as small:
+        run = isopatch(
+            "--porcelain",
+            "--",
+            "sh",
+            "-c",
+            BIG_OUTPUT,
+            cwd=repo,
+            env=env,
+            git_options=("-c", f"isopatch.tmpdir={small}"),
+        )
+        private = [p for p in small.glob("git-isopatch-*") if not (p / "repo").exists()]
+        patch = private[0] / "isopatch.patch"
+        worktree = _assert_kept(run, repo, env, "no-space", str(patch))
+        assert run.fields()["exit"] == "1"  # head: No space left on device
+        assert "No space left on device" in run.err
+        assert not patch.exists()  # no half-written patch
+        git("worktree", "remove", "--force", worktree, cwd=repo, env=env)
+
+
+@pytest.mark.hostile
+def test_private_modes_whatever_the_umask(env, make_repo, tmp_path: Path, no_leftovers) -> None:
+    """Temporary folder 0700; patch, captured stdout and stderr 0600, under
+    umask 000.  A patch the user names with ``-o`` is not private: it
+    follows the umask, as ``--stdout > FILE`` would (issue 10; see
+    tests/test_cli_output.py)."""
+    repo = make_repo()
+    out = tmp_path / "out"
+    out.mkdir()
+    for extra in ((), ("-o", str(out / "change.patch"))):
+        done = subprocess.run(
+            ["sh", "-c", 'umask 000; exec "$0" "$@"', ISOPATCH, "--porcelain", *extra, "--",
+             "sh", "-c", "echo x > new"],
+            cwd=repo, env=env, capture_output=True, check=True,
+        )  # fmt: skip
+        fields = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+        for key in ("patch", "stdout", "stderr"):
+            private = key != "patch" or not extra
+            mode = 0o600 if private else 0o666
+            assert stat.S_IMODE(Path(fields[key]).stat().st_mode) == mode, key
+        assert stat.S_IMODE(Path(fields["stdout"]).parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.hostile
+def test_no_inode_left_for_the_captured_output(env, make_repo, tmp_path: Path) -> None:
+    """An ``isopatch.tmpdir`` with room for the checkout of one file but not
+    for the files that capture the command's output (a tmpfs of 6 inodes:
+    its root, the private folder, the worktree's folder, the worktree, its
+    ``.git`` file and README): one ``fatal:`` line, ``no-space``, and
+    nothing left behind."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+    with tmpfs(tmp_path / "few-inodes", "1m", "nr_inodes=6") as small:
+        run = isopatch(
+            "--porcelain",
+            "--",
+            "true",
+            cwd=repo,
+            env=env,
+            git_options=("-c", f"isopatch.tmpdir={small}"),
+        )
+        assert list(small.iterdir()) == []
+    assert run.returncode == 128
+    assert run.err.startswith("fatal: could not create '") and run.err.count("\n") == 1
+    assert run.err.endswith("/stdout': No space left on device\n")
+    assert run.fields()["error-code"] == "no-space"
+    assert repo_state(repo, env) == before
+    assert admin_dirs(repo, env) == []
 
 
 def test_a_plain_run_keeps_its_patch_in_a_marked_folder(env, make_repo) -> None:
@@ -106,63 +233,6 @@ def test_a_kept_worktree_keeps_its_folder_with_stdout(env, make_repo) -> None:
     (folder,) = repo.parent.glob("repo.isopatch-*")
     assert (folder / "repo" / ".git").is_file()
     assert not (folder / "isopatch.patch").exists()
-
-
-def test_prune_removes_old_result_folders_of_this_repository_only(
-    env, make_repo, tmp_path: Path
-) -> None:
-    repo = make_repo()
-    other = make_repo(name="other")
-    tmp = Path(env["TMPDIR"])
-    old = _old_result_folder(tmp, repo / ".git", "old")
-    recent = _old_result_folder(tmp, repo / ".git", "recent", days=3)
-    others = _old_result_folder(tmp, other / ".git", "others")
-    unmarked = tmp / "git-isopatch-unmarked"
-    unmarked.mkdir()
-    _age(unmarked, 30)
-    not_ours = tmp / "not-isopatch"
-    not_ours.mkdir()
-    results.mark(str(not_ours), str(repo / ".git"))
-    _age(not_ours, 30)
-    link = tmp / "git-isopatch-link"
-    link.symlink_to(old)
-
-    dry = isopatch("prune", "-n", cwd=repo, env=env)
-    assert dry.out == f"Removing {old}: result folder\n"
-    assert old.is_dir()
-
-    done = isopatch("prune", "-v", cwd=repo, env=env)
-    assert done.returncode == 0, done.err
-    assert done.out == f"Removing {old}: result folder\n"
-    assert not old.exists()
-    assert recent.is_dir() and others.is_dir() and unmarked.is_dir() and not_ours.is_dir()
-    assert link.is_symlink()
-
-    now = isopatch("prune", "--expire", "now", cwd=repo, env=env)
-    assert now.returncode == 0, now.err
-    assert not recent.exists() and others.is_dir()
-
-
-def test_prune_reads_only_the_configuration_it_uses(env, make_repo) -> None:
-    """A bad value of a key prune does not use is no error: git reads a key
-    where a command uses it."""
-    repo = make_repo()
-    old = _old_result_folder(Path(env["TMPDIR"]), repo / ".git", "old")
-    bad = ("-c", "isopatch.pool=few", "-c", "isopatch.sandbox=maybe", "-c", "isopatch.timeout=x")
-    done = isopatch("prune", "-v", cwd=repo, env=env, git_options=bad)
-    assert done.returncode == 0, done.err
-    assert done.out == f"Removing {old}: result folder\n"
-
-
-def test_prune_leaves_a_folder_that_holds_a_worktree_to_worktree_pruning(env, make_repo) -> None:
-    repo = make_repo()
-    kept = isopatch("--keep", "--porcelain", "--", *CHANGE, cwd=repo, env=env)
-    folder = Path(kept.fields()["worktree"]).parent
-    _age(folder, 30)
-    found = results.result_folders(str(repo / ".git"), str(folder.parent))
-    assert [f.path for f in found] == []
-    assert not results.discard(str(folder))
-    assert (folder / "repo" / ".git").is_file()
 
 
 def test_a_run_expires_old_result_folders_once_a_day(env, make_repo) -> None:

@@ -181,13 +181,13 @@ def _filter_process_failed(env, tmp_path, make_repo) -> GitError:
 
 
 def _dubious_ownership(env, tmp_path, make_repo) -> GitError:
-    from test_git_fallback import _owned_by_another_user
+    from test_start_base import _owned_by_another_user
 
     return _git(env, "-C", str(_owned_by_another_user(env, make_repo)), "status")
 
 
 def _ambiguous_revision(env, tmp_path, make_repo) -> GitError:
-    from test_git_fallback import _colliding, _commit_template, _write
+    from test_start_base import _colliding, _commit_template, _write
 
     repo = make_repo()
     template = _commit_template(repo, env)

@@ -1,7 +1,9 @@
-"""The central invariant (issue 2): on generated trees and changes, applying
-the captured patch to a clean checkout of the base reproduces the tree the
-command left, byte for byte, and the user's repository is bit-identical
-before and after."""
+"""The central invariant (design: "The patch"): on generated trees and
+changes, applying the captured patch to a clean checkout of the base
+reproduces the tree the command left, byte for byte, and the user's
+repository is bit-identical before and after; also with every diff setting
+of the hostile profile in the global configuration, and from inside a
+hook-like environment."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hostile import install_hostile_profile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from repo_helpers import (
@@ -23,14 +26,32 @@ from repo_helpers import (
     write_tree,
 )
 
+#: What git exports to a pre-commit hook of ``git --git-dir=.git commit -a``
+#: (relative GIT_DIR, GIT_INDEX_FILE at the user's index lock), and to a
+#: ``!`` alias (GIT_PREFIX).
+HOOK_ENVIRONMENT = {
+    "GIT_DIR": ".git",
+    "GIT_INDEX_FILE": ".git/index",
+    "GIT_PREFIX": "",
+    "GIT_EDITOR": ":",
+    "GIT_REFLOG_ACTION": "commit",
+}
+
+
 CHANGE_SCRIPT = Path(__file__).with_name("change_script.py")
 
+
 NAME_ALPHABET = "abcXYZ019 -_.\t\"\\'é日\n"
+
 
 names = st.text(NAME_ALPHABET, min_size=1, max_size=6).filter(
     lambda n: n not in (".", "..") and not n.startswith(".git") and n != "ignored"
 )
+
+
 paths = st.lists(names, min_size=1, max_size=3).map("/".join)
+
+
 contents = st.one_of(
     st.just(b""),
     st.binary(max_size=48),
@@ -148,6 +169,30 @@ def _check_roundtrip(
     assert tree_manifest(checkout, exclude=(".git", "ignored")) == _load_manifest(manifest_file)
     assert int(fields["files"]) == patch.read_bytes().count(b"diff --git ")
     assert not list(Path(fields["patch"]).parent.glob("*/.git")), "worktree left behind"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("profile", ["hostile global configuration", "hook environment"])
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), tree=base_trees)
+def test_patch_reproduces_the_worktree_in_hostile_environments(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes], profile: str
+) -> None:
+    changes = data.draw(change_lists(tree))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
+        if profile == "hook environment":
+            run_env = {**env, **HOOK_ENVIRONMENT}
+            check_env = env
+        else:
+            global_config = Path(env["HOME"]) / ".gitconfig"
+            global_config.unlink(missing_ok=True)
+            run_env = install_hostile_profile(env, Path(root) / "scripts")
+            check_env = env
+        _check_roundtrip(Path(root), check_env, tree, changes, isopatch_env=run_env)
 
 
 @settings(

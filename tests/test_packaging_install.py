@@ -1,21 +1,26 @@
-"""A wheel installed into a fresh virtual environment brings the manual page
-and the completion script along (issue 3): with the environment's bin on
-PATH, `git isopatch --help`, `git-isopatch --help` and `man git-isopatch`
-show the page, and bash-completion finds the completion."""
+"""What is installed: the Python the package claims, and a wheel installed
+into a fresh virtual environment brings the manual page and the completion
+script along: with the environment's bin on PATH, `git isopatch --help`,
+`git-isopatch --help` and `man git-isopatch` show the page, and
+bash-completion finds the completion."""
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
 PAGE = ROOT / "man" / "git-isopatch.1"
 
 
@@ -68,6 +73,18 @@ def _assert_is_the_page(text: str) -> None:
     assert "NAME" in text and "OPTIONS" in text and "CONFIGURATION" in text
     assert "git-isopatch - run a command in an ephemeral worktree" in " ".join(text.split())
     assert "--no-keep" in text
+
+
+def test_the_python_claimed_is_the_python_needed() -> None:
+    """``requires-python``, ruff's target and the README name one oldest
+    Python: 3.11 (``subprocess``'s ``process_group``, ``tomllib``,
+    ``str.removeprefix`` in match statements...)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["requires-python"] == ">=3.11"
+    assert project["tool"]["ruff"]["target-version"] == "py311"
+    assert "Requires Python 3.11+" in (ROOT / "README.md").read_text()
+    uses = re.findall(r"process_group=", (ROOT / "git_isopatch/isolation/command.py").read_text())
+    assert uses, "the reason for 3.11 moved: update this test and the claim"
 
 
 @pytest.mark.needs("man-db")

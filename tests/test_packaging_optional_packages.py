@@ -110,9 +110,9 @@ def test_the_real_tests_skip_naming_the_package(tmp_path: Path) -> None:
     completion script goes with it here) and man-db: skipped, not failed,
     before the wheel is built."""
     tests = [
-        str(TESTS / "test_completion.py"),
-        f"{TESTS / 'test_install.py'}::test_man_finds_the_installed_page",
-        f"{TESTS / 'test_install.py'}::test_bash_completion_finds_the_installed_script",
+        str(TESTS / "test_cli_completion.py"),
+        f"{TESTS / 'test_packaging_install.py'}::test_man_finds_the_installed_page",
+        f"{TESTS / 'test_packaging_install.py'}::test_bash_completion_finds_the_installed_script",
     ]
     hide = ["/usr/share/bash-completion", *(p for p in [shutil.which("man")] if p)]
     done = _pytest_hiding(hide, ["--rootdir", str(ROOT), *tests], tmp_path, ci=None, plugin=False)

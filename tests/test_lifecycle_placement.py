@@ -1,22 +1,51 @@
-"""Where the worktree lives: beside the checkout, so that the folders above
-it are the checkout's own and a formatter finds the configuration it finds
-in place; never in ``$TMPDIR``, where anyone may plant a configuration file.
-Where the place beside the checkout cannot be written, ``$TMPDIR`` with a
-warning."""
+"""Where the worktree lives (design: "Placement"): beside the checkout, so
+that the folders above it are the checkout's own and a formatter finds the
+configuration it finds in place; never in ``$TMPDIR``, where anyone may
+plant a configuration file.  Where the place beside the checkout cannot be
+written, ``$TMPDIR`` with a warning; a read-only ``$TMPDIR`` is one
+``fatal:`` line.  Concurrent runs get distinct places and each its own
+changes.
+
+Without the lock around ``git worktree add`` (``worktree_admin_lock``),
+git 2.39 itself races: one ``add`` reads the half-made registration of
+another and dies ("failed to read .../worktrees/<id>/commondir").  That
+shows in about one run in eight of ``test_eight_runs_at_once``."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
+from hostile import admin_dirs, read_only_bind
+from repo_helpers import ISOPATCH, git, isopatch, repo_state, tmpfs
 
 from git_isopatch.isolation.placement import made_by_isopatch, place_worktree
 
+RUNS = 8
+
+
+#: Each command waits at a barrier until all eight commands have started:
+#: if git-isopatch ran the commands one after another, the first would wait
+#: for ever (it gives up after about two minutes, exit 99).  Then it writes
+#: its own file and commits it in its worktree.
+COMMAND = """set -e
+: > "$BARRIER/$RUN"
+n=0
+while [ "$(ls "$BARRIER" | wc -l)" -lt {runs} ]; do
+    n=$((n + 1)); [ "$n" -lt 2400 ] || exit 99; sleep 0.05
+done
+echo "run $RUN" > "out-$RUN.txt"
+git add "out-$RUN.txt" && git commit -qm "run $RUN"
+""".format(runs=RUNS)
+
+
 UNFORMATTED = "x = [1111111111, 2222222222, 3333333333]\n"
+
+
 NARROW = "line-length = 20\n"
 
 
@@ -24,6 +53,79 @@ def _where_it_ran(run) -> Path:
     """The folder the command (``pwd``, with ``--porcelain``) ran in."""
     assert run.returncode == 0, run.err
     return Path(Path(run.fields()["stdout"]).read_text().strip())
+
+
+@contextlib.contextmanager
+def _read_only_around(folder: Path, keep_writable: Path) -> Iterator[None]:
+    """Make ``folder`` a read-only bind mount, ``keep_writable`` inside it a
+    writable one (we run as root: permissions alone do not stop a write)."""
+    steps = [
+        ["mount", "--bind", folder, folder],
+        ["mount", "--bind", keep_writable, keep_writable],
+        ["mount", "-o", "remount,bind,ro", folder],
+    ]
+    done = []
+    try:
+        for step in steps:
+            result = subprocess.run(step, capture_output=True, text=True)
+            if result.returncode != 0:
+                pytest.skip(f"cannot make a read-only bind mount (needs root): {result.stderr}")
+            if step[1] == "--bind":
+                done.append(step[3])
+        yield
+    finally:
+        for mountpoint in reversed(done):
+            subprocess.run(["umount", "-l", mountpoint], check=False)
+
+
+@pytest.mark.hostile
+def test_eight_runs_at_once(env, make_repo, tmp_path: Path, no_leftovers) -> None:
+    repo = make_repo()
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    before = repo_state(repo, env)
+    runs = [
+        subprocess.Popen(
+            [ISOPATCH, "--porcelain", "--", "sh", "-c", COMMAND],
+            cwd=repo,
+            env={**env, "BARRIER": str(barrier), "RUN": str(n)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(RUNS)
+    ]
+    results = [(run.communicate(timeout=600), run.returncode) for run in runs]
+    failed = {n: (status, err.decode()) for n, ((_, err), status) in enumerate(results) if status}
+    assert failed == {}
+    for n, ((out, _), _) in enumerate(results):
+        fields = dict(line.split(" ", 1) for line in out.decode().splitlines())
+        patch = Path(fields["patch"]).read_bytes()
+        assert patch.count(b"diff --git ") == 1, patch
+        assert f"+++ b/out-{n}.txt\n@@ -0,0 +1 @@\n+run {n}\n".encode() in patch
+    assert sorted(p.name for p in barrier.iterdir()) == [str(n) for n in range(RUNS)]
+    assert repo_state(repo, env) == before
+    assert admin_dirs(repo, env) == []
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("how", ["tmpfs -o ro", "read-only bind mount"])
+def test_read_only_tmpdir(env, make_repo, tmp_path: Path, how: str) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    folder = tmp_path / "readonly"
+    folder.mkdir()
+    mount = tmpfs(folder, "64k", "ro") if how.startswith("tmpfs") else read_only_bind(folder)
+    with mount:
+        run = isopatch("--json", "--", "true", cwd=repo, env={**env, "TMPDIR": str(folder)})
+        assert list(folder.iterdir()) == []
+    assert run.returncode == 128
+    assert run.err == (
+        f"fatal: could not create a temporary folder in '{folder}': Read-only file system\n"
+    )
+    assert json.loads(run.stdout)["error-code"] == "read-only"
+    assert repo_state(repo, env) == before
+    assert admin_dirs(repo, env) == []
 
 
 def test_configuration_above_the_checkout_applies_as_in_place(
@@ -98,29 +200,6 @@ def test_configured_tmpdir_holds_the_worktree_without_a_warning(
     assert ran.parent.parent == fast and ran.parent.name.startswith("git-isopatch-")
     assert "warning" not in run.err
     assert Path(run.fields()["patch"]).parent.parent == fast
-
-
-@contextlib.contextmanager
-def _read_only_around(folder: Path, keep_writable: Path) -> Iterator[None]:
-    """Make ``folder`` a read-only bind mount, ``keep_writable`` inside it a
-    writable one (we run as root: permissions alone do not stop a write)."""
-    steps = [
-        ["mount", "--bind", folder, folder],
-        ["mount", "--bind", keep_writable, keep_writable],
-        ["mount", "-o", "remount,bind,ro", folder],
-    ]
-    done = []
-    try:
-        for step in steps:
-            result = subprocess.run(step, capture_output=True, text=True)
-            if result.returncode != 0:
-                pytest.skip(f"cannot make a read-only bind mount (needs root): {result.stderr}")
-            if step[1] == "--bind":
-                done.append(step[3])
-        yield
-    finally:
-        for mountpoint in reversed(done):
-            subprocess.run(["umount", "-l", mountpoint], check=False)
 
 
 def test_read_only_parent_falls_back_to_tmpdir_with_a_warning(

@@ -170,7 +170,7 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "sandbox": True,
         "allow_write": [str(allowed)],
         "allow_network": True,
-        "recurse_submodules": True,  # no submodule here; tests/test_submodules.py uses it
+        "recurse_submodules": True,  # no submodule here; tests/test_patch_submodules.py uses it
     }
     assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS == set(SOURCES)
     script = (

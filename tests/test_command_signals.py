@@ -22,6 +22,8 @@ from git_isopatch.git.types import GitDirPath
 from git_isopatch.isolation.command import run_command
 from git_isopatch.isolation.store import GitMetadataStore, process_is_running
 
+pytestmark = pytest.mark.hostile
+
 #: The command: a change in the worktree, two background grandchildren and
 #: the shell itself, their pids written to $PIDS, then $READY, then wait.
 #: ``$TRAP`` is a trap command run first (empty for none); ``trap ''``

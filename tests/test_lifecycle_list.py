@@ -1,0 +1,201 @@
+"""``git isopatch list`` (design: "Command line"): running, kept and
+orphaned worktrees, made for real (a run that waits, ``--keep``, a run
+killed with SIGKILL), none of the user's own, its porcelain quoting, and
+the subcommands recognised only as the first word."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from repo_helpers import ISOPATCH, git, isopatch
+
+
+@dataclass
+class Running:
+    process: subprocess.Popen
+    release: Path
+    command_pid: int
+
+    def finish(self) -> int:
+        self.release.touch()
+        return self.process.wait(timeout=60)
+
+
+def _start(repo: Path, env: dict[str, str], where: Path) -> Running:
+    """A git-isopatch run whose command waits until ``release`` exists."""
+    where.mkdir()
+    pidfile, release = where / "pid", where / "release"
+    script = f"echo $$ > '{pidfile}.tmp' && mv '{pidfile}.tmp' '{pidfile}'; "
+    script += f"while [ ! -e '{release}' ]; do sleep 0.05; done"
+    process = subprocess.Popen(
+        [ISOPATCH, "-q", "--", "sh", "-c", script],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not pidfile.exists():
+        assert process.poll() is None, "git-isopatch ended early"
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    return Running(process, release, int(pidfile.read_text()))
+
+
+def _orphan(repo: Path, env: dict[str, str], where: Path) -> None:
+    """A worktree whose git-isopatch was killed (SIGKILL: no clean-up)."""
+    run = _start(repo, env, where)
+    run.process.kill()
+    run.process.wait()
+    os.killpg(run.command_pid, signal.SIGKILL)
+
+
+def _kept(repo: Path, env: dict[str, str]) -> str:
+    run = isopatch("--porcelain", "--keep", "--", "true", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    return run.fields()["worktree"]
+
+
+def _listed(repo: Path, env: dict[str, str]) -> list[dict[str, str]]:
+    """``git isopatch list --porcelain -z``, parsed."""
+    run = isopatch("list", "--porcelain", "-z", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    entries, fields = [], {}
+    for record in run.stdout.split(b"\0")[:-1]:
+        if not record:
+            entries.append(fields)
+            fields = {}
+            continue
+        key, _, value = record.decode().partition(" ")
+        fields[key] = value
+    assert not fields, "the last entry is not ended"
+    return entries
+
+
+def _users_worktrees(repo: Path, env: dict[str, str], tmp_path: Path) -> bytes:
+    """Worktrees the user made: plain, locked with a reason, and one whose
+    folder is gone (git calls it prunable).  Returns git's list of them."""
+    for name in ("plain", "locked", "gone"):
+        git("worktree", "add", "-q", "--detach", tmp_path / f"user-{name}", cwd=repo, env=env)
+    git("worktree", "lock", "--reason", "mine", tmp_path / "user-locked", cwd=repo, env=env)
+    shutil.rmtree(tmp_path / "user-gone")
+    return _git_list(repo, env)
+
+
+def _git_list(repo: Path, env: dict[str, str]) -> bytes:
+    return git("worktree", "list", "--porcelain", cwd=repo, env=env)
+
+
+def _user_entries(listing: bytes, tmp_path: Path) -> list[bytes]:
+    return [e for e in listing.split(b"\n\n") if str(tmp_path / "user-").encode() in e]
+
+
+def test_list_quotes_newlines_and_control_bytes_of_a_command(env, make_repo) -> None:
+    """One worktree, one line; an escape sequence never reaches the
+    terminal raw; the same quoting as ``list --porcelain``."""
+    repo = make_repo()
+    script = "echo 'two\nlines' >/dev/null; : '\x1b[31mred'"
+    kept = isopatch("--porcelain", "--keep", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert kept.returncode == 0, kept.err
+    listed = isopatch("list", cwd=repo, env=env)
+    assert listed.returncode == 0, listed.err
+    (line,) = listed.out.splitlines()
+    assert "\x1b" not in line and "\\033[31mred" in line and "two\\nlines" in line
+    porcelain = isopatch("list", "--porcelain", cwd=repo, env=env).fields()
+    assert line.endswith(porcelain["command"])
+    git("worktree", "remove", "--force", kept.fields()["worktree"], cwd=repo, env=env)
+
+
+def test_list_shows_running_kept_and_orphaned_and_none_of_the_users(
+    env, make_repo, tmp_path
+) -> None:
+    repo = make_repo()
+    users = _users_worktrees(repo, env, tmp_path)
+    kept = _kept(repo, env)
+    _orphan(repo, env, tmp_path / "orphan")
+    running = _start(repo, env, tmp_path / "running")
+    try:
+        entries = _listed(repo, env)
+        human = isopatch("list", cwd=repo, env=env)
+    finally:
+        assert running.finish() == 0
+    assert [e["state"] for e in entries] == ["kept", "orphaned", "running"]
+    assert entries[0]["worktree"] == kept
+    assert entries[2]["pid"] == str(running.process.pid)
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    for entry in entries:
+        assert entry["head"] == head
+        assert abs(int(entry["created"]) - time.time()) < 3600
+        assert not entry["worktree"].startswith(str(tmp_path / "user-"))
+    assert entries[0]["command"] == "true"
+    assert human.returncode == 0, human.err
+    rows = [re.split(r" {2,}", line) for line in human.out.splitlines()]
+    assert [row[:2] for row in rows] == [
+        [kept, "kept"],
+        [entries[1]["worktree"], "orphaned"],
+        [entries[2]["worktree"], f"running (pid {running.process.pid})"],
+    ]
+    assert all(re.fullmatch(r"\d+ seconds? ago|\d+ minutes? ago", row[2]) for row in rows)
+    assert rows[0][3] == "true"
+    assert _user_entries(_git_list(repo, env), tmp_path) == _user_entries(users, tmp_path)
+
+
+def test_list_porcelain_quotes_paths_unless_z(env, make_repo) -> None:
+    repo = make_repo(name='odd "name"')
+    quoted_in_capture = _kept(repo, env)
+    path = _listed(repo, env)[0]["worktree"]
+    assert path.endswith('/odd "name"')
+    run = isopatch("list", "--porcelain", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    quoted = '"' + path.replace('"', '\\"') + '"'
+    assert quoted == quoted_in_capture
+    assert run.out.splitlines()[0] == f"worktree {quoted}"
+    assert run.out.endswith("\n\n")
+
+
+def test_subcommands_are_only_recognised_first(env, make_repo, tmp_path) -> None:
+    repo = make_repo()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "list"
+    program.write_text("#!/bin/sh\necho ran > listed\n")
+    program.chmod(0o755)
+    path_env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+    run = isopatch("--porcelain", "--", "list", cwd=repo, env=path_env)
+    assert run.returncode == 0, run.err
+    assert b"+++ b/listed" in Path(run.fields()["patch"]).read_bytes()
+    run = isopatch("list", cwd=repo, env=path_env, via_git=True)
+    assert (run.returncode, run.out, run.err) == (0, "", "")
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "first_line"),
+    [
+        (["list", "-h"], 129, "usage: git isopatch list [--porcelain [-z] | --json] [-C <path>]"),
+        (["prune", "-h"], 129, "usage: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"),
+        (["list", "extra"], 129, "error: got unexpected extra argument(s) (extra)"),
+        (["list", "-z"], 129, "error: the option '-z' requires '--porcelain'"),
+        (["prune", "--expire"], 129, "error: option 'expire' requires a value"),
+    ],
+)
+def test_subcommand_usage(env, make_repo, args, status, first_line) -> None:
+    repo = make_repo()
+    run = isopatch(*args, cwd=repo, env=env)
+    assert run.returncode == status
+    text = run.out if args[-1] == "-h" else run.err
+    assert text.splitlines()[0] == first_line
+
+
+def test_list_outside_a_repository_is_fatal(env, tmp_path) -> None:
+    run = isopatch("list", cwd=tmp_path, env=env)
+    assert run.returncode == 128
+    assert run.err == "fatal: not a git repository (or any of the parent directories): .git\n"

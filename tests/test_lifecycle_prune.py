@@ -1,0 +1,331 @@
+"""``git isopatch prune`` (design: procedure step 7 and "Placement"): it
+removes kept and orphaned worktrees and old result folders, never a running
+one, never the user's, never one whose record or lock reason is forged,
+and ``--expire`` reads as git's."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, tree_manifest
+
+from git_isopatch.isolation import results
+
+
+# -- a forged record never removes a worktree git-isopatch did not make -----
+def _users_worktree(repo: Path, env: dict[str, str], tmp_path: Path) -> tuple[Path, Path]:
+    """The user's own linked worktree with uncommitted work, and its
+    private folder ``$GIT_COMMON_DIR/worktrees/<id>``."""
+    feature = tmp_path / "feature"
+    git("worktree", "add", "-q", "-b", "feature", feature, cwd=repo, env=env)
+    (feature / "unsaved.txt").write_text("hours of work\n")
+    return feature, repo / ".git" / "worktrees" / "feature"
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def _forge_record(admin: Path, *, folder: str, kept: bool) -> None:
+    record = {
+        "pid": _dead_pid(),
+        "host": socket.gethostname(),
+        "start_ticks": 1,
+        "created": 1.0,
+        "tmpdir": folder,
+        "base": "0" * 40,
+        "command": ["true"],
+        "kept": kept,
+        "version": 1,
+    }
+    (admin / "isopatch.json").write_text(json.dumps(record))
+
+
+CHANGE = ("sh", "-c", "echo changed >> README")
+
+
+DAY = 24 * 3600
+
+
+def _age(path: Path, days: float) -> None:
+    then = time.time() - days * DAY
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def _old_result_folder(tmp: Path, common_dir: Path, name: str, days: float = 15) -> Path:
+    """A result folder as a run leaves it, last modified ``days`` ago."""
+    folder = tmp / f"git-isopatch-{name}"
+    folder.mkdir(mode=0o700)
+    (folder / "isopatch.patch").write_text("")
+    results.mark(str(folder), str(common_dir))
+    _age(folder, days)
+    return folder
+
+
+@dataclass
+class Running:
+    process: subprocess.Popen
+    release: Path
+    command_pid: int
+
+    def finish(self) -> int:
+        self.release.touch()
+        return self.process.wait(timeout=60)
+
+
+def _start(repo: Path, env: dict[str, str], where: Path) -> Running:
+    """A git-isopatch run whose command waits until ``release`` exists."""
+    where.mkdir()
+    pidfile, release = where / "pid", where / "release"
+    script = f"echo $$ > '{pidfile}.tmp' && mv '{pidfile}.tmp' '{pidfile}'; "
+    script += f"while [ ! -e '{release}' ]; do sleep 0.05; done"
+    process = subprocess.Popen(
+        [ISOPATCH, "-q", "--", "sh", "-c", script],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not pidfile.exists():
+        assert process.poll() is None, "git-isopatch ended early"
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    return Running(process, release, int(pidfile.read_text()))
+
+
+def _orphan(repo: Path, env: dict[str, str], where: Path) -> None:
+    """A worktree whose git-isopatch was killed (SIGKILL: no clean-up)."""
+    run = _start(repo, env, where)
+    run.process.kill()
+    run.process.wait()
+    os.killpg(run.command_pid, signal.SIGKILL)
+
+
+def _kept(repo: Path, env: dict[str, str]) -> str:
+    run = isopatch("--porcelain", "--keep", "--", "true", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    return run.fields()["worktree"]
+
+
+def _listed(repo: Path, env: dict[str, str]) -> list[dict[str, str]]:
+    """``git isopatch list --porcelain -z``, parsed."""
+    run = isopatch("list", "--porcelain", "-z", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    entries, fields = [], {}
+    for record in run.stdout.split(b"\0")[:-1]:
+        if not record:
+            entries.append(fields)
+            fields = {}
+            continue
+        key, _, value = record.decode().partition(" ")
+        fields[key] = value
+    assert not fields, "the last entry is not ended"
+    return entries
+
+
+def _users_worktrees(repo: Path, env: dict[str, str], tmp_path: Path) -> bytes:
+    """Worktrees the user made: plain, locked with a reason, and one whose
+    folder is gone (git calls it prunable).  Returns git's list of them."""
+    for name in ("plain", "locked", "gone"):
+        git("worktree", "add", "-q", "--detach", tmp_path / f"user-{name}", cwd=repo, env=env)
+    git("worktree", "lock", "--reason", "mine", tmp_path / "user-locked", cwd=repo, env=env)
+    shutil.rmtree(tmp_path / "user-gone")
+    return _git_list(repo, env)
+
+
+def _git_list(repo: Path, env: dict[str, str]) -> bytes:
+    return git("worktree", "list", "--porcelain", cwd=repo, env=env)
+
+
+def _user_entries(listing: bytes, tmp_path: Path) -> list[bytes]:
+    return [e for e in listing.split(b"\n\n") if str(tmp_path / "user-").encode() in e]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "orphaned"])
+@pytest.mark.parametrize("folder", ["parent", "elsewhere"])
+def test_prune_never_removes_a_worktree_with_a_forged_record(
+    env, make_repo, tmp_path: Path, kept: bool, folder: str
+) -> None:
+    repo = make_repo()
+    feature, admin = _users_worktree(repo, env, tmp_path)
+    named = str(tmp_path) if folder == "parent" else str(tmp_path / "git-isopatch-abcdefgh")
+    _forge_record(admin, folder=named, kept=kept)
+    before = tree_manifest(feature)
+    listed = isopatch("list", "--porcelain", cwd=repo, env=env)
+    assert listed.returncode == 0 and listed.out == "", listed.out
+    pruned = isopatch("prune", "-v", cwd=repo, env=env)
+    assert pruned.returncode == 0, pruned.err
+    assert pruned.out == ""
+    assert tree_manifest(feature) == before
+    assert registered_worktrees(repo, env) == [f"worktree {feature}"]
+
+
+def test_prune_never_removes_a_worktree_locked_with_a_forged_reason(
+    env, make_repo, tmp_path: Path
+) -> None:
+    repo = make_repo()
+    feature, _ = _users_worktree(repo, env, tmp_path)
+    reason = f"git-isopatch pid {_dead_pid()} on {socket.gethostname()} started 1"
+    git("worktree", "lock", "--reason", reason, feature, cwd=repo, env=env)
+    before = tree_manifest(feature)
+    pruned = isopatch("prune", "-v", cwd=repo, env=env)
+    assert (pruned.returncode, pruned.out) == (0, ""), pruned.err
+    assert tree_manifest(feature) == before
+    assert registered_worktrees(repo, env) == [f"worktree {feature}"]
+
+
+def test_prune_removes_old_result_folders_of_this_repository_only(
+    env, make_repo, tmp_path: Path
+) -> None:
+    repo = make_repo()
+    other = make_repo(name="other")
+    tmp = Path(env["TMPDIR"])
+    old = _old_result_folder(tmp, repo / ".git", "old")
+    recent = _old_result_folder(tmp, repo / ".git", "recent", days=3)
+    others = _old_result_folder(tmp, other / ".git", "others")
+    unmarked = tmp / "git-isopatch-unmarked"
+    unmarked.mkdir()
+    _age(unmarked, 30)
+    not_ours = tmp / "not-isopatch"
+    not_ours.mkdir()
+    results.mark(str(not_ours), str(repo / ".git"))
+    _age(not_ours, 30)
+    link = tmp / "git-isopatch-link"
+    link.symlink_to(old)
+
+    dry = isopatch("prune", "-n", cwd=repo, env=env)
+    assert dry.out == f"Removing {old}: result folder\n"
+    assert old.is_dir()
+
+    done = isopatch("prune", "-v", cwd=repo, env=env)
+    assert done.returncode == 0, done.err
+    assert done.out == f"Removing {old}: result folder\n"
+    assert not old.exists()
+    assert recent.is_dir() and others.is_dir() and unmarked.is_dir() and not_ours.is_dir()
+    assert link.is_symlink()
+
+    now = isopatch("prune", "--expire", "now", cwd=repo, env=env)
+    assert now.returncode == 0, now.err
+    assert not recent.exists() and others.is_dir()
+
+
+def test_prune_reads_only_the_configuration_it_uses(env, make_repo) -> None:
+    """A bad value of a key prune does not use is no error: git reads a key
+    where a command uses it."""
+    repo = make_repo()
+    old = _old_result_folder(Path(env["TMPDIR"]), repo / ".git", "old")
+    bad = ("-c", "isopatch.pool=few", "-c", "isopatch.sandbox=maybe", "-c", "isopatch.timeout=x")
+    done = isopatch("prune", "-v", cwd=repo, env=env, git_options=bad)
+    assert done.returncode == 0, done.err
+    assert done.out == f"Removing {old}: result folder\n"
+
+
+def test_prune_leaves_a_folder_that_holds_a_worktree_to_worktree_pruning(env, make_repo) -> None:
+    repo = make_repo()
+    kept = isopatch("--keep", "--porcelain", "--", *CHANGE, cwd=repo, env=env)
+    folder = Path(kept.fields()["worktree"]).parent
+    _age(folder, 30)
+    found = results.result_folders(str(repo / ".git"), str(folder.parent))
+    assert [f.path for f in found] == []
+    assert not results.discard(str(folder))
+    assert (folder / "repo" / ".git").is_file()
+
+
+def test_prune_removes_kept_and_orphaned_never_running_nor_the_users(
+    env, make_repo, tmp_path
+) -> None:
+    repo = make_repo()
+    users = _users_worktrees(repo, env, tmp_path)
+    kept = _kept(repo, env)
+    _orphan(repo, env, tmp_path / "orphan")
+    orphan = _listed(repo, env)[1]["worktree"]
+    running = _start(repo, env, tmp_path / "running")
+    try:
+        dry = isopatch("prune", "-n", cwd=repo, env=env)
+        assert dry.returncode == 0, dry.err
+        assert dry.out == f"Removing {kept}: kept\nRemoving {orphan}: orphaned\n"
+        assert [e["state"] for e in _listed(repo, env)] == ["kept", "orphaned", "running"]
+
+        pruned = isopatch("prune", "-v", cwd=repo, env=env)
+        assert pruned.returncode == 0, pruned.err
+        assert pruned.out == f"Removing {kept}: kept\nRemoving {orphan}: orphaned\n"
+        assert [e["state"] for e in _listed(repo, env)] == ["running"]
+    finally:
+        assert running.finish() == 0
+    for gone in (kept, orphan):
+        assert not Path(gone).parent.exists(), "its git-isopatch-* folder is removed too"
+        assert gone.encode() not in _git_list(repo, env)
+    assert _user_entries(_git_list(repo, env), tmp_path) == _user_entries(users, tmp_path)
+    assert _listed(repo, env) == []
+
+
+def test_prune_from_inside_a_kept_worktree_says_it_skips_it(env, make_repo) -> None:
+    """The worktree the user stands in is never removed (their shell would
+    be left in a deleted folder), and prune says so instead of keeping
+    quiet; the others still go."""
+    repo = make_repo()
+    older = _kept(repo, env)
+    inside = _kept(repo, env)
+    (Path(inside) / "sub").mkdir()
+    name = f"'{inside}'"
+    for args in (("prune", "-n"), ("prune",), ("prune", "-v")):
+        run = isopatch(*args, cwd=Path(inside) / "sub", env=env)
+        assert run.returncode == 0, run.err
+        assert run.err == f"warning: not pruning {name}: you are in it\n", args
+        assert Path(inside).is_dir()
+        if args == ("prune", "-n"):
+            assert run.out == f"Removing {older}: kept\n"
+    assert [e["worktree"] for e in _listed(repo, env)] == [inside]
+    assert not Path(older).exists()
+    # --expire that would not take it anyway: nothing to say
+    run = isopatch("prune", "--expire", "1.hour.ago", cwd=inside, env=env)
+    assert run.returncode == 0 and run.err == "", run.err
+    run = isopatch("prune", "-v", cwd=repo, env=env)
+    assert run.err == "" and run.out == f"Removing {inside}: kept\n"
+
+
+def test_prune_expire(env, make_repo) -> None:
+    repo = make_repo()
+    _kept(repo, env)
+    assert isopatch("prune", "--expire", "1.hour.ago", cwd=repo, env=env).returncode == 0
+    assert len(_listed(repo, env)) == 1
+    assert isopatch("prune", "--expire", "now", cwd=repo, env=env).returncode == 0
+    assert _listed(repo, env) == []
+
+
+def test_prune_bad_expire_is_a_usage_error(env, make_repo) -> None:
+    repo = make_repo()
+    kept = _kept(repo, env)
+    run = isopatch("prune", "--expire", "garbage", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.err.startswith("error: option 'expire': malformed expiration date 'garbage'\n")
+    assert "usage: git isopatch prune" in run.err
+    assert Path(kept).is_dir()
+
+
+def test_prune_removes_a_kept_worktree_whose_folder_is_gone(env, make_repo) -> None:
+    repo = make_repo()
+    kept = _kept(repo, env)
+    shutil.rmtree(Path(kept).parent)
+    [entry] = _listed(repo, env)
+    assert (entry["state"], entry["prunable"]) == (
+        "kept",
+        "gitdir file points to non-existent location",
+    )
+    run = isopatch("prune", cwd=repo, env=env)
+    assert (run.returncode, run.out, run.err) == (0, "", "")
+    assert _listed(repo, env) == []
+    assert _git_list(repo, env).count(b"worktree ") == 1
