@@ -1,7 +1,7 @@
 """The design's exit-status table (design: Exit status) is one function,
 :func:`git_isopatch.outcome.exit_status`: one test per row, on results as
 the procedure makes them.  The rows end to end, through the installed
-executable and what each leaves behind, are ``test_exit_status.py``."""
+executable and what each leaves behind, are ``test_cli_exit_status.py``."""
 
 from __future__ import annotations
 
