@@ -15,7 +15,7 @@
 _git_isopatch ()
 {
 	local i=$(( ${__git_cmd_idx:-1} + 1 )) command_at=0
-	# `list` and `prune` are subcommands only as the first word
+	# `list`, `prune` and `mcp` are subcommands only as the first word
 	if [ "$i" -lt "$cword" ]; then
 		case "${words[i]}" in
 		list)
@@ -27,6 +27,11 @@ _git_isopatch ()
 			case "$prev" in -C|--expire) return ;; esac
 			case "$cur" in --expire=*) return ;; esac
 			__gitcomp "--expire= --dry-run --verbose -C"
+			return
+			;;
+		mcp)
+			case "$prev" in -C) return ;; esac
+			__gitcomp "-C"
 			return
 			;;
 		esac
@@ -89,10 +94,11 @@ _git_isopatch ()
 			;;
 		esac
 		local subcommands=""
-		# `list` and `prune` only as the first word, never after `--`
+		# `list`, `prune` and `mcp` only as the first word, never after `--`
 		if [ "$cword" -eq $(( ${__git_cmd_idx:-1} + 1 )) ]; then
 			subcommands="list
-prune"
+prune
+mcp"
 		fi
 		if [ -n "${ZSH_VERSION-}" ]; then
 			[ -n "$subcommands" ] && __gitcomp_nl "$subcommands"

@@ -25,8 +25,12 @@ from .outcome import FATAL_STATUS, USAGE_STATUS
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
 PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
+MCP_SYNOPSIS = "git isopatch mcp [-C <path>]"
 #: The synopsis lines of ``git isopatch -h``: the capture, then the others.
-CAPTURE_SYNOPSES = [SYNOPSIS, f"   or: {LIST_SYNOPSIS}", f"   or: {PRUNE_SYNOPSIS}"]
+CAPTURE_SYNOPSES = [
+    SYNOPSIS,
+    *(f"   or: {s}" for s in (LIST_SYNOPSIS, PRUNE_SYNOPSIS, MCP_SYNOPSIS)),
+]
 
 #: parse-options.c: the option column is this wide, then a gap of 2; longer
 #: names put their help on the next line.

@@ -89,9 +89,10 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         lines = run.out.split("\n")
         assert lines[0] == SYNOPSIS
         # the subcommands' forms follow, as git prints them ("   or: ...")
-        assert lines[1:4] == [
+        assert lines[1:5] == [
             "   or: git isopatch list [--porcelain [-z] | --json] [-C <path>]",
             "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
+            "   or: git isopatch mcp [-C <path>]",
             "",
         ]
         assert run.out.endswith("\n\n"), "git ends the usage with a blank line"
