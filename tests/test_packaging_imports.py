@@ -132,6 +132,10 @@ NAMED_LAYERS = {
     f"{PACKAGE}.cli": "cli",
     f"{PACKAGE}.usage": "cli",
     f"{PACKAGE}.__main__": "cli",
+    # git isopatch mcp: the command line of the MCP server, and the server,
+    # a front end that runs git-isopatch and applies through manage
+    f"{PACKAGE}.mcp_cli": "cli",
+    f"{PACKAGE}.mcp_server": "cli",
     PACKAGE: "cli",  # the package's front door: the Python API
 }
 
