@@ -1,7 +1,6 @@
 """``git isopatch list`` and ``git isopatch prune``: the worktrees
 git-isopatch made for a repository (design: "Kept worktrees"), and the
-result folders its runs left (design: "Placement"); bringing a captured
-patch home after the run (the MCP server's ``apply`` tool).
+result folders its runs left (design: "Placement").
 
 The work is :mod:`.isolation.inventory` (list) and
 :mod:`.isolation.provider` (prune); this opens the repository as
@@ -14,12 +13,10 @@ import os
 from collections.abc import Mapping
 
 from .capture import open_repository
-from .git.apply import apply_to_work_tree
 from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .isolation import results
-from .isolation.errors import IsopatchError
 from .isolation.inventory import OwnedWorktree, owned_worktrees
 from .isolation.provider import Pruned, prune
 from .isolation.results import ResultFolder
@@ -119,35 +116,3 @@ def prune_result_folders(
     given = CaptureRequest(command=("prune",))
     root = complete_request(given, repository, environ, only=("tmpdir",)).tmpdir or "/tmp"
     return results.expire(repository.common_dir, root, before=cutoff, dry_run=dry_run)
-
-
-def apply_patch(patch: str, repo_path: str = ".", environ: Mapping[str, str] | None = None) -> None:
-    """Apply a captured ``patch`` to the work tree of the repository at
-    ``repo_path`` as it is now, all or nothing, as ``--apply`` does at the
-    end of a run (:func:`.git.apply.apply_to_work_tree`): the index is never
-    touched, and a patch that does not apply writes nothing.
-
-    Raises:
-        IsopatchError: not a git repository or work tree; ``no-such-file``
-            when ``patch`` is not a file; ``apply-failed`` (git's reasons
-            in one line) when it does not apply.
-    """
-    environ = os.environ if environ is None else environ
-    repository = open_repository(repo_path, environ)
-    if not os.path.isfile(patch):
-        raise IsopatchError("no-such-file", f"no such patch file: '{patch}'")
-    env = own_git_environment(environ)
-    match apply_to_work_tree(repository.git_dir, repository.top, os.path.abspath(patch), env=env):
-        case Ok():
-            return
-        case Err(error):
-            lines = [
-                line.removeprefix("error: ").removeprefix("fatal: ")
-                for line in error.stderr.decode("utf-8", "replace").splitlines()
-                if line.strip()
-            ]
-            reason = "; ".join(lines) or error.message()
-            raise IsopatchError(
-                "apply-failed",
-                f"the patch does not apply to the work tree as it is now: {reason}",
-            )

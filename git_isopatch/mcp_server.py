@@ -5,8 +5,9 @@ Two tools.  ``capture`` runs the installed ``git-isopatch --json`` as a
 child process per call, so that parallel calls are independent runs, each
 with its own signal handling and clean-up, and returns the very object
 ``--json`` prints, with the patch text inline up to a size limit.
-``apply`` brings a captured patch into the work tree, all or nothing, as
-``--apply`` does (:func:`.manage.apply_patch`).  A run that could not
+``apply`` brings a captured patch into the work tree, all or nothing,
+through the same entry point as ``--apply`` (:func:`.bring_home.bring_home`:
+one apply at a time per repository).  A run that could not
 capture (a bad base, not a repository, a bad option) is a tool error
 (``isError``), never a crash of the server.
 
@@ -21,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from . import __version__
@@ -148,6 +150,33 @@ def add_patch_text(result: dict[str, Any], limit: int) -> dict[str, Any]:
     return {**result, "patch-text": text, "patch-text-truncated": not whole}
 
 
+def apply_patch(patch: str, repo: str, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Apply ``patch`` to the work tree of the repository at ``repo`` as it
+    is now, all or nothing, as ``--apply`` does; the index is never touched.
+    Returns the warnings (paths someone else wrote meanwhile).
+
+    Raises:
+        IsopatchError: not a repository or work tree; ``no-such-file``;
+            ``apply-failed`` (nothing was written, the reason in one line).
+    """
+    from .bring_home import bring_home
+    from .capture import open_repository
+    from .git.run import own_git_environment
+    from .isolation.errors import IsopatchError
+
+    environ = os.environ if environ is None else environ
+    repository = open_repository(repo, environ)
+    if not os.path.isfile(patch):
+        raise IsopatchError("no-such-file", f"no such patch file: '{patch}'")
+    outcome = bring_home(repository, os.path.abspath(patch), env=own_git_environment(environ))
+    if not outcome.applied:
+        reason = outcome.error or "interrupted before anything was written"
+        raise IsopatchError(
+            "apply-failed", f"the patch does not apply to the work tree as it is now: {reason}"
+        )
+    return list(outcome.warnings)
+
+
 async def run_isopatch(argv: list[str]) -> tuple[int, bytes, bytes]:
     """Run ``argv`` to its end: ``(exit status, stdout, stderr)``.  Its
     stdin is ``/dev/null`` (ours is the protocol).  When the call is
@@ -200,7 +229,6 @@ def build_server(default_repo: str = ".") -> Any:
     from pydantic import Field
 
     from .isolation.errors import IsopatchError
-    from .manage import apply_patch
 
     server = MCPServer(
         name="git-isopatch",
@@ -338,10 +366,16 @@ def build_server(default_repo: str = ".") -> Any:
         written (a tool error says why); the index is never touched."""
         top = where(repo)
         try:
-            await anyio.to_thread.run_sync(apply_patch, os.path.join(top, patch), top)
+            warnings = await anyio.to_thread.run_sync(apply_patch, os.path.join(top, patch), top)
         except IsopatchError as failure:
-            raise ToolError(f"fatal: {failure.message}") from None
-        return {"applied": True, "patch": os.path.abspath(os.path.join(top, patch))}
+            raise ToolError(f"fatal: {failure.message} ({failure.code})") from None
+        result: dict[str, Any] = {
+            "applied": True,
+            "patch": os.path.abspath(os.path.join(top, patch)),
+        }
+        if warnings:
+            result["warnings"] = warnings
+        return result
 
     return server
 
