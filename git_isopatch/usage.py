@@ -48,8 +48,23 @@ class UsageFailure(Exception):
 
 
 def stderr_line(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    stderr_write(line + "\n")
+
+
+def stderr_write(data: str | bytes) -> None:
+    """Write ``data`` to stderr.  Where it cannot be written (its terminal
+    went: ``EIO``; a closed pipe), the message is dropped, as git drops
+    one, and so is every later one: the exit status still tells."""
+    try:
+        if isinstance(data, bytes):
+            sys.stderr.flush()
+            sys.stderr.buffer.write(data)
+            sys.stderr.buffer.flush()
+        else:
+            sys.stderr.write(data)
+            sys.stderr.flush()
+    except (OSError, ValueError):  # ValueError: stderr closed
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - stays open to the end
 
 
 def option_rows(name: str = "isopatch") -> list[tuple[str, str]]:
@@ -210,10 +225,9 @@ def copy_to_stdout(path: str) -> None:
 
 
 def write_stderr(data: bytes) -> None:
-    """Write ``data`` (the diffstat, coloured or not) to stderr as is."""
-    sys.stderr.flush()
-    sys.stderr.buffer.write(data)
-    sys.stderr.buffer.flush()
+    """Write ``data`` (the diffstat, coloured or not) to stderr as is
+    (:func:`stderr_write`)."""
+    stderr_write(data)
 
 
 def usage_message(exc: Exception) -> str:

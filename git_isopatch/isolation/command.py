@@ -4,6 +4,15 @@ The command runs as an argument list, never through a shell.  It gets a
 process group of its own so that a timeout or a signal reaches every process
 it started; in a terminal the group is made the foreground one, so that the
 command can read the terminal and Ctrl-C reaches it as it would from a shell.
+
+Job control is a shell's: when the command stops (Ctrl-Z, a ``SIGSTOP``),
+git-isopatch takes the terminal back and stops its own process group, so
+that the user's shell sees the job stopped and gets its terminal; when the
+shell continues the job (``fg``, ``bg``), the command gets the terminal
+again (in the foreground) and ``SIGCONT``.  A signal forwarded to a
+stopped command is followed by ``SIGCONT`` so that it is acted on: a
+shell sends ``SIGHUP`` and ``SIGCONT`` to its stopped jobs when its
+terminal goes, and the run then ends.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -141,6 +151,75 @@ def _set_foreground(tty: int, pgid: int) -> None:
         signal.signal(signal.SIGTTOU, old)
 
 
+def _terminal_modes(tty: int) -> list[Any] | None:
+    try:
+        return termios.tcgetattr(tty)
+    except termios.error:
+        return None
+
+
+def _set_terminal_modes(tty: int, modes: list[Any] | None) -> None:
+    if modes is not None:
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(tty, termios.TCSADRAIN, modes)
+
+
+def _stopped(tty: int, pgid: int, own_modes: list[Any] | None) -> None:
+    """The command's group stopped: do what a shell does with a stopped job.
+
+    Take the terminal back (with the modes it had before the command ran,
+    keeping the command's for later) and stop our own process group with
+    ``SIGTSTP``, as Ctrl-Z would have had the terminal been ours: the
+    user's shell sees its job stopped and takes the terminal.  Once the
+    shell continues us, give the command the terminal again if the shell
+    gave it to us (``fg``; after ``bg`` the command stays in the
+    background) and continue it.  Where our group cannot stop (SIGTSTP
+    ignored, an orphaned group), the command is simply continued.
+    """
+    job_modes = _terminal_modes(tty)
+    with contextlib.suppress(OSError):
+        if os.tcgetpgrp(tty) == pgid:
+            _set_foreground(tty, os.getpgrp())
+            _set_terminal_modes(tty, own_modes)
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgrp(), signal.SIGTSTP)
+    # continued
+    with contextlib.suppress(OSError):
+        if os.tcgetpgrp(tty) == os.getpgrp():
+            _set_terminal_modes(tty, job_modes)
+            _set_foreground(tty, pgid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGCONT)
+
+
+def _wait(
+    process: subprocess.Popen[bytes],
+    tty: int | None,
+    timeout: float | None,
+    own_modes: list[Any] | None,
+) -> int | None:
+    """Wait for the command's leader to end; its exit status, or ``None``
+    when ``timeout`` seconds passed first.  On a terminal, a stop of the
+    command is handled as a shell does (:func:`_stopped`)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    flags = os.WEXITED | os.WNOWAIT | (os.WSTOPPED if tty is not None else 0)
+    delay = 0.0005
+    while True:
+        info = os.waitid(os.P_PID, process.pid, flags | (os.WNOHANG if deadline else 0))
+        if info is None:  # WNOHANG: still running
+            left = deadline - time.monotonic() if deadline is not None else 0.0
+            if left <= 0:
+                return None
+            delay = min(delay * 2, left, 0.05)
+            time.sleep(delay)
+            continue
+        if info.si_code in (os.CLD_STOPPED, os.CLD_TRAPPED) and tty is not None:
+            os.waitid(os.P_PID, process.pid, os.WSTOPPED | os.WNOHANG)  # consume the stop
+            _stopped(tty, process.pid, own_modes)
+            continue
+        return process.wait()
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -153,6 +232,7 @@ def _deliver(state: dict[str, Any], pgid: int, signum: int) -> None:
     worktree, waiting for ever)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+        os.killpg(pgid, signal.SIGCONT)  # a stopped command acts on it only when continued
     if state.get("escalation") is None:
         timer = threading.Timer(KILL_GRACE_SECONDS, _kill_group, args=(pgid,))
         timer.daemon = True
@@ -237,6 +317,7 @@ def run_command(
     if state["received"] is not None:  # stopped before it started
         return CommandOutcome(128 + state["received"], received_signal=state["received"])
     tty = _terminal_fd(stdin)
+    own_modes = _terminal_modes(tty) if tty is not None else None
 
     try:
         process = subprocess.Popen(
@@ -279,9 +360,8 @@ def run_command(
         _deliver(state, pgid, state["received"])
     timed_out = False
     try:
-        try:
-            returncode = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        returncode = _wait(process, tty, timeout, own_modes)
+        if returncode is None:
             timed_out = True
             _stop_group(process, pgid, KILL_GRACE_SECONDS)
             returncode = process.wait()
