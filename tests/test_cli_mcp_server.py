@@ -298,7 +298,7 @@ def test_the_server_ends_when_its_client_closes_stdin(env, make_repo) -> None:
 def test_only_mcp_loads_the_sdk(env, make_repo) -> None:
     """Start-up does not grow: ``-h`` and a plain run load neither the SDK
     nor the server module."""
-    from test_startup import imported
+    from test_packaging_startup import imported
 
     repo = make_repo()
     for args in (["-h"], ["-q", "--", "true"], ["list"]):
@@ -308,7 +308,7 @@ def test_only_mcp_loads_the_sdk(env, make_repo) -> None:
 
 @pytest.mark.needs("git")
 def test_completion_offers_mcp_and_its_option(env, make_repo) -> None:
-    from test_completion import complete
+    from test_cli_completion import complete
 
     repo = make_repo()
     first = complete("git isopatch mc", repo, env)
