@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from repo_helpers import ISOPATCH, isopatch, repo_state
+from repo_helpers import ISOPATCH, isopatch, registered_worktrees, repo_state
 
 mcp = pytest.importorskip(
     "mcp", reason="needs the Python package 'mcp' (the mcp and test extras install it)"
@@ -317,3 +317,35 @@ def test_completion_offers_mcp_and_its_option(env, make_repo) -> None:
     later = complete("git isopatch -q mc", repo, env)
     assert first.count("mcp ") == later.count("mcp ") + 1
     assert complete("git isopatch mcp -", repo, env) == ["-C "]
+
+
+def test_a_cancelled_call_stops_its_run_and_removes_its_worktree(env, make_repo, tmp_path) -> None:
+    """The client gives up on a call: the run gets SIGTERM, stops its
+    command and removes its worktree, as on Ctrl-C; the server goes on."""
+    repo = make_repo()
+    started = tmp_path / "started"
+
+    async def body(client):
+        with anyio.move_on_after(60) as scope:
+            async with anyio.create_task_group() as group:
+
+                async def call():
+                    await client.call_tool(
+                        "capture",
+                        {"command": ["sh", "-c", f"touch {started}; sleep 120"], "sandbox": False},
+                    )
+
+                group.start_soon(call)
+                while not started.exists():
+                    await anyio.sleep(0.05)
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught, "the command never started"
+        for _ in range(300):  # its clean-up takes a moment
+            if not registered_worktrees(repo, env):
+                break
+            await anyio.sleep(0.1)
+        return await client.call_tool("capture", {"command": ["true"]})
+
+    after = serve(repo, env, tmp_path, body)
+    assert not after.is_error and after.structured_content["exit"] == 0
+    assert registered_worktrees(repo, env) == []

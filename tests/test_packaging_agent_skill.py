@@ -246,3 +246,36 @@ def test_the_readme_command_copies_the_installed_skill_where_agents_look(
     assert done.returncode == 0, done.stderr
     copied = Path(env["HOME"]) / ".claude" / "skills" / "git-isopatch" / "SKILL.md"
     assert copied.read_bytes() == SKILL.read_bytes()
+
+
+def test_the_readme_parallel_candidates_recipe_works(env, make_repo) -> None:
+    """The README's recipe, as printed: three candidates at once, the
+    second brought home, everything cleaned up."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## For agents")[1].split("\n## ")[0]
+    (recipe,) = [b for b in fenced(section, "sh") if "wait" in b]
+    repo = make_repo({"app.py": SOURCE})
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", recipe],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [(r["exit"], r["files"]) for r in results] == [(0, 1)] * 3
+    assert git("status", "--porcelain", cwd=repo, env=env) == b" M app.py\n"
+    narrow = subprocess.run(
+        ["ruff", "format", "--line-length", "60", "-"],
+        input=SOURCE,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (repo / "app.py").read_text() == narrow
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert git("worktree", "list", "--porcelain", cwd=repo, env=env).count(b"worktree ") == 1
