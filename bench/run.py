@@ -35,6 +35,20 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = BENCH_DIR.parent
 BARE_SCRIPT = BENCH_DIR / "bare.sh"
+INPLACE_SCRIPT = BENCH_DIR / "inplace.sh"
+CLONE_SCRIPT = BENCH_DIR / "clone.sh"
+
+# The ways a user would get the same patch without git isopatch: the plain
+# worktree sequence, in place with stash/reset/pop (lint-staged's way), and a
+# `git clone --shared`.  Each is a script taking [-o <patch>] [--] <command>.
+ALTERNATIVES: dict[str, Path] = {
+    "bare": BARE_SCRIPT,
+    "inplace": INPLACE_SCRIPT,
+    "clone": CLONE_SCRIPT,
+}
+ALTERNATIVE_LABELS = {"bare": "bare", "inplace": "in place", "clone": "clone"}
+# The ways of git isopatch that are compared with each alternative.
+TOOL_WAYS = {"tool": "cold", "sandbox": "sandbox", "warm": "warm", "warm-sandbox": "warm+sandbox"}
 
 # Bump when the repository generator changes, so that cached repositories made
 # by an older generator are regenerated.
@@ -58,6 +72,14 @@ RATIO_TARGETS: dict[str, float] = {"small": 3.5, "medium": 0.65}
 # With --pool: largest acceptable median(warm) / median(bare), a run that
 # claims a worktree from the pool (isopatch.pool=1).
 WARM_RATIO_TARGETS: dict[str, float] = {"medium": 0.15}
+# Issue 23's targets, (way, alternative, size) -> largest acceptable ratio of
+# medians: a warm run costs little more than running in place, with and
+# without the sandbox; the small one is judged with --workdir on a tmpfs.
+ALTERNATIVE_TARGETS: dict[tuple[str, str, str], float] = {
+    ("warm", "inplace", "medium"): 2.0,
+    ("warm-sandbox", "inplace", "medium"): 2.0,
+    ("warm", "bare", "small"): 6.0,
+}
 PEAK_RSS_TARGET_MB = 80.0
 
 
@@ -506,11 +528,15 @@ class Bench:
     # One capture, either way --------------------------------------------------
 
     def capture_argv(self, implementation: str, command: Sequence[str]) -> list[str]:
-        if implementation == "bare":
-            return ["sh", str(BARE_SCRIPT), "--", *command]
+        if implementation in ALTERNATIVES:
+            return ["sh", str(ALTERNATIVES[implementation]), "--", *command]
         assert self.tool is not None
-        options = ["-q", *(["--sandbox"] if implementation == "sandbox" else []), "--", *command]
-        if implementation == "warm":
+        sandboxed = implementation in ("sandbox", "warm-sandbox")
+        # -o: a quiet run without it keeps no patch (nobody is told its path);
+        # the alternatives write theirs to a file too
+        patch = self.run_tmp / "isopatch.patch"
+        options = ["-q", "-o", str(patch), *(["--sandbox"] if sandboxed else []), "--", *command]
+        if implementation in ("warm", "warm-sandbox"):
             return [
                 *("git", "-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={self.pool_tmp}"),
                 *("isopatch", *options),
@@ -520,7 +546,7 @@ class Bench:
         return self.tool.argv(options)
 
     def env_for(self, implementation: str) -> dict[str, str]:
-        return self.env if implementation == "bare" else self.tool.env(self.env)
+        return self.env if implementation in ALTERNATIVES else self.tool.env(self.env)
 
     def capture(self, implementation: str, scenario: str, repo: Path, label: str) -> float | None:
         """Time one capture; check it and clean up after it. None if it failed."""
@@ -537,6 +563,14 @@ class Bench:
         self.clean_up(repo, label)
         if run.exit_code != 0:
             self.fail(f"{label}: exit {run.exit_code}", run.stderr)
+            return None
+        if git(["status", "--porcelain", "--ignored"], cwd=repo, env=self.env) or git(
+            ["stash", "list"], cwd=repo, env=self.env
+        ):
+            self.fail(f"{label}: the checkout or the stash is not as it was", "")
+            git(["reset", "--quiet", "--hard", "HEAD"], cwd=repo, env=self.env)
+            git(["clean", "-q", "-ffdx"], cwd=repo, env=self.env)
+            git(["stash", "clear"], cwd=repo, env=self.env)
             return None
         if (patch_bytes > 0) != (scenario == "edit"):
             self.warn(
@@ -587,9 +621,9 @@ class Bench:
     ) -> list[dict[str, object]]:
         """Interleaved rounds: each round runs every scenario both ways, in
         alternating order, so that drift in the machine hits both alike."""
-        implementations = ["bare", "tool", "sandbox"] if self.tool else ["bare"]
+        implementations = [*ALTERNATIVES, *(["tool", "sandbox"] if self.tool else [])]
         if self.tool and self.pool:
-            implementations.append("warm")
+            implementations += ["warm", "warm-sandbox"]
             # fill the pool first: the first warm run of the timed rounds must claim
             self.capture("warm", "true", repo, f"{spec.name} filling the pool")
         samples: dict[tuple[str, str], list[float]] = {
@@ -651,6 +685,16 @@ class Bench:
                     "warm_samples_s": samples.get((scenario, "warm"), []),
                     "bare_samples_s": samples[scenario, "bare"],
                     "tool_samples_s": samples.get((scenario, "tool"), []),
+                    "inplace_median_s": median_or_none(samples[scenario, "inplace"]),
+                    "clone_median_s": median_or_none(samples[scenario, "clone"]),
+                    "warm_sandbox_median_s": median_or_none(
+                        samples.get((scenario, "warm-sandbox"), [])
+                    ),
+                    "samples_s": {
+                        implementation: samples[scenario, implementation]
+                        for implementation in implementations
+                    },
+                    "ratios": alternative_ratios(spec.name, scenario, samples),
                 }
             )
         return results
@@ -720,6 +764,28 @@ def median_or_none(samples: Sequence[float]) -> float | None:
     return statistics.median(samples) if samples else None
 
 
+def alternative_ratios(
+    size: str, scenario: str, samples: dict[tuple[str, str], list[float]]
+) -> dict[str, dict[str, object]]:
+    """median(way) / median(alternative) for every way of the tool that ran and
+    every alternative, keyed "way/alternative", with the target if there is one."""
+    ratios: dict[str, dict[str, object]] = {}
+    for way in TOOL_WAYS:
+        tool = median_or_none(samples.get((scenario, way), []))
+        for alternative in ALTERNATIVES:
+            other = median_or_none(samples.get((scenario, alternative), []))
+            if tool is None or not other:
+                continue
+            ratio = tool / other
+            target = ALTERNATIVE_TARGETS.get((way, alternative, size))
+            ratios[f"{way}/{alternative}"] = {
+                "ratio": ratio,
+                "target": target,
+                "met": None if target is None else ratio <= target,
+            }
+    return ratios
+
+
 # --------------------------------------------------------------------------
 # Report
 
@@ -744,11 +810,13 @@ def print_report(
         "files",
         "scenario",
         "bare median s",
+        "in place s",
+        "clone s",
         "tool median s",
         "ratio tool/bare",
         "--sandbox s",
         "ratio sandbox/bare",
-        *(["warm (pool) s", "ratio warm/bare"] if pool else []),
+        *(["warm (pool) s", "ratio warm/bare", "warm+sandbox s"] if pool else []),
         "target",
         "result",
     ]
@@ -758,12 +826,18 @@ def print_report(
             f"{r['files']:,}",
             str(r["scenario"]),
             fmt(r["bare_median_s"], ".3f"),
+            fmt(r.get("inplace_median_s"), ".3f"),
+            fmt(r.get("clone_median_s"), ".3f"),
             fmt(r["tool_median_s"], ".3f"),
             fmt(r["ratio"], ".2f"),
             fmt(r.get("sandbox_median_s"), ".3f"),
             fmt(r.get("sandbox_ratio"), ".2f"),
             *(
-                [fmt(r.get("warm_median_s"), ".3f"), fmt(r.get("warm_ratio"), ".2f")]
+                [
+                    fmt(r.get("warm_median_s"), ".3f"),
+                    fmt(r.get("warm_ratio"), ".2f"),
+                    fmt(r.get("warm_sandbox_median_s"), ".3f"),
+                ]
                 if pool
                 else []
             ),
@@ -772,15 +846,8 @@ def print_report(
         ]
         for r in results
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    print()
-    for row in [header, ["-" * width for width in widths], *rows]:
-        print(
-            "  ".join(
-                cell.ljust(width) if i in (0, 2) else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-            ).rstrip()
-        )
+    print_table(header, rows)
+    print_ratio_table(results)
 
     print()
     if startup is not None:
@@ -809,6 +876,14 @@ def print_report(
                 f"{fmt(r['warm_ratio'], '.2f')} <= {r['warm_target']:.2f}: "
                 f"{verdict(r['warm_met'])}"
             )
+        for key, ratio in r.get("ratios", {}).items():
+            if ratio["target"] is not None:
+                way, alternative = key.split("/")
+                print(
+                    f"target {r['size']} {r['scenario']} {TOOL_WAYS[way]}/"
+                    f"{ALTERNATIVE_LABELS[alternative]}: ratio {ratio['ratio']:.2f} "
+                    f"<= {ratio['target']:.2f}: {verdict(ratio['met'])}"
+                )
     if rss is not None:
         tool_mb = rss.get("tool_self_mb")
         met = None if tool_mb is None else tool_mb <= PEAK_RSS_TARGET_MB
@@ -816,6 +891,49 @@ def print_report(
             f"target peak RSS of the tool process: {fmt(tool_mb, '.1f')} MB "
             f"<= {PEAK_RSS_TARGET_MB:.0f} MB: {verdict(met)}"
         )
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    print()
+    for row in [header, ["-" * width for width in widths], *rows]:
+        print(
+            "  ".join(
+                cell.ljust(width) if i in (0, 2) else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+        )
+
+
+def print_ratio_table(results: list[dict[str, object]]) -> None:
+    """Every way of the tool against every alternative: median / median, from
+    the same interleaved rounds."""
+    columns = [
+        key
+        for key in (f"{way}/{alt}" for way in TOOL_WAYS for alt in ALTERNATIVES)
+        if any(key in r.get("ratios", {}) for r in results)
+    ]
+    if not columns:
+        return
+    header = [
+        "size",
+        "files",
+        "scenario",
+        *(
+            f"ratio {TOOL_WAYS[way]}/{ALTERNATIVE_LABELS[alt]}"
+            for way, alt in (column.split("/") for column in columns)
+        ),
+    ]
+    rows = [
+        [
+            str(r["size"]),
+            f"{r['files']:,}",
+            str(r["scenario"]),
+            *(fmt(r["ratios"].get(column, {}).get("ratio"), ".2f") for column in columns),
+        ]
+        for r in results
+    ]
+    print_table(header, rows)
 
 
 def ms(seconds: float | None) -> float | None:

@@ -1,6 +1,9 @@
 """The benchmark harness runs: ``bench/run.py --quick --pool`` on a tiny
 repository prints the table, warm runs from the pool beside the cold ones,
-and the targets, against the installed tool.  No timing is asserted."""
+the alternatives a user would pick (in place with stash/reset/pop, a
+``git clone --shared``) with every way's ratio to each, and the targets,
+against the installed tool.  No timing is asserted; the harness exits 1 when
+a run leaves the checkout or the stash changed."""
 
 from __future__ import annotations
 
@@ -38,5 +41,11 @@ def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
     assert "ratio sandbox/bare" in done.stdout
     assert "ratio warm/bare" in done.stdout
     assert "left behind" not in done.stdout + done.stderr
+    assert "patch under $TMPDIR" not in done.stdout + done.stderr
+    for column in ("in place s", "clone s", "warm+sandbox s"):
+        assert column in done.stdout
+    for way in ("cold", "sandbox", "warm", "warm+sandbox"):
+        for alternative in ("bare", "in place", "clone"):
+            assert f"ratio {way}/{alternative}" in done.stdout
     assert "target peak RSS of the tool process" in done.stdout
     assert "startup: git isopatch -h" in done.stdout
