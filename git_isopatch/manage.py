@@ -3,7 +3,7 @@ git-isopatch made for a repository (design: "Kept worktrees"), and the
 result folders its runs left (design: "Placement").
 
 The work is :mod:`.isolation.inventory` (list) and
-:mod:`.isolation.provider` (prune); this opens the repository as
+:mod:`.isolation.removal` (prune); this opens the repository as
 :func:`.capture.capture` does and hands back what the CLI renders.
 """
 
@@ -12,17 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .capture import open_repository
 from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .isolation import results
 from .isolation.inventory import OwnedWorktree, owned_worktrees
-from .isolation.provider import Pruned, prune
+from .isolation.removal import Pruned, prune
 from .isolation.results import ResultFolder
 from .isolation.store import GitMetadataStore
 from .request import CaptureRequest
 from .settings import complete_request
+from .start import open_repository
 
 
 def list_worktrees(
@@ -48,7 +48,7 @@ def prune_worktrees(
     environ: Mapping[str, str] | None = None,
 ) -> Pruned:
     """Remove the kept and orphaned worktrees git-isopatch made for the
-    repository at ``repo_path`` (:func:`.isolation.provider.prune`).
+    repository at ``repo_path`` (:func:`.isolation.removal.prune`).
 
     Args:
         expire: only those made before this time, as git's ``--expire``
@@ -56,7 +56,7 @@ def prune_worktrees(
         dry_run: remove nothing; return what would be removed.
 
     Returns:
-        :class:`.isolation.provider.Pruned`: the worktrees removed, oldest
+        :class:`.isolation.removal.Pruned`: the worktrees removed, oldest
         first, and those that could not be removed, with why.
 
     Raises:

@@ -150,7 +150,7 @@ NOT_YET: dict[tuple[str, str], str] = {
         "the default of isopatch.maxWorktrees lives with the record store"
     ),
     (f"{PACKAGE}.settings", f"{PACKAGE}.request"): ("complete_request fills the request value in"),
-    (f"{PACKAGE}.manage", f"{PACKAGE}.capture"): "list and prune open the repository as a run does",
+    (f"{PACKAGE}.manage", f"{PACKAGE}.start"): "list and prune open the repository as a run does",
     (f"{PACKAGE}.manage", f"{PACKAGE}.request"): "prune reads isopatch.tmpdir through a request",
     (f"{PACKAGE}.manage", f"{PACKAGE}.settings"): "prune reads isopatch.tmpdir",
 }

@@ -2,10 +2,9 @@
 pygit2 look-ups and worktree operations.  Knows nothing of isolation."""
 
 from .result import Err, GitError, GitResult, Ok
-from .types import BranchName, CommitId, GitDirPath, Ref, RepoPath, WorktreePath
+from .types import CommitId, GitDirPath, Ref, RepoPath, WorktreePath
 
 __all__ = [
-    "BranchName",
     "CommitId",
     "Err",
     "GitDirPath",

@@ -77,26 +77,6 @@ class Ref(str):
         return super().__new__(cls, value)
 
 
-class BranchName(Ref):
-    """A branch name (without ``refs/heads/``); see git-check-ref-format(1)."""
-
-    __slots__ = ()
-
-    def __new__(cls, value: str) -> BranchName:
-        self = super().__new__(cls, value)
-        bad = (
-            value.endswith("/")
-            or value.endswith(".lock")
-            or value.endswith(".")
-            or ".." in value
-            or "@{" in value
-            or any(c in value for c in " ~^:?*[\\")
-        )
-        if bad:
-            raise ValueError(f"not a valid branch name: {value!r}")
-        return self
-
-
 class CommitId(str):
     """A full commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits."""
 

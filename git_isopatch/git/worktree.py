@@ -169,21 +169,6 @@ def unlock_worktree(
             return err
 
 
-def prune_worktrees(
-    git_dir: GitDirPath, *, env: Mapping[str, str], expire: str | None = None
-) -> GitResult[None]:
-    """``git worktree prune [--expire <time>]``: drop registrations whose
-    folder is gone; locked ones are kept (git-worktree(1), ``prune``)."""
-    args = [f"--git-dir={git_dir}", "worktree", "prune"]
-    if expire is not None:
-        args += ["--expire", expire]
-    match run_git(args, env=env):
-        case Ok():
-            return Ok(None)
-        case Err() as err:
-            return err
-
-
 def parse_worktree_list(output: bytes) -> list[WorktreeRecord]:
     """Parse ``git worktree list --porcelain -z`` output (git 2.36+).
 

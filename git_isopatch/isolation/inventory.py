@@ -40,7 +40,7 @@ from ..git.types import GitDirPath
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .errors import known_failure
 from .placement import made_by_isopatch
-from .store import DEFAULT_MAX_WORKTREES, POOL_LOCK_REASON, IsolationStore, parse_lock_reason
+from .store import DEFAULT_MAX_WORKTREES, POOL_LOCK_REASON, GitMetadataStore, parse_lock_reason
 
 __all__ = [
     "DEFAULT_MAX_WORKTREES",
@@ -99,7 +99,7 @@ class OwnedWorktree:
 
 
 def owned_worktrees(
-    repository: UserRepository, store: IsolationStore, *, env: Mapping[str, str]
+    repository: UserRepository, store: GitMetadataStore, *, env: Mapping[str, str]
 ) -> list[OwnedWorktree]:
     """Every worktree of the repository that git-isopatch made, oldest
     first (those of unknown age last).

@@ -18,13 +18,17 @@ marker naming this repository, and holds no worktree (a subfolder with a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import stat
+import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from .errors import known_os_failure
 from .lock import LOCK_FILE
 
 log = logging.getLogger("git_isopatch")
@@ -70,6 +74,40 @@ def mark(tmpdir: str, common_dir: str) -> None:
             handle.write(os.fsencode(os.path.realpath(common_dir)) + b"\n")
     except OSError as exc:
         log.debug("could not mark '%s': %s", tmpdir, exc)
+
+
+@contextlib.contextmanager
+def private_folder(root: str, common_dir: str) -> Iterator[str]:
+    """The one owner of a run's private folder: made (``mkdtemp``, mode
+    0700, under ``root``) and marked (:func:`mark`) on entry, discarded
+    (:func:`discard`) when the run fails; on success the run settles it
+    (:func:`settle`), and what is left expires (:func:`expire_automatically`).
+
+    Raises:
+        IsopatchError: the folder could not be made.
+    """
+    try:
+        path = tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=root)
+    except OSError as exc:
+        where = root or tempfile.gettempdir()
+        raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
+    mark(path, common_dir)
+    try:
+        yield path
+    except BaseException:  # the worktree is gone, or kept and reported
+        discard(path)
+        raise
+
+
+def settle(path: str, reported: Iterable[str | None]) -> None:
+    """After a run: discard its private folder ``path`` unless a path the
+    result reports (patch, captured output, kept worktree) lies inside it
+    (``-o`` without captured output leaves nothing).  A caller that
+    consumed what was reported (the patch copied to stdout, applied, or
+    nobody told) discards it with :func:`discard`."""
+    prefix = os.path.join(path, "")
+    if not any(p is not None and p.startswith(prefix) for p in reported):
+        discard(path)
 
 
 def _marked_for(folder: str) -> str | None:

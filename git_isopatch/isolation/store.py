@@ -1,4 +1,4 @@
-"""Where git-isopatch records the worktrees it made (design: ``IsolationStore``).
+"""Where git-isopatch records the worktrees it made .
 
 The git-metadata store writes one JSON file, ``isopatch.json``, into the
 worktree's private folder ``$GIT_COMMON_DIR/worktrees/<id>/``
@@ -16,7 +16,6 @@ import re
 import socket
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.types import GitDirPath
@@ -80,16 +79,18 @@ class WorktreeRecord:
         host: that process's host name.
         start_ticks: that process's start time (see :func:`process_start_ticks`).
         created: creation time, seconds since the epoch.
-        tmpdir: the run's private ``mkdtemp`` folder (the patch, output).
         container: the folder made for the worktree alone, which holds it
-            (:func:`.placement.place_worktree`); ``None`` in records of
-            older versions, whose worktree lay in ``tmpdir``.
+            (:func:`.placement.place_worktree`).
+        tmpdir: what older versions read as the folder holding the
+            worktree (in their records ``container`` is unset); new records
+            hold ``container`` here too, so that an older git-isopatch still
+            finds the worktree.
         base: the commit id the worktree started at.
         command: the command's argument list.
         kept: True once the worktree is kept on purpose (``--keep``, or
             extraction failed).
         pooled: True while it waits in the pool (``isopatch.pool``) for the
-            next run; then ``tmpdir`` holds nothing but the worktree.
+            next run; then ``container`` holds nothing but the worktree.
     """
 
     pid: int
@@ -106,22 +107,21 @@ class WorktreeRecord:
 
     @property
     def worktree_folder(self) -> str:
-        """The folder holding the worktree (``container``, else ``tmpdir``)."""
+        """The folder holding the worktree (``container``, else, in an
+        older record, ``tmpdir``)."""
         return self.container or self.tmpdir
 
     @classmethod
-    def for_this_process(
-        cls, *, tmpdir: str, base: str, command: list[str], container: str | None = None
-    ) -> WorktreeRecord:
+    def for_this_process(cls, *, container: str, base: str, command: list[str]) -> WorktreeRecord:
         pid = os.getpid()
         return cls(
             pid=pid,
             host=socket.gethostname(),
             start_ticks=process_start_ticks(pid),
             created=time.time(),
-            tmpdir=tmpdir,
             base=base,
             command=list(command),
+            tmpdir=container,
             container=container,
         )
 
@@ -171,18 +171,6 @@ def parse_lock_reason(reason: str | None) -> LockOwner | None:
     return LockOwner(pid=int(match.group(1)), host=match.group(2), start_ticks=ticks)
 
 
-class IsolationStore(Protocol):
-    """Records of the worktrees git-isopatch made."""
-
-    def save(self, admin_dir: GitDirPath, record: WorktreeRecord) -> None:
-        """Write ``record`` for the worktree whose private folder is
-        ``admin_dir``.  Raises ``OSError`` when it cannot be written."""
-
-    def load(self, admin_dir: GitDirPath) -> WorktreeRecord | None:
-        """The record of that worktree, or ``None`` if git-isopatch did not
-        make it (or the record is unreadable)."""
-
-
 #: The JSON types of each field of a record: anything else makes it corrupt.
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "pid": (int,),
@@ -227,8 +215,8 @@ def record_from_json(data: object) -> WorktreeRecord:
 
 
 class GitMetadataStore:
-    """:class:`IsolationStore` keeping ``isopatch.json`` in the worktree's
-    private folder under ``$GIT_COMMON_DIR/worktrees/``.
+    """The records of the worktrees git-isopatch made: ``isopatch.json`` in
+    each worktree's private folder under ``$GIT_COMMON_DIR/worktrees/``.
 
     A record that cannot be read as one (not JSON, a field missing or of the
     wrong type) is corrupt: it counts as no record, and is named in one

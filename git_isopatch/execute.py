@@ -1,0 +1,137 @@
+"""Step 5 of the procedure: the command, run in its worktree, confined.
+
+The command's output goes to 0600 files of the run's private folder when
+captured; it runs in the worktree folder that mirrors where the user stands
+(:func:`.isolation.placement.enter_prefix`), with git's repository
+variables removed from its environment, through the run's
+:class:`.isolation.confinement.Confinement` (:mod:`.isolation.command`).
+Around it, what the command changed beyond the worktree is looked at
+(:mod:`.report`), and the worktree's ``commondir``/``gitdir`` are put back
+if the command rewrote them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import IO
+
+from .extract import open_private
+from .git.admin_files import read_pointers, restore_pointers
+from .git.run import command_environment
+from .git.shared_state import read_shared_state
+from .git.status import read_checkout
+from .isolation.confinement import Confinement, confine
+from .isolation.errors import known_os_failure
+from .isolation.placement import enter_prefix
+from .isolation.provider import Isolation
+from .report import Ran, checkout_changes, command_hints, shared_writes
+from .start import Start
+
+
+@contextlib.contextmanager
+def command(
+    start: Start, isolation: Isolation, state: dict[str, int | None], warn: Callable[[str], None]
+) -> Iterator[tuple[Ran, Confinement]]:
+    """Run the command; yield what it did and the confinement, alive for
+    the body (git-isopatch's own git calls in the worktree run confined
+    too), then closed.  ``state`` carries a signal received
+    (:func:`.isolation.command.forward_signals`).
+
+    Raises:
+        IsopatchError: the sandbox could not be entered, or a file or
+            folder of the run could not be made.
+    """
+    repository = isolation.repository
+    env = command_environment(start.environ)
+    before = read_shared_state(repository.git_dir, repository.common_dir, env=start.git_env)
+    with contextlib.ExitStack() as stack:
+        try:
+            cwd = enter_prefix(isolation.worktree, repository.prefix)
+            # under --sandbox the checkout cannot change through the command
+            checkout_before = (
+                None
+                if start.sandbox.confined
+                else read_checkout(repository.git_dir, repository.top, env=start.git_env)
+            )
+            stdout, stderr, paths = _output(start, isolation.private_dir, stack)
+            confinement = stack.enter_context(
+                confine(
+                    start.sandbox,
+                    worktree=isolation.worktree,
+                    admin_dir=isolation.admin_dir,
+                    common_dir=repository.common_dir,
+                    private_dir=isolation.private_dir,
+                    env=env,
+                    streams=(stdout, stderr),
+                )
+            )
+            pointers = read_pointers(isolation.admin_dir)
+            with contextlib.ExitStack() as files:
+                for stream in (stdout, stderr):
+                    if stream is not None and not isinstance(stream, int):
+                        files.callback(stream.close)
+                outcome = confinement.run_command(
+                    start.command,
+                    cwd=cwd,
+                    env=env,
+                    stdout=stdout,
+                    stderr=stderr,
+                    timeout=start.timeout,
+                    signal_state=state,
+                )
+        except OSError as exc:  # the folder or the output files cannot be made
+            where = exc.filename or isolation.private_dir
+            raise known_os_failure(f"could not create '{where}'", exc) from exc
+        _restore_pointers(isolation, pointers, warn)
+        ran = Ran(
+            outcome=outcome,
+            stdout=paths[0],
+            stderr=paths[1],
+            shared_writes=shared_writes(before, repository, start.git_env),
+            checkout_before=checkout_before,
+            checkout_changes=checkout_changes(
+                checkout_before,
+                repository,
+                (isolation.private_dir, isolation.container),
+                start.git_env,
+            ),
+            hints=command_hints(
+                start.command, outcome, repository.top, isolation.worktree, repository.prefix
+            ),
+        )
+        yield ran, confinement
+
+
+def _output(
+    start: Start, private_dir: str, stack: contextlib.ExitStack
+) -> tuple[int | IO[bytes] | None, IO[bytes] | None, tuple[str | None, str | None]]:
+    """The command's stdout and stderr: 0600 files of ``private_dir`` when
+    the output is captured (closed by ``stack``), else as the caller asked
+    (``start.command_stdout``; ``None``: ours)."""
+    if not start.capture_output:
+        return start.command_stdout, None, (None, None)
+    stdout_path = os.path.join(private_dir, "stdout")
+    stderr_path = os.path.join(private_dir, "stderr")
+    stdout = stack.enter_context(open_private(stdout_path))
+    stderr = stack.enter_context(open_private(stderr_path))
+    return stdout, stderr, (stdout_path, stderr_path)
+
+
+def _restore_pointers(
+    isolation: Isolation, pointers: dict[str, bytes | None], warn: Callable[[str], None]
+) -> None:
+    """Put back the worktree's ``commondir`` and ``gitdir`` if the command
+    rewrote them (:func:`.git.admin_files.restore_pointers`), before any
+    git runs there again, and say so: the private folder is the command's
+    to write, even under ``--sandbox``, and a ``commondir`` leading
+    elsewhere would have git read another configuration and break ``git
+    worktree list`` in the user's repository."""
+    try:
+        changed = restore_pointers(isolation.admin_dir, pointers)
+    except OSError as exc:
+        warn(f"could not put back the worktree's '{isolation.admin_dir}': {exc.strerror or exc}")
+        return
+    for name in changed:
+        warn(f"the command rewrote '{os.path.join(isolation.admin_dir, name)}'; put back")

@@ -1,0 +1,290 @@
+"""Step 6 of the procedure: the patch out of the worktree.
+
+Untracked files are marked intent-to-add in the worktree's own index, then
+``git diff --binary <commit>`` (pinned options, :mod:`.git.diff`) streams
+into a 0600 file in the run's private folder (or beside ``-o``, renamed
+over it); its paths are counted and, when a summary is shown, its diffstat
+taken.  git runs through the run's :class:`.isolation.worktree_git.WorktreeGit`:
+confined as the command was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from .git.apply import diff_color
+from .git.diff import (
+    apply_size_warning,
+    count_patch_files,
+    quote_ambiguous_headers,
+    unreadable_folder_warning,
+)
+from .git.result import Err, Ok
+from .git.submodule import Submodule, patch_stat
+from .git.types import CommitId, GitDirPath
+from .isolation.errors import IsopatchError, known_failure, known_os_failure
+from .isolation.worktree_git import WorktreeGit
+from .start import Start
+
+log = logging.getLogger("git_isopatch")
+
+PATCH_NAME = "isopatch.patch"
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The patch of one run.
+
+    Attributes:
+        patch: its path.
+        files: the number of paths in it.
+        diffstat: git's diffstat of it, when asked for and git could show it.
+    """
+
+    patch: str
+    files: int
+    diffstat: bytes | None
+
+
+def extract(
+    git: WorktreeGit,
+    start: Start,
+    private_dir: str,
+    submodules: Sequence[Submodule],
+    warn: Callable[[str], None],
+) -> Extracted:
+    """Step 6: the patch of the worktree against ``start.commit``, in
+    ``private_dir`` or at ``start.output``; the linked and copied paths
+    never enter it; the changes inside each of ``submodules`` (populated by
+    ``--recurse-submodules``) follow the superproject's.  With
+    ``start.diffstat`` the diffstat is taken, coloured as git colours a
+    diff where it goes (``start.terminal_columns``).
+
+    Raises:
+        IsopatchError: a classified git or OS failure.
+    """
+    git.warn_changed_submodules(submodules, warn)
+    base, output = start.commit, start.output
+    exclude = [include.path for include in start.includes]
+    patch = _extract_patch(git, base, private_dir, output, exclude, submodules, warn)
+    files = count_patch_files(patch)
+    too_large = apply_size_warning(os.path.getsize(patch))
+    if too_large is not None:
+        warn(too_large)
+    shown = None
+    if start.diffstat and files:
+        if submodules:
+            shown = _submodule_patch_stat(patch, git)
+        else:
+            shown = _diffstat(git, base, exclude, start.repository.git_dir, start.terminal_columns)
+    return Extracted(patch, files, shown)
+
+
+def open_private(path: str) -> IO[bytes]:
+    """Create ``path`` with mode 0600 (it must not exist) for writing bytes."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+
+
+def _umask() -> int:
+    """The process's umask: ``Umask:`` of ``/proc/self/status`` (Linux 4.7),
+    else set and restored (not thread-safe, hence the second choice)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _output_mode(output: str) -> int:
+    """The mode an ``-o`` file gets: what ``--stdout > FILE`` would leave,
+    the existing file's permission bits when it replaces one, else 0666
+    less the umask.  (The run's private files stay 0600.)"""
+    try:
+        return stat.S_IMODE(os.stat(output).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _open_patch_file(folder: str) -> tuple[IO[bytes], str]:
+    """Create the patch file in the run's private ``folder``: ``isopatch.patch``
+    (mode 0600), or, when the command put something of its own under that
+    name (it can guess the folder: it is the worktree's parent), a fresh
+    ``isopatch-<random>.patch`` beside it; the command's file is left alone.
+
+    Returns:
+        the open file and its path.
+    Raises:
+        OSError: the folder cannot be written (no space, gone).
+    """
+    path = os.path.join(folder, PATCH_NAME)
+    try:
+        return open_private(path), path
+    except FileExistsError:
+        pass
+    fd, path = tempfile.mkstemp(prefix="isopatch-", suffix=".patch", dir=folder)
+    return os.fdopen(fd, "wb"), path
+
+
+def _extract_patch(
+    git: WorktreeGit,
+    base: CommitId,
+    private_dir: str,
+    output: str | None,
+    exclude: Sequence[str],
+    submodules: Sequence[Submodule],
+    warn: Callable[[str], None],
+) -> str:
+    """Intent-to-add, then the binary diff into a 0600 file.
+
+    With ``output``, the patch is written beside it and renamed over it, so a
+    failure never leaves a half-written file there.  The changes inside each
+    of ``submodules`` follow the superproject's, their paths from the top
+    (:func:`.git.submodule.write_submodule_diff`); their gitlinks are left
+    out.
+
+    Returns:
+        the patch path.
+    Raises:
+        IsopatchError: a classified git or OS failure.
+    """
+    worktree = git.worktree
+    if os.path.islink(worktree) or not os.path.isdir(worktree):
+        raise IsopatchError(
+            "worktree-gone", f"the command removed or replaced its worktree '{worktree}'"
+        )
+    try:
+        return _write_patch(git, base, private_dir, output, exclude, warn, submodules)
+    except subprocess.SubprocessError as exc:  # only a confinement that failed raises it
+        from .isolation.sandbox import UNAVAILABLE
+
+        raise IsopatchError(
+            UNAVAILABLE, f"--sandbox is not available: could not confine git: {exc}"
+        ) from None
+
+
+def _write_patch(
+    git: WorktreeGit,
+    base: CommitId,
+    private_dir: str,
+    output: str | None,
+    exclude: Sequence[str],
+    warn: Callable[[str], None],
+    submodules: Sequence[Submodule] = (),
+) -> str:
+    worktree = git.worktree
+    unreadable: list[str] = []
+    nested: list[str] = []
+    exclude = [*exclude, *(submodule.path for submodule in submodules)]
+    match git.clear_hiding_flags():
+        case Err(error):
+            raise known_failure(f"could not read the index of '{worktree}'", error)
+        case Ok(tracked):
+            pass
+    match git.mark_untracked_intent_to_add(
+        exclude=exclude, unreadable=unreadable, nested=nested, tracked=tracked
+    ):
+        case Err(error):
+            raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
+        case Ok():
+            pass
+    for said in unreadable:
+        warn(unreadable_folder_warning(said))
+    for path in nested:
+        warn(
+            f"'{path}' is a repository the command made: the patch holds its commit "
+            "(a gitlink), not its files"
+        )
+    target = output if output is not None else os.path.join(private_dir, PATCH_NAME)
+    try:
+        if output is not None:
+            handle = tempfile.NamedTemporaryFile(
+                dir=os.path.dirname(output) or ".",
+                prefix=".isopatch-",
+                suffix=".tmp",
+                delete=False,
+            )
+        else:
+            handle, target = _open_patch_file(private_dir)
+    except OSError as exc:
+        raise known_os_failure(f"could not write patch '{target}'", exc) from exc
+    written = handle.name if output is not None else target
+    try:
+        with handle:
+            match git.write_binary_diff(base, handle, exclude=exclude):
+                case Err(error):
+                    raise known_failure(f"could not write patch '{target}'", error)
+                case Ok():
+                    pass
+            for submodule in submodules:
+                match git.write_submodule_diff(submodule, handle):
+                    case Err(error):
+                        raise known_failure(
+                            f"could not write patch '{target}' (submodule '{submodule.path}')",
+                            error,
+                        )
+                    case Ok():
+                        pass
+        quote_ambiguous_headers(written)
+        if output is not None:
+            os.chmod(written, _output_mode(output))
+            os.replace(written, output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(written)
+        raise known_os_failure(f"could not write patch '{target}'", exc) from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(written)
+        raise
+    return target
+
+
+def _submodule_patch_stat(patch: str, git: WorktreeGit) -> bytes | None:
+    """The diffstat of a patch holding submodule files
+    (:func:`.git.submodule.patch_stat`), or ``None`` when git cannot show
+    it (logged at debug level)."""
+    match patch_stat(patch, env=git.env):
+        case Ok(output):
+            return output
+        case Err(error):
+            log.debug("no diffstat: %s", error.message())
+            return None
+
+
+def _diffstat(
+    git: WorktreeGit,
+    base: CommitId,
+    exclude: Sequence[str],
+    user_git_dir: GitDirPath,
+    width: int | None,
+) -> bytes | None:
+    """The diffstat of the patch just written, coloured as git colours a
+    diff for where it goes (a terminal of ``width`` columns, or not one:
+    ``None``, in the user's ``user_git_dir``'s configuration); ``None``
+    when git cannot show it: the patch is there, and the run does not fail
+    for a summary (the failure is logged at debug level)."""
+    color = diff_color(user_git_dir, to_terminal=width is not None, env=git.env)
+    try:
+        shown = git.diff_stat(base, exclude=exclude, color=color, width=width)
+    except subprocess.SubprocessError as exc:  # the sandbox could not confine git
+        log.debug("no diffstat: %s", exc)
+        return None
+    match shown:
+        case Ok(output):
+            return output
+        case Err(error):
+            log.debug("no diffstat: %s", error.message())
+            return None

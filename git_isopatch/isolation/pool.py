@@ -1,0 +1,149 @@
+"""The pool of warm worktrees (``isopatch.pool``): what waits there, the
+atomic claim of one, bringing it to a commit, and putting one back.
+
+The life cycle (:mod:`.provider`) calls these; a worktree the pool cannot
+vouch for is removed there, never used.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.repo import UserRepository
+from ..git.result import Err, Ok
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..git.worktree import worktree_admin_dir, worktree_admin_dirs
+from .lock import worktree_admin_lock
+from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord
+
+log = logging.getLogger("git_isopatch")
+
+
+def write_lock_reason(admin_dir: GitDirPath, reason: str) -> None:
+    """Set the worktree's lock reason: the ``locked`` file of its private
+    folder, which ``git worktree lock --reason`` writes and ``git worktree
+    list``/``prune`` read (gitrepository-layout(5), ``worktrees/<id>/locked``)."""
+    replace_admin_file(os.path.join(admin_dir, "locked"), reason.encode("utf-8"))
+
+
+def empty_container(container: str, worktree: str) -> bool:
+    """Empty the folder holding a pooled worktree of everything but the
+    worktree (what a command wrote in ``..``); False if that fails."""
+    name = os.path.basename(worktree)
+    try:
+        for entry in os.listdir(container):
+            if entry == name:
+                continue
+            path = os.path.join(container, entry)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        return os.listdir(container) == [name]
+    except OSError as exc:
+        log.debug("cannot empty '%s': %s", container, exc)
+        return False
+
+
+def pooled(
+    repository: UserRepository, store: GitMetadataStore
+) -> list[tuple[WorktreePath, GitDirPath]]:
+    """The worktrees waiting in the pool of ``repository``, from their
+    private folders alone (no git call): our record says pooled, the
+    ``locked`` file holds the pool's reason, the folder exists.  The
+    caller holds the worktree lock."""
+    found = []
+    for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
+        record = store.load(admin_dir)
+        if record is None or not record.pooled:
+            continue
+        try:
+            locked = read_admin_file(os.path.join(admin_dir, "locked"))
+            reason = locked.decode("utf-8", "surrogateescape")
+        except OSError:
+            continue
+        if reason == POOL_LOCK_REASON and os.path.isdir(top) and not os.path.islink(top):
+            found.append((WorktreePath(top), admin_dir))
+    return found
+
+
+def take(
+    repository: UserRepository, store: GitMetadataStore, base: CommitId, command: list[str]
+) -> tuple[WorktreePath, GitDirPath, WorktreeRecord] | None:
+    """Claim a pooled worktree for this process; ``None`` when none waits.
+
+    The claim is atomic: under the worktree lock, the claimant writes its
+    own record and lock reason over the pool's, so that no other run can
+    see it as pooled any more; a run that cannot take the lock claims
+    nothing.  From then on the worktree is this run's (``running``; if
+    the run dies, ``orphaned``, which ``prune`` clears).
+    """
+    with worktree_admin_lock(repository.common_dir) as locked:
+        if not locked:
+            return None
+        waiting = pooled(repository, store)
+        if not waiting:
+            return None
+        worktree, admin_dir = waiting[0]
+        container = os.path.dirname(worktree)
+        record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
+        try:
+            store.save(admin_dir, record)
+            write_lock_reason(admin_dir, record.lock_reason())
+        except OSError as exc:
+            log.debug("could not claim pooled worktree '%s': %s", worktree, exc)
+            return None
+    return worktree, admin_dir, record
+
+
+def bring_to(
+    worktree: WorktreePath, admin_dir: GitDirPath, base: CommitId, env: dict[str, str]
+) -> bool:
+    """Bring a claimed worktree to ``base`` (:func:`..git.refresh.refresh_worktree`,
+    outside the lock) and empty its folder of what a command left there;
+    False when it cannot be vouched for."""
+    from ..git.refresh import refresh_worktree  # only with a pool
+
+    refreshed = refresh_worktree(worktree, admin_dir, base, env=env)
+    if isinstance(refreshed, Ok) and empty_container(os.path.dirname(worktree), worktree):
+        return True
+    if isinstance(refreshed, Err):
+        log.debug("pooled worktree '%s' not used: %s", worktree, refreshed.error.message())
+    return False
+
+
+def put_back(
+    repository: UserRepository,
+    store: GitMetadataStore,
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    record: WorktreeRecord,
+    size: int,
+) -> bool:
+    """Return the worktree to the pool when fewer than ``size`` wait there.
+
+    ``HEAD`` is detached (a pooled worktree never holds a branch the user
+    may want to check out elsewhere), the record says pooled and the
+    ``locked`` file holds :data:`.store.POOL_LOCK_REASON` (so ``git worktree
+    prune`` leaves it alone), record first: a run that dies between the two
+    leaves an orphan, never a pooled worktree that is not clean.  What the
+    command left in it is cleared by the next claim.
+    """
+    if os.path.islink(worktree) or not os.path.isdir(worktree):
+        return False
+    match worktree_admin_dir(worktree):
+        case Ok(pointer) if os.path.realpath(pointer) == os.path.realpath(admin_dir):
+            pass
+        case _:
+            return False
+    with worktree_admin_lock(repository.common_dir) as locked:
+        if not locked or len(pooled(repository, store)) >= size:
+            return False
+        replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{record.base}\n".encode())
+        record.pooled = True
+        store.save(admin_dir, record)
+        write_lock_reason(admin_dir, POOL_LOCK_REASON)
+    return True

@@ -1,0 +1,64 @@
+"""Step 4 of the procedure: the worktree brought to what the command needs.
+
+With ``--include-uncommitted`` in a sparse checkout, the snapshot's files
+the sparse patterns leave out but the user has are checked out; with
+``--recurse-submodules``, the submodules the user has checked out are
+populated from the user's own repositories; then the ``--link``/``--copy``/
+``.worktreeinclude`` paths are brought in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .git.result import Err, Ok
+from .git.submodule import Submodule
+from .isolation.errors import known_failure
+from .isolation.include import bring_in
+from .isolation.provider import Isolation
+from .isolation.submodules import populate as populate_submodules
+from .start import Start
+
+
+def populate(
+    isolation: Isolation, start: Start, warn: Callable[[str], None]
+) -> tuple[Submodule, ...]:
+    """Step 4 for the worktree of ``isolation``.
+
+    Returns:
+        the submodules populated (``--recurse-submodules``), whose changes
+        the patch holds.
+    Raises:
+        IsopatchError: a classified git or OS failure.
+    """
+    if start.include_uncommitted:
+        _check_out_present_skipped(isolation, start)
+    submodules: tuple[Submodule, ...] = ()
+    if start.recurse_submodules:
+        submodules = populate_submodules(
+            isolation.worktree, isolation.admin_dir, isolation.repository.top, env=start.git_env
+        )
+    bring_in(isolation.repository, isolation.worktree, start.includes, env=start.git_env, warn=warn)
+    return submodules
+
+
+def _check_out_present_skipped(isolation: Isolation, start: Start) -> None:
+    """``--include-uncommitted`` in a sparse checkout: the files of the
+    snapshot that the sparse patterns leave out but the user has are
+    checked out (:func:`.git.sparse.check_out_present_skipped`).
+
+    Raises:
+        IsopatchError: a classified git failure.
+    """
+    from .git.sparse import check_out_present_skipped
+
+    match check_out_present_skipped(
+        isolation.worktree,
+        git_dir=isolation.admin_dir,
+        source_top=isolation.repository.top,
+        env=start.git_env,
+    ):
+        case Err(error):
+            raise known_failure(f"could not check out '{isolation.worktree}'", error)
+        case Ok():
+            pass

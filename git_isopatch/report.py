@@ -1,0 +1,240 @@
+"""Step 7 of the procedure: what the run did beyond its patch, and the result.
+
+The writes the command made to state the worktree shares with the user's
+repository (refs, configuration) and to the user's checkout, the hints for
+a command that could not run a program, ``--apply``, and the
+:class:`~git_isopatch.result.CaptureResult` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .extract import Extracted
+from .git.apply import apply_to_work_tree
+from .git.repo import UserRepository
+from .git.result import Err, GitResult, Ok
+from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
+from .git.status import CheckoutState, changed_paths, read_checkout
+from .isolation.command import CommandOutcome
+from .isolation.errors import IsopatchError
+from .result import CaptureResult
+from .start import Start
+
+#: Folders of installed dependencies that commands commonly need and git
+#: does not track: npm, pnpm and yarn's ``node_modules``, a Python virtual
+#: environment ``.venv``, Go, PHP and Ruby's ``vendor``.
+DEPENDENCY_FOLDERS = ("node_modules", ".venv", "vendor")
+#: Exit statuses for a program that was not found (127) or could not be
+#: executed (126), as POSIX shells report it ("Command Search and
+#: Execution") and npm, make and ``sh -c`` pass it on.
+NOT_RUNNABLE = frozenset({126, 127})
+
+
+def command_hints(
+    command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str, prefix: str = ""
+) -> tuple[str, ...]:
+    """Advice for a command that could not run a program (exit 126 or
+    127; see :data:`NOT_RUNNABLE`), one line each:
+
+    - the command's name holds a space and was not found: it is not run by
+      a shell, so ``"ruff format src"`` is one program name;
+    - a folder of :data:`DEPENDENCY_FOLDERS` is at the top of the user's
+      checkout (``top``) but not in the ``worktree`` (git does not track it,
+      and it was neither linked nor copied): ``--link``/``--copy`` it,
+      named from the user's folder (``prefix``, ``/``-separated from the
+      top, as :attr:`.git.repo.UserRepository.prefix`), since ``--link``
+      paths are taken from there.
+
+    Deciding on the exit status, never on timing, keeps the advice the same
+    on a slow machine.
+    """
+    if outcome.exit_code not in NOT_RUNNABLE:
+        return ()
+    hints = []
+    name = command[0] if command else ""
+    if outcome.start_error is not None and " " in name:
+        split = " ".join(shlex.quote(word) for word in name.split())
+        hints.append(
+            f"the command is run without a shell, so '{name}' is one program name; "
+            f"split it (git isopatch -- {split}) or use sh -c {shlex.quote(name)}"
+        )
+        return tuple(hints)  # the name, not a missing dependency, is the trouble
+    for folder in DEPENDENCY_FOLDERS:
+        if os.path.isdir(os.path.join(top, folder)) and not os.path.lexists(
+            os.path.join(worktree, folder)
+        ):
+            path = shlex.quote(posixpath.relpath(folder, prefix or "."))
+            hints.append(
+                f"'{folder}' of your checkout is not in the worktree; "
+                f"bring it in with --link {path} (or --copy {path})"
+            )
+    return tuple(hints)
+
+
+#: Said when a run from ``HEAD`` changed nothing while the user's work
+#: tree has changes of its own, which the worktree does not hold.
+UNCOMMITTED_HINT = (
+    "your uncommitted changes are not in the worktree, which starts from HEAD; "
+    "--include-uncommitted starts from them"
+)
+
+
+def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
+    """The run started from ``HEAD`` (no snapshot) while the user's work
+    tree, as the look before the command saw it, had changes (``None``:
+    not looked at, under ``--sandbox``; an ``Err``: the look failed)."""
+    if not start.from_head_alone:
+        return False
+    match checkout:
+        case Ok(state):
+            return bool(state.entries)
+    return False
+
+
+def apply(
+    result: CaptureResult, repository: UserRepository, env: Mapping[str, str]
+) -> CaptureResult:
+    """``--apply``: the patch into the user's work tree as it is now, all or
+    nothing (:func:`.git.apply.apply_to_work_tree`); when it does not apply,
+    the result says ``apply-failed`` and keeps the patch."""
+    assert result.patch_path is not None
+    match apply_to_work_tree(repository.git_dir, repository.top, result.patch_path, env=env):
+        case Ok():
+            return replace(result, applied=True)
+        case Err(error):
+            lines = [
+                line.removeprefix("error: ").removeprefix("fatal: ")
+                for line in error.stderr.decode("utf-8", "replace").splitlines()
+                if line.strip()
+            ]
+            reason = "; ".join(lines) or error.message()
+            return replace(
+                result,
+                applied=False,
+                error=f"the patch does not apply to the work tree as it is now: {reason}",
+                error_code="apply-failed",
+            )
+
+
+def checkout_changes(
+    before: GitResult[CheckoutState] | None,
+    repository: UserRepository,
+    ours: Sequence[str],
+    env: Mapping[str, str],
+) -> tuple[str, ...]:
+    """The paths of the user's work tree that changed since ``before``
+    (:mod:`.git.status`), leaving out git-isopatch's own folders (``ours``) where they
+    lie inside it (``isopatch.tmpdir`` inside the work tree); empty when
+    either look fails or none was taken (``None``: ``--sandbox``)."""
+    match before:
+        case Ok(old):
+            pass
+        case _:
+            return ()
+    match read_checkout(repository.git_dir, repository.top, env=env):
+        case Ok(new):
+            pass
+        case Err():
+            return ()
+    top = os.path.realpath(repository.top)
+    inside = []
+    for folder in ours:
+        relative = os.path.relpath(os.path.realpath(folder), top)
+        if relative != ".." and not relative.startswith("../"):
+            inside.append(os.fsencode(relative))
+    return tuple(os.fsdecode(p) for p in changed_paths(old, new, ignore=inside))
+
+
+def shared_writes(
+    before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
+) -> tuple[SharedWrite, ...]:
+    """What changed in the refs and configuration the worktree shares with
+    the user's repository since ``before`` (empty when either look fails)."""
+    match before:
+        case Ok(old):
+            pass
+        case Err():
+            return ()
+    match read_shared_state(repository.git_dir, repository.common_dir, env=env):
+        case Ok(new):
+            return tuple(describe_changes(old, new))
+        case Err():
+            return ()
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What step 5 saw of the command.
+
+    Attributes:
+        outcome: how it ended.
+        stdout, stderr: the files holding its output, when captured.
+        shared_writes: what it changed in the refs and configuration the
+            worktree shares with the user's repository.
+        checkout_before: the user's checkout before it ran (``None``: not
+            looked at, under ``--sandbox``), and ``checkout_changes``:
+            the paths of it that changed during the run.
+        hints: advice for a command that could not run a program.
+    """
+
+    outcome: CommandOutcome
+    stdout: str | None
+    stderr: str | None
+    shared_writes: tuple[SharedWrite, ...]
+    checkout_before: GitResult[CheckoutState] | None
+    checkout_changes: tuple[str, ...]
+    hints: tuple[str, ...]
+
+
+def report(
+    start: Start,
+    ran: Ran,
+    extracted: Extracted | IsopatchError,
+    state: dict[str, int | None],
+    private_dir: str,
+    kept: str | None,
+) -> CaptureResult:
+    """Step 7: the result of the run (``extracted``: the patch, or why
+    extraction failed: then the worktree is ``kept`` for inspection), with
+    ``--apply`` done when asked and the command exited 0."""
+    received = state.get("received")
+    result = CaptureResult(
+        base=start.commit,
+        exit_code=128 + received if received is not None else ran.outcome.exit_code,
+        patch_path=None,
+        files=None,
+        stdout=ran.stdout,
+        stderr=ran.stderr,
+        worktree_path=kept,
+        tmpdir=private_dir,
+        timed_out=ran.outcome.timed_out,
+        signal=received,
+        command_error=ran.outcome.start_error,
+        timeout=start.timeout,
+        shared_writes=ran.shared_writes,
+        hints=ran.hints,
+        top=start.repository.top,
+        checkout_changes=ran.checkout_changes,
+    )
+    if isinstance(extracted, IsopatchError):
+        return replace(result, error=extracted.message, error_code=extracted.code)
+    hints = ran.hints
+    if not extracted.files and _left_out_uncommitted(start, ran.checkout_before):
+        hints = (*hints, UNCOMMITTED_HINT)
+    result = replace(
+        result,
+        patch_path=extracted.patch,
+        files=extracted.files,
+        diffstat=extracted.diffstat,
+        hints=hints,
+    )
+    if not start.apply:
+        return result
+    if extracted.files and result.exit_code == 0:
+        return apply(result, start.repository, start.git_env)
+    return replace(result, applied=False)

@@ -1,0 +1,378 @@
+"""Steps 1 and 2 of the procedure: everything checked before anything exists.
+
+:func:`check` turns a :class:`~git_isopatch.request.CaptureRequest` into one
+frozen :class:`Start`: the request resolved against the flags, the
+``isopatch.*`` configuration and the defaults (no field left to complete),
+the user's repository, the commit to start from (a snapshot commit for
+``--include-uncommitted``/``--staged``), the paths to bring in and the
+confinement plan.  When any of it fails, nothing has been made.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
+from .git.metadata import git_metadata_dir
+from .git.repo import UserRepository, open_user_repository, resolve_commit
+from .git.result import Err, GitError, Ok
+from .git.run import own_git_environment
+from .git.types import CommitId, Ref
+from .isolation import confinement
+from .isolation.confinement import ConfinementPlan
+from .isolation.errors import IsopatchError, classify, known_failure, known_os_failure
+from .isolation.include import (
+    COPY,
+    LINK,
+    Include,
+    IncludeRequest,
+    refuse_tracked,
+    resolve_includes,
+)
+from .request import CaptureRequest, conflicts
+from .settings import complete_request, default_tmpdir
+
+
+@dataclass(frozen=True)
+class Start:
+    """One run, resolved and checked (black's ``Mode``: nothing left to
+    complete).  ``None`` below is a value, never "not resolved yet".
+
+    Attributes:
+        command: the argument list to run.
+        repository: the user's repository.
+        commit: the commit the worktree starts at.
+        includes: the paths to link or copy in, checked.
+        sandbox: the confinement plan (:data:`.isolation.confinement.UNCONFINED`
+            without ``--sandbox``).
+        environ: the caller's environment; ``git_env``: the one for
+            git-isopatch's own git calls.
+        output: ``-o`` as an absolute path; ``None``: the run's private folder.
+        timeout: seconds; ``None``: no limit.
+        tmp_root: where the run's private folder goes.
+        worktree_root: where the worktree goes (``isopatch.tmpdir``);
+            ``None``: beside the checkout.
+        keep, pool, max_worktrees, recurse_submodules: completed from
+            configuration.
+        include_uncommitted, from_head_alone, capture_output,
+        command_stdout, apply, progress, diffstat, terminal_columns:
+            as the request says (:class:`~git_isopatch.request.CaptureRequest`).
+    """
+
+    command: tuple[str, ...]
+    repository: UserRepository
+    commit: CommitId
+    includes: tuple[Include, ...]
+    sandbox: ConfinementPlan
+    environ: Mapping[str, str]
+    git_env: Mapping[str, str]
+    output: str | None
+    timeout: float | None
+    tmp_root: str
+    worktree_root: str | None
+    keep: bool
+    pool: int
+    max_worktrees: int
+    recurse_submodules: bool
+    include_uncommitted: bool
+    from_head_alone: bool
+    capture_output: bool
+    command_stdout: int | None
+    apply: bool
+    progress: bool
+    diffstat: bool
+    terminal_columns: int | None
+
+
+def check(
+    request: CaptureRequest, environ: Mapping[str, str], warn: Callable[[str], None]
+) -> Start:
+    """Steps 1-2: resolve and check ``request`` (fields left ``None`` come
+    from ``isopatch.*`` configuration, :func:`.settings.complete_request`).
+
+    Raises:
+        ValueError: the request holds a combination that cannot go together
+            (:func:`.request.conflicts`).
+        IsopatchError: see :func:`git_isopatch.capture.run`; nothing exists yet.
+    """
+    problem = conflicts(request)
+    if problem is not None:
+        raise ValueError(problem)
+    request = _absolute_paths(request)
+    repository = open_repository(request.repo_path, environ)
+    if request.output is not None:
+        check_output_target(request.output, repository)
+    # the flags, not the configuration's keys (there for sandboxed runs)
+    loosened = [
+        name
+        for name, given in (
+            ("--allow-write", request.allow_write),
+            ("--allow-network", request.allow_network),
+        )
+        if given
+    ]
+    request = complete_request(request, repository, environ)
+    if not request.sandbox:
+        for name in loosened:
+            warn(f"{name} has no effect without --sandbox")
+    sandbox = confinement.plan(
+        bool(request.sandbox), request.allow_write or (), bool(request.allow_network)
+    )
+    tmp_root = request.tmpdir or "/tmp"
+    snapshot = request.include_uncommitted or request.staged
+    commit = None if snapshot else resolve_base(repository, request.base, environ)
+    git_env = own_git_environment(environ)
+    includes = resolve_includes(
+        repository, include_requests(repository, request, env=git_env), warn=warn
+    )
+    if commit is None:
+        commit = _snapshot(repository, request, environ, git_env, tmp_root)
+    includes = refuse_tracked(repository, commit, includes, warn=warn)
+    return Start(
+        command=tuple(request.command),
+        repository=repository,
+        commit=commit,
+        includes=tuple(includes),
+        sandbox=sandbox,
+        environ=environ,
+        git_env=git_env,
+        output=request.output,
+        timeout=request.timeout or None,
+        tmp_root=tmp_root,
+        # isopatch.tmpdir (or the caller's tmpdir) places the worktree too;
+        # $TMPDIR alone holds only the private folder (design: Placement)
+        worktree_root=tmp_root if tmp_root != default_tmpdir(environ) else None,
+        keep=bool(request.keep),
+        pool=max(0, request.pool or 0),
+        max_worktrees=request.max_worktrees or 0,
+        recurse_submodules=bool(request.recurse_submodules),
+        include_uncommitted=request.include_uncommitted,
+        from_head_alone=request.from_head_alone,
+        capture_output=request.capture_output,
+        command_stdout=request.command_stdout,
+        apply=request.apply,
+        progress=request.progress,
+        diffstat=request.diffstat,
+        terminal_columns=request.terminal_columns,
+    )
+
+
+def _absolute_paths(request: CaptureRequest) -> CaptureRequest:
+    """``-o`` and ``--allow-write`` taken from ``request.repo_path``, as
+    git takes paths on the command line."""
+    if request.output is not None:
+        output = os.path.abspath(os.path.join(request.repo_path, request.output))
+        request = replace(request, output=output)
+    if request.allow_write is not None:
+        paths = (os.path.abspath(os.path.join(request.repo_path, p)) for p in request.allow_write)
+        request = replace(request, allow_write=tuple(paths))
+    return request
+
+
+def _snapshot(
+    repository: UserRepository,
+    request: CaptureRequest,
+    environ: Mapping[str, str],
+    git_env: Mapping[str, str],
+    tmp_root: str,
+) -> CommitId:
+    """The snapshot commit ``--include-uncommitted``/``--staged`` start from,
+    of the index ``GIT_INDEX_FILE`` names (checked) or the user's own."""
+    from .git.snapshot import user_index_file
+
+    index_file = user_index_file(repository.git_dir, repository.top, environ)
+    if environ.get("GIT_INDEX_FILE"):
+        _check_named_index(index_file)
+    return snapshot_base(
+        repository, git_env, tmp_root, staged=request.staged, index_file=index_file
+    )
+
+
+def _repository_error(error: GitError, default: str | None = None) -> IsopatchError:
+    """git's or libgit2's refusal of the repository or the base, with git's
+    advice as hints; ``default`` is the code when no specific row of the
+    table classifies it (else ``git-failed``, or ``not-a-git-repository``
+    for libgit2's own refusals)."""
+    code = classify(error)
+    if default is not None and code in (None, "git-failed"):
+        code = default
+    hint = "\n".join(error.hints) or None
+    return IsopatchError(code or "not-a-git-repository", error.message(), hint=hint)
+
+
+def open_repository(repo_path: str, environ: Mapping[str, str]) -> UserRepository:
+    """Step 2, first half: the user's repository as git would find it.
+
+    Raises:
+        IsopatchError: ``not-a-git-repository`` or ``not-a-work-tree``.
+    """
+    match open_user_repository(repo_path, environ):
+        case Ok(repository):
+            return repository
+        case Err(error):
+            raise _repository_error(error)
+
+
+def check_output_target(output: str, repository: UserRepository) -> None:
+    """Refuse an ``-o`` target before anything is made (found by attacking
+    it): the patch is written beside the target and renamed over it, which
+    is right for a regular file or a new name, and wrong for anything else.
+
+    Raises:
+        IsopatchError: ``bad-output`` when ``output`` is git metadata
+            (``-o .git/config`` would break the repository; a work tree
+            inside a bare repository's folder is not metadata, see
+            :func:`.git.metadata.git_metadata_dir`), or is an existing
+            folder, symbolic link, FIFO or device;
+            ``no-such-file``/``not-a-directory`` when its folder is missing
+            or is not a folder.
+    """
+    if git_metadata_dir(repository, output) is not None:
+        raise IsopatchError(
+            "bad-output", f"refusing to write the patch into the git directory: '{output}'"
+        )
+    try:
+        mode = os.lstat(output).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise known_os_failure(f"could not write patch '{output}'", exc) from exc
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsopatchError("is-a-directory", f"could not write patch '{output}': Is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+        raise IsopatchError("bad-output", f"refusing to replace '{output}': it is {kind}")
+    folder = os.path.dirname(output)
+    if not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise IsopatchError(
+                "not-a-directory", f"could not write patch '{output}': Not a directory"
+            )
+        raise IsopatchError(
+            "no-such-file", f"could not write patch '{output}': No such file or directory"
+        )
+
+
+def resolve_base(
+    repository: UserRepository, base: str, environ: Mapping[str, str] | None = None
+) -> CommitId:
+    """Step 2, second half: the base revision as a full commit id.
+
+    ``environ`` (default ``os.environ``) carries ``git -c`` settings for
+    git, asked where libgit2 cannot resolve the base.
+
+    Raises:
+        IsopatchError: ``unknown-revision``, ``ambiguous-revision`` (git's
+            candidates as hints) or ``unborn-head``.
+    """
+    environ = os.environ if environ is None else environ
+    try:
+        ref = Ref(base)
+    except ValueError as exc:  # the reason quotes the value with its escapes
+        raise IsopatchError("unknown-revision", f"invalid base: {exc}") from exc
+    match resolve_commit(repository, ref, env=own_git_environment(environ)):
+        case Ok(commit):
+            return commit
+        case Err(error):
+            raise _repository_error(error, "unknown-revision")
+
+
+def include_requests(
+    repository: UserRepository,
+    request: CaptureRequest,
+    *,
+    env: Mapping[str, str],
+) -> list[IncludeRequest]:
+    """What to bring into the worktree, weakest origin first: the ignored
+    files ``.worktreeinclude`` names (copied; unless
+    ``request.worktree_include`` is false), ``isopatch.copy`` and
+    ``isopatch.link`` (``request.configured_copies``/``configured_links``,
+    completed), then ``request.link`` and ``request.copy`` (relative to the
+    caller's folder, as git takes paths on the command line).
+
+    Raises:
+        IsopatchError: git could not list the ignored files.
+    """
+    requests: list[IncludeRequest] = []
+    if request.worktree_include:
+        match worktree_include_paths(repository.git_dir, repository.top, env=env):
+            case Ok(paths):
+                requests += [IncludeRequest(p, COPY, WORKTREE_INCLUDE_FILE) for p in paths]
+            case Err(error):
+                raise known_failure(f"could not read '{WORKTREE_INCLUDE_FILE}'", error)
+    requests += [IncludeRequest(p, COPY, "isopatch.copy") for p in request.configured_copies or ()]
+    requests += [IncludeRequest(p, LINK, "isopatch.link") for p in request.configured_links or ()]
+    requests += [IncludeRequest(p, LINK, "--link", repository.prefix) for p in request.link]
+    requests += [IncludeRequest(p, COPY, "--copy", repository.prefix) for p in request.copy]
+    return requests
+
+
+def _check_named_index(index_file: str) -> None:
+    """``GIT_INDEX_FILE`` must name an index that exists as a regular file:
+    git would read a missing one as an empty index (every file deleted) and
+    block on a FIFO; a snapshot of either is not what the user meant.
+
+    Raises:
+        IsopatchError: ``bad-index``.
+    """
+    try:
+        mode = os.stat(index_file).st_mode
+    except OSError as exc:
+        raise IsopatchError(
+            "bad-index", f"GIT_INDEX_FILE names '{index_file}': {exc.strerror}"
+        ) from exc
+    if not stat.S_ISREG(mode):
+        raise IsopatchError(
+            "bad-index", f"GIT_INDEX_FILE names '{index_file}', which is not a regular file"
+        )
+
+
+def snapshot_base(
+    repository: UserRepository,
+    env: Mapping[str, str],
+    tmp_root: str,
+    *,
+    staged: bool = False,
+    index_file: str | None = None,
+) -> CommitId:
+    """``--include-uncommitted``: a commit of the work tree as it is, on top
+    of ``HEAD`` (or parentless on an unborn branch); nothing of the user's
+    is written (:func:`.git.snapshot.snapshot_work_tree`).  With ``staged``
+    (``--staged``), a commit of the index as it is, what ``git commit``
+    would commit (:func:`.git.snapshot.snapshot_index`).  ``index_file``:
+    the user's index (:func:`.git.snapshot.user_index_file`).
+
+    Raises:
+        IsopatchError: a classified failure (no space, permission...).
+    """
+    try:
+        head: CommitId | None = resolve_base(repository, "HEAD", env)
+    except IsopatchError as failure:
+        if failure.code != "unborn-head":
+            raise
+        head = None
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="isopatch-index-", dir=tmp_root)
+    except OSError as exc:
+        raise known_os_failure(f"could not create a temporary folder in '{tmp_root}'", exc) from exc
+    from .git.snapshot import snapshot_index, snapshot_work_tree
+
+    with scratch as folder:
+        if staged:
+            result = snapshot_index(
+                repository.git_dir, head, folder, env=env, index_file=index_file
+            )
+        else:
+            result = snapshot_work_tree(
+                repository.git_dir, repository.top, head, folder, env=env, index_file=index_file
+            )
+    match result:
+        case Ok(commit):
+            return commit
+        case Err(error):
+            what = "the index" if staged else "the work tree"
+            raise known_failure(f"could not snapshot {what}", error)
