@@ -115,7 +115,7 @@ def run(
     state: dict[str, int | None] = {"received": None}
     with (
         forward_signals(state),
-        results.private_folder(plan.tmp_root, plan.repository.common_dir) as private_dir,
+        results.private_folder(plan.tmp_root, plan.repository.common_dir) as private,
     ):
         # 3. A worktree at the commit: claimed from the pool or made; given back on leaving.
         with worktree_for_run(
@@ -123,7 +123,7 @@ def run(
             plan.repository,
             plan.commit,
             command=list(plan.command),
-            private_dir=private_dir,
+            private=private,
             tmp_root=plan.tmp_root,
             worktree_root=plan.worktree_root,
         ) as lease:
@@ -136,13 +136,13 @@ def run(
                 git = WorktreeGit(
                     lease.isolation.worktree, lease.isolation.admin_dir, plan.git_env, confinement
                 )
-                extracted = _extract(git, plan, private_dir, submodules, warn)
+                extracted = _extract(git, plan, private.path, submodules, warn)
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=not confinement.confined)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
-        result = report(plan, ran, extracted, state, private_dir, lease.kept)
+        result = report(plan, ran, extracted, state, private.path, lease.kept)
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
-    results.settle(private_dir, reported)  # -o without captured output leaves nothing
+    results.settle(private.path, reported)  # -o without captured output leaves nothing
     results.expire_automatically(plan.repository.common_dir, plan.tmp_root)
     return result
 

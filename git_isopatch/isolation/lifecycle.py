@@ -18,6 +18,7 @@ from dataclasses import replace
 from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
 from .provider import Isolation, WorktreeProvider
+from .results import PrivateFolder
 
 
 class Lease:
@@ -57,12 +58,13 @@ def worktree_for_run(
     base: CommitId,
     *,
     command: list[str],
-    private_dir: str,
+    private: PrivateFolder,
     tmp_root: str | None,
     worktree_root: str | None,
 ) -> Iterator[Lease]:
     """Steps 3 and 7 of the procedure as one life cycle: a worktree at
-    ``base`` (:meth:`WorktreeProvider.create`) held for the body, then given
+    ``base`` (:meth:`WorktreeProvider.create`; then the run's ``private``
+    folder is marked) held for the body, then given
     back as the body settled it (:meth:`Lease.settle`): kept, pooled, or
     removed; when it cannot go back it is kept and unlocked for the user.
     On an error it is removed, or kept after :meth:`Lease.keep_on_failure`.
@@ -74,10 +76,11 @@ def worktree_for_run(
         repository,
         base,
         command=command,
-        private_dir=private_dir,
+        private_dir=private.path,
         tmp_root=tmp_root,
         worktree_root=worktree_root,
     )
+    private.mark()
     lease = Lease(isolation)
     try:
         yield lease

@@ -63,7 +63,7 @@ class ResultFolder:
     modified: float
 
 
-def mark(tmpdir: str, common_dir: str) -> None:
+def mark(tmpdir: str, common_dir: str) -> bool:
     """Write :data:`MARKER` into the run's private folder ``tmpdir``, naming
     ``common_dir``.  Best effort: an unmarked folder is never removed by
     :func:`discard` or :func:`expire`, which is the safe side."""
@@ -74,14 +74,36 @@ def mark(tmpdir: str, common_dir: str) -> None:
             handle.write(os.fsencode(os.path.realpath(common_dir)) + b"\n")
     except OSError as exc:
         log.debug("could not mark '%s': %s", tmpdir, exc)
+        return False
+    return True
+
+
+class PrivateFolder:
+    """A run's private folder (``path``), made by :func:`private_folder`.
+
+    It is marked (:func:`mark`) once the worktree exists
+    (:func:`.lifecycle.worktree_for_run`), so that the worktree's own files
+    come first where inodes are few; until then a failure deletes it
+    outright, after that only as a marked result folder (:func:`discard`).
+    """
+
+    def __init__(self, path: str, common_dir: str) -> None:
+        self.path = path
+        self.common_dir = common_dir
+        self.marked = False
+
+    def mark(self) -> None:
+        """:func:`mark` it for its repository (best effort)."""
+        self.marked = mark(self.path, self.common_dir)
 
 
 @contextlib.contextmanager
-def private_folder(root: str, common_dir: str) -> Iterator[str]:
+def private_folder(root: str, common_dir: str) -> Iterator[PrivateFolder]:
     """The one owner of a run's private folder: made (``mkdtemp``, mode
-    0700, under ``root``) and marked (:func:`mark`) on entry, discarded
-    (:func:`discard`) when the run fails; on success the run settles it
-    (:func:`settle`), and what is left expires (:func:`expire_automatically`).
+    0700, under ``root``) on entry, marked (:meth:`PrivateFolder.mark`)
+    once the worktree exists, discarded when the run fails; on success the
+    run settles it (:func:`settle`), and what is left expires
+    (:func:`expire_automatically`).
 
     Raises:
         IsopatchError: the folder could not be made.
@@ -91,11 +113,14 @@ def private_folder(root: str, common_dir: str) -> Iterator[str]:
     except OSError as exc:
         where = root or tempfile.gettempdir()
         raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
-    mark(path, common_dir)
+    folder = PrivateFolder(path, common_dir)
     try:
-        yield path
+        yield folder
     except BaseException:  # the worktree is gone, or kept and reported
-        discard(path)
+        if folder.marked:
+            discard(path)
+        else:  # nothing but what this run made is in it yet
+            shutil.rmtree(path, ignore_errors=True)
         raise
 
 
