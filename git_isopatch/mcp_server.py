@@ -160,9 +160,9 @@ def apply_patch(patch: str, repo: str, environ: Mapping[str, str] | None = None)
             ``apply-failed`` (nothing was written, the reason in one line).
     """
     from .bring_home import bring_home
-    from .capture import open_repository
     from .git.run import own_git_environment
     from .isolation.errors import IsopatchError
+    from .start import open_repository
 
     environ = os.environ if environ is None else environ
     repository = open_repository(repo, environ)
