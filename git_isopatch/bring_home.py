@@ -15,7 +15,7 @@ import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from .git.apply import apply_to_work_tree
+from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
 from .git.repo import UserRepository
 from .git.result import Err, GitError, Ok
 from .git.snapshot import user_index_file
@@ -28,6 +28,12 @@ from .isolation.lock import (
 from .result import CaptureResult
 
 log = logging.getLogger("git_isopatch")
+
+#: Said when the fix does not merge with unstaged edits: the commit is
+#: stopped, and this is the way on.
+UNSTAGED_HINT = (
+    "stage those files whole (git add) or set their unstaged edits aside, then commit again"
+)
 
 #: How long an apply waits for another one to the same repository, in
 #: seconds, before it gives up with nothing written.
@@ -162,5 +168,10 @@ def apply_result(
     if outcome.signal is not None:
         return replace(result, applied=False, signal=outcome.signal, exit_code=128 + outcome.signal)
     if outcome.error is not None:
-        return replace(result, applied=False, error=outcome.error, error_code="apply-failed")
+        hints = result.hints
+        if outcome.error.startswith(UNSTAGED_REFUSAL):
+            hints = (*hints, UNSTAGED_HINT)
+        return replace(
+            result, applied=False, error=outcome.error, error_code="apply-failed", hints=hints
+        )
     return replace(result, applied=True)

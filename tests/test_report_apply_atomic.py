@@ -65,7 +65,7 @@ def test_a_file_where_the_patch_needs_a_folder_keeps_every_other_file(env, make_
     before = _state(repo, env)
     run = _apply_run(repo, env, f"mkdir d && echo new > d/new.txt && {EDIT_Z}")
     assert run.returncode == 128, run.err
-    assert "'d' is a file in the work tree where the patch needs a folder" in run.err
+    assert "error: 'd' is a file in the work tree where the patch needs a folder" in run.err
     assert "hint: nothing was written; the patch is kept at" in run.err
     assert _state(repo, env) == before
     _no_leftovers(repo)
@@ -108,7 +108,7 @@ def test_a_read_only_file_in_the_way_puts_back_what_was_already_renamed(env, mak
     with read_only_bind(repo / "z.txt"):
         run = _apply_run(repo, env, f"echo A > a.txt && {EDIT_Z}")
         assert run.returncode == 128, run.err
-        assert "all put back: cannot write 'z.txt'" in run.err
+        assert "error: all put back: cannot write 'z.txt'" in run.err
         assert _state(repo, env) == before
         assert os.stat(repo / "a.txt").st_ino == inode  # the very file, not a copy
     _no_leftovers(repo)
@@ -120,7 +120,7 @@ def test_a_read_only_folder_refuses_before_anything_changes(env, make_repo) -> N
     with read_only_bind(repo / "ro"):
         run = _apply_run(repo, env, "echo A > a.txt && echo Z > ro/z.txt")
         assert run.returncode == 128, run.err
-        assert "nothing was written: cannot write" in run.err
+        assert "error: nothing was written: cannot write" in run.err
         assert "Read-only file system" in run.err
         assert _state(repo, env) == before
     _no_leftovers(repo)

@@ -70,6 +70,10 @@ APPLY_OPTIONS: tuple[str, ...] = ("--whitespace=nowarn",)
 JOURNAL_PREFIX = "isopatch-apply-"
 NEW_PREFIX = ".isopatch-new-"
 
+#: The reason's start when, with an index, the fix applies to the index but
+#: not on top of the work tree's unstaged edits.
+UNSTAGED_REFUSAL = "the fix does not apply on top of your unstaged changes"
+
 GITLINK = "160000"
 SYMLINK = "120000"
 
@@ -622,8 +626,7 @@ def _apply(
         if index_file is not None:  # the index took it: the unstaged changes are in the way
             error = applied.error
             reason = error.reason.replace(
-                "the patch does not apply to the work tree as it is now",
-                "the fix does not apply on top of your unstaged changes",
+                "the patch does not apply to the work tree as it is now", UNSTAGED_REFUSAL
             )
             return Err(replace(error, reason=reason))
         return applied
@@ -677,16 +680,12 @@ def _switch(
                 regular = st is not None and stat.S_ISREG(st.st_mode)
                 switch.stage(path, mode, content, st.st_mode if regular else None)
             if index_file is not None:
+                _write_lock(index_file + ".lock", new_index)
                 lock = index_file + ".lock"
-                _write_lock(lock, new_index)
+            if proceed is not None and not proceed():
+                return _fail("interrupted before anything was written")
         except OSError as exc:
-            if lock is not None and exc.errno != errno.EEXIST:
-                _unlink(lock)
             return _os_fail(f"nothing was written: cannot write {_where(top, exc)}", exc)
-        if proceed is not None and not proceed():
-            if lock is not None:
-                _unlink(lock)
-            return _fail("interrupted before anything was written")
         try:
             _do_switch(switch, plan)
             if lock is not None and index_file is not None:
@@ -694,8 +693,6 @@ def _switch(
                 lock = None
         except BaseException as exc:
             switch.roll_back()
-            if lock is not None:
-                _unlink(lock)
             if isinstance(exc, OSError):
                 return _os_fail(f"all put back: cannot write {_where(top, exc)}", exc)
             raise
@@ -703,6 +700,8 @@ def _switch(
         touched = tuple(sorted({*plan.removals, *plan.writes}))
         return Ok(Applied(paths=touched, not_as_patched=tuple(wrong)))
     finally:
+        if lock is not None:
+            _unlink(lock)
         switch.discard()
 
 
@@ -731,8 +730,11 @@ def _write_lock(lock: str, content_from: str) -> None:
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view) :]
-    finally:
+    except BaseException:
         os.close(fd)
+        _unlink(lock)
+        raise
+    os.close(fd)
 
 
 def _unlink(path: str) -> None:
