@@ -140,7 +140,7 @@ def run(
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=not confinement.confined)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
-        result = report(plan, ran, extracted, state, private.path, lease.kept)
+        result = report(plan, ran, extracted, state, private.path, lease.kept, warn)
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     results.settle(private.path, reported)  # -o without captured output leaves nothing
     results.expire_automatically(plan.repository.common_dir, plan.tmp_root)

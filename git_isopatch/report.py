@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import posixpath
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .bring_home import apply_result
 from .extract import Extracted
-from .git.apply import apply_to_work_tree
 from .git.repo import UserRepository
 from .git.result import Err, GitResult, Ok
 from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
@@ -96,31 +96,6 @@ def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | Non
     return False
 
 
-def apply(
-    result: CaptureResult, repository: UserRepository, env: Mapping[str, str]
-) -> CaptureResult:
-    """``--apply``: the patch into the user's work tree as it is now, all or
-    nothing (:func:`.git.apply.apply_to_work_tree`); when it does not apply,
-    the result says ``apply-failed`` and keeps the patch."""
-    assert result.patch_path is not None
-    match apply_to_work_tree(repository.git_dir, repository.top, result.patch_path, env=env):
-        case Ok():
-            return replace(result, applied=True)
-        case Err(error):
-            lines = [
-                line.removeprefix("error: ").removeprefix("fatal: ")
-                for line in error.stderr.decode("utf-8", "replace").splitlines()
-                if line.strip()
-            ]
-            reason = "; ".join(lines) or error.message()
-            return replace(
-                result,
-                applied=False,
-                error=f"the patch does not apply to the work tree as it is now: {reason}",
-                error_code="apply-failed",
-            )
-
-
 def checkout_changes(
     before: GitResult[CheckoutState] | None,
     repository: UserRepository,
@@ -198,10 +173,13 @@ def report(
     state: dict[str, int | None],
     private_dir: str,
     kept: str | None,
+    warn: Callable[[str], None],
 ) -> CaptureResult:
     """Step 7: the result of the run (``extracted``: the patch, or why
     extraction failed: then the worktree is ``kept`` for inspection), with
-    ``--apply`` done when asked and the command exited 0."""
+    ``--apply`` done when asked and the command exited 0
+    (:func:`.bring_home.apply_result`: one apply at a time, a signal in
+    ``state`` stops it before it writes, ``warn`` says it waits)."""
     received = state.get("received")
     result = CaptureResult(
         base=start.commit,
@@ -236,5 +214,13 @@ def report(
     if not start.apply:
         return result
     if extracted.files and result.exit_code == 0:
-        return apply(result, start.repository, start.git_env)
+        return apply_result(
+            result,
+            start.repository,
+            env=start.git_env,
+            environ=start.environ,
+            staged=start.staged,
+            signal_state=state,
+            warn=warn,
+        )
     return replace(result, applied=False)

@@ -58,7 +58,7 @@ class Start:
             ``None``: beside the checkout.
         keep, pool, max_worktrees, recurse_submodules: completed from
             configuration.
-        include_uncommitted, from_head_alone, capture_output,
+        include_uncommitted, staged, from_head_alone, capture_output,
         command_stdout, apply, progress, diffstat, terminal_columns:
             as the request says (:class:`~git_isopatch.request.CaptureRequest`).
     """
@@ -79,6 +79,7 @@ class Start:
     max_worktrees: int
     recurse_submodules: bool
     include_uncommitted: bool
+    staged: bool
     from_head_alone: bool
     capture_output: bool
     command_stdout: int | None
@@ -151,6 +152,7 @@ def check(
         max_worktrees=request.max_worktrees or 0,
         recurse_submodules=bool(request.recurse_submodules),
         include_uncommitted=request.include_uncommitted,
+        staged=request.staged,
         from_head_alone=request.from_head_alone,
         capture_output=request.capture_output,
         command_stdout=request.command_stdout,

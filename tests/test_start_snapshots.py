@@ -223,7 +223,12 @@ def test_staged_apply_brings_the_fix_to_the_work_tree_and_keeps_unstaged_edits(
     assert (
         repo / "a"
     ).read_text() == "ONE-unstaged\ntwo\nthree\nfour\nfive\nsix\nseven\n// fixed\n"
-    assert repo_state(repo, env)["index"] == index  # staging it is the user's step
+    # issue 20: the fix is staged too, the unstaged edit stays unstaged
+    assert repo_state(repo, env)["index"] != index
+    assert (
+        git("show", ":a", cwd=repo, env=env)
+        == b"one\ntwo\nthree\nfour\nfive\nsix\nseven\n// fixed\n"
+    )
 
 
 def test_the_documented_recipe_stages_the_fix_all_or_nothing(env, make_repo, tmp_path) -> None:
