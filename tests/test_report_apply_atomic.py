@@ -246,3 +246,21 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def test_any_byte_in_a_name_applies_renames_included(env, make_repo) -> None:
+    """Names git quotes in a patch (a newline, a tab, a quote, a byte that
+    is not UTF-8), edited, made and renamed."""
+    odd = os.fsdecode(b'odd \n\t"\xff name')
+    repo = make_repo({odd: "one\n", "moved from": Z_BASE, "plain": "p\n"})
+    script = (
+        "printf 'two\\n' > \"$(printf 'odd \\n\\t\"\\377 name')\" && "
+        "mv 'moved from' \"$(printf 'moved\\377\\nto')\" && echo n > \"$(printf 'new\\tone')\""
+    )
+    run = _apply_run(repo, env, script)
+    assert run.returncode == 0, run.err
+    assert (repo / odd).read_text() == "two\n"
+    assert (repo / os.fsdecode(b"moved\xff\nto")).read_text() == Z_BASE
+    assert not (repo / "moved from").exists()
+    assert (repo / "new\tone").read_text() == "n\n"
+    _no_leftovers(repo)
