@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
 from .git.repo import UserRepository
 from .git.result import Err, GitError, Ok
-from .git.snapshot import user_index_file
 from .isolation.lock import (
     APPLY_LOCK_FILE,
     LockTimeout,
@@ -151,6 +150,8 @@ def apply_result(
     does not apply, ``error_code`` is ``apply-failed`` and the patch is
     kept; a signal that stopped it before any write ends the run with
     ``128+N``; ``applied`` says which."""
+    from .git.snapshot import user_index_file  # --staged alone: a plain run does not load it
+
     assert result.patch_path is not None
     index_file = user_index_file(repository.git_dir, repository.top, environ) if staged else None
     outcome = bring_home(
