@@ -97,7 +97,8 @@ def isopatch(
         bool,
         typer.Option(
             "--apply",
-            help="apply the patch to the work tree if the command succeeded; all or nothing",
+            help="apply the patch to the work tree (with --staged, the index too) if the command "
+            "succeeded; all or nothing",
         ),
     ] = False,
     output: Annotated[
