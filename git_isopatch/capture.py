@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from . import execute, start
@@ -108,7 +109,7 @@ def run(
             (``too-many-worktrees``), no sandbox here, a worktree that could
             not be made (:func:`.start.check`); no worktree was created.
     """
-    warn = warn or log.warning
+    started, warn = time.monotonic(), warn or log.warning
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
     plan = start.check(request, os.environ if environ is None else environ, warn)
     provider = provider or _provider(plan, warn)
@@ -144,7 +145,7 @@ def run(
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     results.settle(private.path, reported)  # -o without captured output leaves nothing
     results.expire_automatically(plan.repository.common_dir, plan.tmp_root)
-    return result
+    return replace(result, duration=time.monotonic() - started)
 
 
 def _provider(run: start.Start, warn: Callable[[str], None]) -> WorktreeProvider:

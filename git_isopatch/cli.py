@@ -265,7 +265,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
         if mode.machine:
             from .render import encode, failure_fields
 
-            write_stdout(encode(failure_fields(failure.message, failure.code), mode))
+            write_stdout(encode(failure_fields(failure.message, failure.code, failure.hint), mode))
         return outcome.exit_status(None, mode)
     # only a run from HEAD alone can start from the work tree instead
     shown = outcome.plan(result, mode, cwd=os.getcwd(), from_head=request.from_head_alone)

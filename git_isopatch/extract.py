@@ -3,7 +3,8 @@
 Untracked files are marked intent-to-add in the worktree's own index, then
 ``git diff --binary <commit>`` (pinned options, :mod:`.git.diff`) streams
 into a 0600 file in the run's private folder (or beside ``-o``, renamed
-over it); its paths are counted and, when a summary is shown, its diffstat
+over it); its paths are counted and read with their status and line
+counts (:mod:`.git.patch_paths`) and, when a summary is shown, its diffstat
 taken.  git runs through the run's :class:`.isolation.worktree_git.WorktreeGit`:
 confined as the command was.
 """
@@ -27,6 +28,7 @@ from .git.diff import (
     quote_ambiguous_headers,
     unreadable_folder_warning,
 )
+from .git.patch_paths import PatchContents, read_contents
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
@@ -47,11 +49,14 @@ class Extracted:
         patch: its path.
         files: the number of paths in it.
         diffstat: git's diffstat of it, when asked for and git could show it.
+        contents: its paths with their status and its line counts, read
+            from the patch itself.
     """
 
     patch: str
     files: int
     diffstat: bytes | None
+    contents: PatchContents
 
 
 def extract(
@@ -76,6 +81,7 @@ def extract(
     exclude = [include.path for include in start.includes]
     patch = _extract_patch(git, base, private_dir, output, exclude, submodules, warn)
     files = count_patch_files(patch)
+    contents = read_contents(patch, files, env=start.git_env)
     too_large = apply_size_warning(os.path.getsize(patch))
     if too_large is not None:
         warn(too_large)
@@ -85,7 +91,7 @@ def extract(
             shown = _submodule_patch_stat(patch, git)
         else:
             shown = _diffstat(git, base, exclude, start.repository.git_dir, start.terminal_columns)
-    return Extracted(patch, files, shown)
+    return Extracted(patch, files, shown, contents)
 
 
 def open_private(path: str) -> IO[bytes]:

@@ -13,35 +13,64 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .result import CaptureResult, OutputMode
 
-#: Porcelain v1 keys, in output order (design: Porcelain v1).
+#: The version of the result's format: ``version 1`` (design: Porcelain v1).
+#: Keys are only ever added to a version; one that changes meaning makes
+#: the next.
+FORMAT_VERSION = 1
+
+#: Porcelain v1 keys, in output order (design: Porcelain v1); the JSON
+#: object has the same keys in the same order, and its schema
+#: (``schema/result.json``) lists them so.
 PORCELAIN_KEYS = (
+    "version",
+    "command",
     "base",
     "exit",
+    "signal",
+    "timed-out",
+    "command-error",
     "patch",
     "files",
+    "path",
+    "insertions",
+    "deletions",
+    "applied",
     "stdout",
     "stderr",
     "worktree",
     "shared-write",
     "checkout-change",
+    "outside-write",
+    "duration",
     "error",
     "error-code",
+    "hint",
 )
 
 #: Keys that may repeat: one record each (a JSON array).
-LIST_KEYS = frozenset({"shared-write", "checkout-change"})
+LIST_KEYS = frozenset(
+    {"command", "path", "shared-write", "checkout-change", "outside-write", "hint"}
+)
 
-#: Keys whose value is a path (quoted like git quotes paths without ``-z``).
-PATH_KEYS = frozenset({"patch", "stdout", "stderr", "worktree", "checkout-change"})
+#: Keys whose value is a path (quoted like git quotes paths without ``-z``);
+#: each ``command`` argument is quoted so too, so that one is one line.
+PATH_KEYS = frozenset(
+    {"command", "patch", "stdout", "stderr", "worktree", "checkout-change", "outside-write"}
+)
 
 #: Keys whose value is ``<name> <word>``: the name is quoted as a path is.
 QUOTED_NAME_KEYS = frozenset({"shared-write"})
+
+#: Keys whose value is one line of text: a newline in it becomes a space
+#: without ``-z``.
+TEXT_KEYS = frozenset({"error", "command-error", "hint"})
 
 _C_ESCAPES = {
     0x07: b"\\a",
@@ -82,23 +111,77 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
     """The porcelain/JSON fields of a ``CaptureResult``, in order, absent
     ones left out (design: Porcelain v1)."""
     fields: dict[str, object] = {
+        "version": FORMAT_VERSION,
+        "command": list(result.command) or None,
         "base": result.base,
         "exit": result.exit_code,
+        "signal": None if result.timed_out else signal_name(result.command_signal),
+        "timed-out": True if result.timed_out else None,
+        "command-error": result.command_error,
         "patch": result.patch_path,
         "files": result.files,
+        "path": None if result.paths is None else [change.fields() for change in result.paths],
+        "insertions": result.insertions,
+        "deletions": result.deletions,
+        "applied": result.applied,
         "stdout": result.stdout,
         "stderr": result.stderr,
         "worktree": result.worktree_path,
         "shared-write": [write.record() for write in result.shared_writes] or None,
         "checkout-change": list(result.checkout_changes) or None,
+        "outside-write": list(result.outside_writes) or None,
+        "duration": None if result.duration is None else round(result.duration, 3),
         "error": result.error,
         "error-code": result.error_code,
+        "hint": list(result.hints) or None,
     }
     return {k: v for k, v in fields.items() if v is not None}
 
 
+def signal_name(number: int | None) -> str | None:
+    """``SIGTERM`` for 15; ``SIG<n>`` for a number Python does not name."""
+    if number is None:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"SIG{number}"
+
+
+def failure_fields(message: str, code: str, hint: str | None = None) -> dict[str, object]:
+    """The porcelain/JSON fields of a failure before any result existed:
+    ``version``, ``error``, ``error-code``, and a ``hint`` per line of git's
+    advice."""
+    fields: dict[str, object] = {"version": FORMAT_VERSION, "error": message, "error-code": code}
+    if hint:
+        fields["hint"] = hint.splitlines()
+    return fields
+
+
+def _value_bytes(key: str, one: object, *, nul: bool) -> bytes:
+    """One record's value: quoted as git quotes paths without ``nul``."""
+    if isinstance(one, bool):
+        return b"true" if one else b"false"
+    if isinstance(one, dict):  # a ``path``: status, path, and the old path of a rename
+        raw = one["status"].encode() + b" " + _value_bytes("patch", one["path"], nul=nul)
+        if "old-path" in one:  # as git status --porcelain=v2: <path><sep><old path>
+            raw += (b"\0" if nul else b"\t") + _value_bytes("patch", one["old-path"], nul=nul)
+        return raw
+    raw = os.fsencode(one) if isinstance(one, str) else str(one).encode()
+    if nul:
+        return raw
+    if key in PATH_KEYS:
+        return quote_c_style(raw)
+    if key in QUOTED_NAME_KEYS:
+        name, _, rest = raw.rpartition(b" ")
+        return quote_c_style(name) + b" " + rest
+    if key in TEXT_KEYS:
+        return raw.replace(b"\n", b" ")
+    return raw
+
+
 def porcelain(fields: dict[str, object], *, nul: bool) -> bytes:
-    """Porcelain v1 records: ``key value`` each ended by ``\\n``, or by NUL
+    """Porcelain v1 records: ``key value`` each ended by ``\n``, or by NUL
     with ``nul`` (then nothing is quoted)."""
     end = b"\0" if nul else b"\n"
     out = bytearray()
@@ -107,26 +190,16 @@ def porcelain(fields: dict[str, object], *, nul: bool) -> bytes:
             continue
         value = fields[key]
         for one in value if key in LIST_KEYS else [value]:  # type: ignore[attr-defined]
-            raw = os.fsencode(one) if isinstance(one, str) else str(one).encode()
-            if key in PATH_KEYS and not nul:
-                raw = quote_c_style(raw)
-            elif key in QUOTED_NAME_KEYS and not nul:
-                name, _, rest = raw.rpartition(b" ")
-                raw = quote_c_style(name) + b" " + rest
-            elif key == "error" and not nul:
-                raw = raw.replace(b"\n", b" ")
-            out += key.encode() + b" " + raw + end
+            out += key.encode() + b" " + _value_bytes(key, one, nul=nul) + end
     return bytes(out)
 
 
 def as_json(fields: dict[str, object]) -> bytes:
-    """One JSON object with the porcelain fields, and a newline."""
+    """One JSON object with the porcelain fields, and a newline.  A byte of
+    a path that is not UTF-8 is the lone surrogate ``\\udcXX`` of
+    ``os.fsdecode`` (``os.fsencode`` gives the bytes back); ``-z``
+    porcelain has the bytes themselves."""
     return json.dumps(fields, ensure_ascii=True).encode() + b"\n"
-
-
-def failure_fields(message: str, code: str) -> dict[str, object]:
-    """The porcelain/JSON fields of a failure before any result existed."""
-    return {"error": message, "error-code": code}
 
 
 def encode(fields: dict[str, object], mode: OutputMode) -> bytes:

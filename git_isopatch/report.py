@@ -198,6 +198,8 @@ def report(
         hints=ran.hints,
         top=start.repository.top,
         checkout_changes=ran.checkout_changes,
+        command=start.command,
+        command_signal=received if received is not None else ran.outcome.died_of,
     )
     if isinstance(extracted, IsopatchError):
         return replace(result, error=extracted.message, error_code=extracted.code)
@@ -210,6 +212,9 @@ def report(
         files=extracted.files,
         diffstat=extracted.diffstat,
         hints=hints,
+        paths=extracted.contents.paths,
+        insertions=extracted.contents.insertions,
+        deletions=extracted.contents.deletions,
     )
     if not start.apply:
         return result

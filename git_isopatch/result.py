@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: importing the result stays cheap
+    from .git.patch_paths import PathChange
     from .git.shared_state import SharedWrite
     from .git.types import CommitId
 
@@ -62,6 +63,19 @@ class CaptureResult:
             not: the command did not exit 0, the patch is empty, or it did
             not apply (then ``error_code`` is ``apply-failed``, nothing was
             written, and the patch is kept).
+        command: the command that ran, as its argument list.
+        command_signal: the signal that ended the command (one it died of,
+            or one git-isopatch received and forwarded), else ``None``.
+        paths: each path of the patch with its status, as ``git diff
+            --name-status`` (:class:`.git.patch_paths.PathChange`), in the
+            patch's order; ``None`` when extraction failed.
+        insertions: lines the patch adds (``git apply --numstat``; binary
+            files count none), or ``None`` when extraction failed.
+        deletions: lines the patch removes, likewise.
+        outside_writes: paths outside the worktree that the sandboxed
+            command wrote (in its copy-on-write layer, discarded), sorted.
+        duration: seconds the run took, from the start of the request to
+            its result, or ``None`` when not measured.
     """
 
     base: CommitId
@@ -84,6 +98,13 @@ class CaptureResult:
     diffstat: bytes | None = None
     applied: bool | None = None
     checkout_changes: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    command_signal: int | None = None
+    paths: tuple[PathChange, ...] | None = None
+    insertions: int | None = None
+    deletions: int | None = None
+    outside_writes: tuple[str, ...] = ()
+    duration: float | None = None
 
 
 @dataclass(frozen=True)

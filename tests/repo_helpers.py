@@ -113,7 +113,9 @@ def isopatch(
     git_options: tuple[str, ...] = (),
 ) -> Run:
     """Run the installed ``git-isopatch`` executable (or ``git [<git_options>]
-    isopatch``, e.g. ``git_options=("-c", "isopatch.link=x")``)."""
+    isopatch``, e.g. ``git_options=("-c", "isopatch.link=x")``); a
+    ``--json`` output is checked against its schema
+    (:func:`schema_helpers.check_json_output`)."""
     argv = ["git", *git_options, "isopatch"] if via_git or git_options else [str(ISOPATCH)]
     done = subprocess.run(
         [*argv, *map(os.fspath, args)],
@@ -125,6 +127,10 @@ def isopatch(
         timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
     )
+    # every --json output is checked against the schema that ships
+    from schema_helpers import check_json_output
+
+    check_json_output([os.fspath(a) for a in args], done.stdout, done.returncode)
     return Run(done.returncode, done.stdout, done.stderr)
 
 

@@ -45,7 +45,10 @@ def test_json_has_the_porcelain_fields(env, make_repo) -> None:
     assert run.returncode == 0, run.err
     assert run.err == ""
     result = json.loads(run.stdout)
-    assert list(result) == ["base", "exit", "patch", "files", "stdout", "stderr"]
+    assert list(result) == [
+        "version", "command", "base", "exit", "patch", "files", "path",
+        "insertions", "deletions", "stdout", "stderr", "duration",
+    ]  # fmt: skip
     assert result["base"] == git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
     assert (result["exit"], result["files"]) == (0, 1)
     assert Path(result["stdout"]).read_text() == "out\n"
@@ -59,12 +62,17 @@ def test_porcelain_z_ends_records_with_nul(env, make_repo) -> None:
     records = run.stdout.split(b"\0")
     assert records[-1] == b""
     assert [r.split(b" ", 1)[0] for r in records[:-1]] == [
+        b"version",
+        b"command",
         b"base",
         b"exit",
         b"patch",
         b"files",
+        b"insertions",
+        b"deletions",
         b"stdout",
         b"stderr",
+        b"duration",
     ]
 
 

@@ -43,12 +43,17 @@ def test_porcelain_bytes_quote_paths_as_git_does(env, make_repo, tmp_path: Path)
     assert run.returncode == 0, run.err
     folder = re.escape(str(tmp_path).encode() + b"/" + ODD_QUOTED) + rb"/git-isopatch-[a-z0-9_]+"
     expected = (
+        rb"version 1\n"
+        rb"command sh\ncommand -c\ncommand echo new > new\.txt\n"
         rb"base " + head + rb"\n"
         rb"exit 0\n"
         rb'patch "(' + folder + rb')/isopatch\.patch"\n'
         rb"files 1\n"
+        rb"path A new\.txt\n"
+        rb"insertions 1\ndeletions 0\n"
         rb'stdout "\1/stdout"\n'
         rb'stderr "\1/stderr"\n'
+        rb"duration [0-9]+(\.[0-9]+)?\n"
     )
     assert re.fullmatch(expected, run.stdout), run.stdout
     assert run.err == ""
@@ -62,15 +67,19 @@ def test_porcelain_z_bytes_are_raw(env, make_repo, tmp_path: Path) -> None:
     assert run.returncode == 3, run.err
     folder = re.escape((tmp_path / ODD_NAME).as_posix().encode()) + rb"/git-isopatch-[a-z0-9_]+"
     expected = (
+        rb"version 1\x00"
+        rb"command sh\x00command -c\x00command exit 3\x00"
         rb"base " + head + rb"\x00"
         rb"exit 3\x00"
         rb"patch (" + folder + rb")/isopatch\.patch\x00"
         rb"files 0\x00"
+        rb"insertions 0\x00deletions 0\x00"
         rb"stdout \1/stdout\x00"
         rb"stderr \1/stderr\x00"
         rb"worktree "
         + re.escape((tmp_path / ODD_NAME).as_posix().encode())
         + rb"/repo\.isopatch-[a-z0-9_]{8}/repo\x00"
+        rb"duration [0-9]+(\.[0-9]+)?\x00"
     )
     assert re.fullmatch(expected, run.stdout), run.stdout
     records = dict(r.split(b" ", 1) for r in run.stdout.split(b"\0") if r)
@@ -81,11 +90,13 @@ def test_error_records_come_last_in_order(env, make_repo) -> None:
     repo = make_repo()
     run = isopatch("--porcelain", "--base", "nosuch", "--", "true", cwd=repo, env=env)
     assert run.returncode == 128
-    assert run.stdout == b"error unknown revision 'nosuch'\nerror-code unknown-revision\n"
+    assert run.stdout == (
+        b"version 1\nerror unknown revision 'nosuch'\nerror-code unknown-revision\n"
+    )
     run = isopatch("--json", "--base", "nosuch", "--", "true", cwd=repo, env=env)
     assert (
-        run.stdout
-        == b'{"error": "unknown revision \'nosuch\'", "error-code": "unknown-revision"}\n'
+        run.stdout == b'{"version": 1, "error": "unknown revision \'nosuch\'", '
+        b'"error-code": "unknown-revision"}\n'
     )
 
 
@@ -97,7 +108,10 @@ def test_json_has_the_porcelain_fields_in_the_same_order(env, make_repo) -> None
     assert run.returncode == 0, run.err
     assert run.stdout.endswith(b"}\n") and run.stdout.count(b"\n") == 1
     fields = json.loads(run.stdout)
-    assert list(fields) == ["base", "exit", "patch", "files", "stdout", "stderr", "worktree"]
+    assert list(fields) == [
+        "version", "command", "base", "exit", "patch", "files", "path", "insertions",
+        "deletions", "stdout", "stderr", "worktree", "duration",
+    ]  # fmt: skip
     assert fields["exit"] == 0 and fields["files"] == 2
     assert all(isinstance(fields[k], str) for k in ("base", "patch", "stdout", "stderr"))
 
@@ -113,14 +127,16 @@ def test_shared_writes_then_checkout_changes_then_nothing_else(env, make_repo) -
     assert run.returncode == 0, run.err
     keys = [line.split(" ", 1)[0] for line in run.out.splitlines()]
     assert keys == [
-        "base", "exit", "patch", "files", "stdout", "stderr", "worktree",
-        "shared-write", "shared-write", "checkout-change", "checkout-change",
+        "version", "command", "command", "command", "command", "command",
+        "base", "exit", "patch", "files", "insertions", "deletions", "stdout", "stderr",
+        "worktree", "shared-write", "shared-write", "checkout-change", "checkout-change",
+        "duration",
     ]  # fmt: skip
-    assert run.out.endswith("\ncheckout-change a\ncheckout-change b\n")
+    assert "\ncheckout-change a\ncheckout-change b\nduration " in run.out
     script = 'git tag v2 && echo z >> "$1/a"'
     run = isopatch("--json", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env)
     fields = json.loads(run.stdout)
-    assert list(fields)[-2:] == ["shared-write", "checkout-change"]
+    assert list(fields)[-4:] == ["shared-write", "checkout-change", "duration", "hint"]
     assert fields["shared-write"] == ["refs/tags/v2 created"]
     assert fields["checkout-change"] == ["a"]
 
@@ -154,6 +170,7 @@ def test_shared_writes_are_records_in_order(env, make_repo) -> None:
     run = isopatch("--porcelain", "--keep", "--", "sh", "-c", SHARED_WRITES, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     tail = run.stdout.split(b"\nworktree ", 1)[1].split(b"\n", 1)[1]
+    tail = tail.rsplit(b"duration ", 1)[0]
     assert tail == (
         b'shared-write "refs/heads/caf\\303\\251" created\n'
         b"shared-write refs/heads/gone deleted\n"
@@ -162,7 +179,7 @@ def test_shared_writes_are_records_in_order(env, make_repo) -> None:
         b"shared-write config changed\n"
     )
     raw = isopatch("--porcelain", "-z", "--", "sh", "-c", "git branch -D 'café'", cwd=repo, env=env)
-    assert raw.stdout.endswith(b"\0shared-write refs/heads/caf\xc3\xa9 deleted\0")
+    assert b"\0shared-write refs/heads/caf\xc3\xa9 deleted\0duration " in raw.stdout
 
 
 def test_shared_writes_in_json_are_an_array(env, make_repo) -> None:
@@ -170,7 +187,7 @@ def test_shared_writes_in_json_are_an_array(env, make_repo) -> None:
     script = "git tag v9; git config user.name Mallory"
     run = isopatch("--json", "--", "sh", "-c", script, cwd=repo, env=env)
     fields = json.loads(run.stdout)
-    assert list(fields)[-1] == "shared-write"
+    assert list(fields)[-2:] == ["shared-write", "duration"]
     assert fields["shared-write"] == ["refs/tags/v9 created", "config changed"]
     quiet = isopatch("--json", "--", "true", cwd=repo, env=env)
     assert "shared-write" not in json.loads(quiet.stdout)

@@ -64,12 +64,15 @@ class CommandOutcome:
         received_signal: a signal git-isopatch itself received and forwarded
             (SIGINT, SIGTERM or SIGHUP), or ``None``.
         start_error: why the command could not be started, or ``None``.
+        died_of: the signal the command died of (its exit status is
+            ``128+N`` then), or ``None``; not set on a timeout.
     """
 
     exit_code: int
     timed_out: bool = False
     received_signal: int | None = None
     start_error: str | None = None
+    died_of: int | None = None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -379,4 +382,9 @@ def run_command(
         exit_code = 128 - returncode
     else:
         exit_code = returncode
-    return CommandOutcome(exit_code, timed_out=timed_out, received_signal=state["received"])
+    return CommandOutcome(
+        exit_code,
+        timed_out=timed_out,
+        received_signal=state["received"],
+        died_of=-returncode if returncode < 0 and not timed_out else None,
+    )
