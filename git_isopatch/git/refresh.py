@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections.abc import Mapping
 
@@ -180,6 +181,49 @@ def _flagged(entries: list[tuple[bytes, bytes, bytes]]) -> list[bytes]:
     return [path for tag, _, path in entries if tag != b"H"]
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def sweep_worktree(worktree: WorktreePath) -> GitResult[None]:
+    """Make what git does not look at in ``worktree`` as a checkout leaves
+    it: git ignores FIFOs, sockets and devices (``git clean`` and ``git
+    status`` pass them by; a FIFO named ``pyproject.toml`` blocks every tool
+    that reads it) and compares only the executable bit of a file's mode.
+    So every entry that is neither a regular file, a symbolic link nor a
+    folder is deleted, and every file and folder gets the mode a checkout
+    gives (``0666``, ``0777`` when executable, folders ``0777``; less the
+    umask): no world-writable, setuid, setgid or sticky bit survives.  The
+    worktree's ``.git`` file is left alone; nothing is followed through a
+    symbolic link."""
+    mask = _current_umask()
+    file_mode, exec_mode = 0o666 & ~mask, 0o777 & ~mask
+
+    def fix(path: str, mode: int, wanted: int) -> None:
+        if stat.S_IMODE(mode) != wanted:
+            os.chmod(path, wanted, follow_symlinks=False)
+
+    try:
+        fix(worktree, os.lstat(worktree).st_mode, exec_mode)
+        for folder, dirs, files in os.walk(worktree):
+            for name in dirs + files:
+                if folder == worktree and name == ".git":
+                    continue
+                path = os.path.join(folder, name)
+                mode = os.lstat(path).st_mode
+                if stat.S_ISDIR(mode):
+                    fix(path, mode, exec_mode)  # before the walk lists it
+                elif stat.S_ISREG(mode):
+                    fix(path, mode, exec_mode if mode & stat.S_IXUSR else file_mode)
+                elif not stat.S_ISLNK(mode):
+                    os.unlink(path)
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot sweep '{worktree}': {exc}", errno=exc.errno))
+    return Ok(None)
+
+
 def refresh_worktree(
     worktree: WorktreePath,
     admin_dir: GitDirPath,
@@ -205,7 +249,9 @@ def refresh_worktree(
     3. ``git read-tree --reset -u <commit>``: the index and the work tree
        move to the commit, rewriting only the files whose content, mode or
        stat data changed (git-read-tree(1));
-    4. ``git clean -ffdqx``: untracked and ignored files go, nested
+    4. :func:`sweep_worktree`: FIFOs, sockets and devices (which git does
+       not see) go, and files and folders get a checkout's modes; then
+       ``git clean -ffdqx``: untracked and ignored files go, nested
        repositories too (git-clean(1): ``-f`` twice);
     5. the checks: ``.git`` still points at ``admin_dir``; ``git status
        --porcelain --ignored -uall`` prints nothing; every index entry is
@@ -272,6 +318,12 @@ def refresh_worktree(
         ["read-tree", "--reset", "-u", commit],
         ["clean", "-ffdqx"],
     ):
+        if args[0] == "clean":
+            match sweep_worktree(worktree):
+                case Err() as err:
+                    return err
+                case Ok():
+                    pass
         match _git(worktree, admin_dir, args, env):
             case Err() as err:
                 return err
