@@ -57,6 +57,12 @@ def notices(result: CaptureResult) -> list[str]:
             "hint: a worktree shares refs, the stash and configuration with your "
             "repository; git branch, tag, stash or config in the command write there"
         )
+        for write in result.shared_writes:
+            if write.where is not None and write.change == "created":
+                lines.append(
+                    f"hint: the command added the worktree '{write.where}': its files stay "
+                    f"there; 'git worktree remove {write.where}' when done with it"
+                )
     if result.checkout_changes:
         from .render import quote_c_style
 

@@ -27,6 +27,9 @@ LISTING = (
     " | LC_ALL=C sort > seen"
 )
 
+POISON = Path(__file__).resolve().parent / "poison_index.py"
+
+
 def _repo(tmp_path: Path, env: dict[str, str]) -> Path:
     top = tmp_path / "repo"
     top.mkdir()
@@ -57,6 +60,20 @@ def _seen(run) -> bytes:
     return b"\n".join(
         line[1:] for line in patch.splitlines() if line.startswith(b"+") and b" " in line
     )
+
+
+def test_a_poisoned_index_does_not_carry_content_to_the_next_run(env, tmp_path) -> None:
+    repo = _repo(tmp_path, env)
+    poison = (
+        "printf 'poison\\n' > a.txt && echo x >> sub/c.txt"
+        " && touch -d '1 hour ago' a.txt sub/c.txt"
+        f" && {sys.executable} {POISON} a.txt sub/c.txt"
+        ' && test -z "$(git status --porcelain)"'  # git is fooled
+    )
+    first = _pooled_run(repo, env, poison)
+    second = _pooled_run(repo, env, "cat a.txt sub/c.txt")
+    assert _where(second) == _where(first), "the second run claimed the first's worktree"
+    assert Path(second.fields()["stdout"]).read_text().splitlines()[1:] == ["alpha", "gamma"]
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath
+from .worktree import worktree_admin_dirs
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,15 @@ class SharedState:
             ``info/exclude``) -> (file type and mode, content or link
             target), for each of :data:`WATCHED_FILES` and each entry of
             ``hooks/`` that exists.
+        worktrees: ``worktrees/<id>`` -> top folder, for each registered
+            linked worktree (a command's ``git worktree add`` registers one
+            in the user's repository).
     """
 
     refs: Mapping[str, str]
     config: bytes | None
     files: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
+    worktrees: Mapping[str, str] = field(default_factory=dict)
 
 
 #: Files of ``$GIT_COMMON_DIR`` besides ``config`` that a linked worktree
@@ -112,7 +117,12 @@ def read_shared_state(
             config = handle.read()
     except FileNotFoundError:
         config = None
-    return Ok(SharedState(refs=refs, config=config, files=read_watched_files(common_dir)))
+    worktrees = {
+        f"worktrees/{os.path.basename(admin)}": top
+        for top, admin in worktree_admin_dirs(common_dir).items()
+    }
+    files = read_watched_files(common_dir)
+    return Ok(SharedState(refs=refs, config=config, files=files, worktrees=worktrees))
 
 
 #: ``SharedWrite.name`` of the repository's configuration file.
@@ -130,16 +140,23 @@ class SharedWrite:
             relative to ``$GIT_COMMON_DIR`` (``hooks/pre-commit``,
             ``info/exclude``; :data:`WATCHED_FILES`); a ref name always
             starts with ``refs/``.
+            ``worktrees/<id>`` for a worktree registration.
         change: ``created``, ``changed`` or ``deleted``.
+        where: a registered worktree's top folder (its files), else ``None``.
     """
 
     name: str
     change: str
+    where: str | None = None
 
     def __str__(self) -> str:
         """A short phrase for people: ``refs/heads/x (created)``, ``the
-        configuration file``."""
-        return "the configuration file" if self.name == CONFIG else f"{self.name} ({self.change})"
+        configuration file``, ``worktree '/src/agent' (created)``."""
+        if self.name == CONFIG:
+            return "the configuration file"
+        if self.where is not None:
+            return f"worktree '{self.where}' ({self.change})"
+        return f"{self.name} ({self.change})"
 
     def record(self) -> str:
         """The porcelain and JSON form, ``<name> <change>``:
@@ -166,4 +183,9 @@ def describe_changes(before: SharedState, after: SharedState) -> list[SharedWrit
         old_file, new_file = before.files.get(name), after.files.get(name)
         if old_file != new_file:
             changes.append(SharedWrite(name, _change(old_file, new_file)))
+    for name in sorted(set(before.worktrees) | set(after.worktrees)):
+        old_top, new_top = before.worktrees.get(name), after.worktrees.get(name)
+        if old_top != new_top:
+            where = new_top or old_top
+            changes.append(SharedWrite(name, _change(old_top, new_top), where=where))
     return changes

@@ -18,7 +18,9 @@ never listed, pruned or counted.  Each of ours is in one state:
     its process ended without removing it (killed, or the machine stopped).
 ``locked``
     ours, its process has ended, but someone locked it since
-    (``git worktree lock``): it is left alone like a running one.
+    (``git worktree lock``): it is left alone like a running one.  The
+    pool's own reason is not someone's lock: with a record that is not
+    pooled (a run killed while it claimed or returned it) it is orphaned.
 ``pooled``
     waiting in the pool (``isopatch.pool``) for the next run to claim it:
     its record says so and it is locked with the pool's reason.
@@ -141,8 +143,8 @@ def owned_worktrees(
             state = POOLED
         elif running:
             state = RUNNING
-        elif entry.locked is not None and lock_owner is None:
-            state = LOCKED
+        elif entry.locked is not None and lock_owner is None and entry.locked != POOL_LOCK_REASON:
+            state = LOCKED  # the pool's reason with a record that is not pooled: an orphan
         elif record is not None and record.kept:
             state = KEPT
         else:

@@ -17,6 +17,7 @@ from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dir, worktree_admin_dirs
 from .lock import worktree_admin_lock
+from .removal import registered_inside
 from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord
 
 log = logging.getLogger("git_isopatch")
@@ -76,10 +77,14 @@ def take(
     """Claim a pooled worktree for this process; ``None`` when none waits.
 
     The claim is atomic: under the worktree lock, the claimant writes its
-    own record and lock reason over the pool's, so that no other run can
-    see it as pooled any more; a run that cannot take the lock claims
-    nothing.  From then on the worktree is this run's (``running``; if
-    the run dies, ``orphaned``, which ``prune`` clears).
+    own lock reason and then its record over the pool's, so that no other
+    run can see it as pooled any more; a run that cannot take the lock
+    claims nothing.  From then on the worktree is this run's (``running``;
+    if the run dies, ``orphaned``, which ``prune`` clears).  Lock reason
+    first: a run killed between the two writes leaves a worktree locked by
+    a process that is gone, with the pool's record, which is an orphan; the
+    other order left one locked as pooled with a record that is not, which
+    nothing claimed or pruned.
     """
     with worktree_admin_lock(repository.common_dir) as locked:
         if not locked:
@@ -91,8 +96,8 @@ def take(
         container = os.path.dirname(worktree)
         record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
         try:
-            store.save(admin_dir, record)
             write_lock_reason(admin_dir, record.lock_reason())
+            store.save(admin_dir, record)
         except OSError as exc:
             log.debug("could not claim pooled worktree '%s': %s", worktree, exc)
             return None
@@ -115,6 +120,15 @@ def bring_to(
     return False
 
 
+def index_as_made(admin_dir: GitDirPath) -> bytes | None:
+    """The worktree's index as git-isopatch's own git left it, before the
+    command runs (:func:`put_back` puts it back); ``None`` if unreadable."""
+    try:
+        return read_admin_file(os.path.join(admin_dir, "index"), limit=1 << 34)
+    except OSError:
+        return None
+
+
 def put_back(
     repository: UserRepository,
     store: GitMetadataStore,
@@ -122,8 +136,18 @@ def put_back(
     admin_dir: GitDirPath,
     record: WorktreeRecord,
     size: int,
+    index: bytes | None,
 ) -> bool:
     """Return the worktree to the pool when fewer than ``size`` wait there.
+
+    Its index goes back to ``index``, the one :func:`index_as_made` read
+    before the command ran: the next claim's ``git read-tree --reset -u``
+    trusts an entry's stat data (a file whose stat data matches is taken
+    for unchanged), and a command can write an index whose entry for a file
+    it changed carries the changed file's stat data and the old object id.
+    The stat data git-isopatch's own checkout wrote cannot match a file
+    changed since (its change time moved).  Without ``index`` it is not
+    pooled.
 
     ``HEAD`` is detached (a pooled worktree never holds a branch the user
     may want to check out elsewhere), the record says pooled and the
@@ -132,8 +156,10 @@ def put_back(
     leaves an orphan, never a pooled worktree that is not clean.  What the
     command left in it is cleared by the next claim.
     """
-    if os.path.islink(worktree) or not os.path.isdir(worktree):
+    if index is None or os.path.islink(worktree) or not os.path.isdir(worktree):
         return False
+    if registered_inside(repository, os.path.dirname(worktree), worktree) is not None:
+        return False  # the next claim would empty the folder of it
     match worktree_admin_dir(worktree):
         case Ok(pointer) if os.path.realpath(pointer) == os.path.realpath(admin_dir):
             pass
@@ -143,6 +169,7 @@ def put_back(
         if not locked or len(pooled(repository, store)) >= size:
             return False
         replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{record.base}\n".encode())
+        replace_admin_file(os.path.join(admin_dir, "index"), index)
         record.pooled = True
         store.save(admin_dir, record)
         write_lock_reason(admin_dir, POOL_LOCK_REASON)

@@ -15,7 +15,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
@@ -57,6 +57,9 @@ class Isolation:
         poolable: it may go back to the pool after the run (its private
             folder held nothing beyond what a plain detached worktree has,
             :func:`..git.refresh.admin_extras`, when it was made).
+        index: with a pool, its index as git-isopatch made it, before the
+            command ran (:func:`.pool.index_as_made`), put back when it
+            returns to the pool.
     """
 
     private_dir: str
@@ -67,6 +70,7 @@ class Isolation:
     record: WorktreeRecord
     container: str
     poolable: bool = False
+    index: bytes | None = None
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -136,17 +140,18 @@ class WorktreeProvider:
                 :data:`.errors.FAILURE_TABLE`), or ``too-many-worktrees``
                 (``max_worktrees``); nothing is left behind.
         """
-        if self.pool:
-            claimed = self._claim(repository, base, private_dir, command)
-            if claimed is not None:
-                return claimed
-        container = place_worktree(
-            repository.top,
-            fallback_root=tmp_root or tempfile.gettempdir(),
-            configured_root=worktree_root,
-            warn=self.warn,
-        ).container
-        return self._add(repository, base, private_dir, container, command, tmp_root)
+        made = self._claim(repository, base, private_dir, command) if self.pool else None
+        if made is None:
+            container = place_worktree(
+                repository.top,
+                fallback_root=tmp_root or tempfile.gettempdir(),
+                configured_root=worktree_root,
+                warn=self.warn,
+            ).container
+            made = self._add(repository, base, private_dir, container, command, tmp_root)
+        if self.pool and made.poolable:
+            made = replace(made, index=pool.index_as_made(made.admin_dir))
+        return made
 
     def _add(
         self,
@@ -303,6 +308,7 @@ class WorktreeProvider:
                     isolation.admin_dir,
                     isolation.record,
                     self.pool,
+                    isolation.index,
                 ):
                     return True
             except Exception as exc:  # clean-up never raises

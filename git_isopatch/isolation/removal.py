@@ -21,7 +21,7 @@ from ..git.admin_files import pointer_leads_to, replace_admin_file, reset_common
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
-from ..git.worktree import list_worktrees, remove_worktree
+from ..git.worktree import list_worktrees, remove_worktree, worktree_admin_dirs
 from .errors import IsopatchError
 from .inventory import (
     KEPT,
@@ -98,6 +98,18 @@ def _point_dotgit_back(worktree: WorktreePath, admin_dir: GitDirPath) -> bool:
     return True
 
 
+def registered_inside(repository: UserRepository, folder: str, ours: str) -> str | None:
+    """A registered worktree other than ``ours`` that lies in ``folder``
+    (or is it), or ``None``: deleting ``folder`` would delete its files and
+    leave its registration (a command's ``git worktree add ../agent``)."""
+    real = os.path.realpath(folder)
+    for top in worktree_admin_dirs(repository.common_dir):
+        other = os.path.realpath(top)
+        if other != os.path.realpath(ours) and (other == real or other.startswith(real + os.sep)):
+            return top
+    return None
+
+
 def refusal(path: str) -> str | None:
     """Why ``path`` is no worktree of ours to remove, or ``None``: only a
     worktree whose path proves git-isopatch made it
@@ -149,6 +161,9 @@ def remove_ours(
     why = refusal(path)
     if why is not None:
         return why
+    inside = registered_inside(repository, path, path)
+    if inside is not None:
+        return f"it holds the registered worktree '{inside}'"
     folder = os.path.dirname(os.path.normpath(path))
     if admin_dir and os.path.isdir(admin_dir):
         with contextlib.suppress(OSError):  # a command may have rewritten it
@@ -173,6 +188,8 @@ def remove_ours(
             return f"cannot list worktrees: {error.message()}"
     for ours in (folder, *also):
         # folder is proven ours (refusal); a run's private folder by its name
+        if ours == folder and registered_inside(repository, folder, path) is not None:
+            continue  # the registered worktree's files stay (reported as a shared write)
         if ours and (
             ours == folder or os.path.basename(os.path.normpath(ours)).startswith(TMP_PREFIX)
         ):
