@@ -19,6 +19,7 @@ from typing import Any
 
 from . import execute, start
 from .extract import Extracted, extract
+from .git.shared_state import INFO_ATTRIBUTES
 from .isolation import results
 from .isolation.command import forward_signals
 from .isolation.errors import IsopatchError
@@ -26,7 +27,7 @@ from .isolation.lifecycle import worktree_for_run
 from .isolation.provider import WorktreeProvider
 from .isolation.worktree_git import WorktreeGit
 from .populate import populate
-from .report import report
+from .report import Ran, report
 from .request import CaptureRequest
 from .result import CaptureResult
 
@@ -135,9 +136,12 @@ def run(
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
                 lease.keep_on_failure()
                 git = WorktreeGit(
-                    lease.isolation.worktree, lease.isolation.admin_dir, plan.git_env, confinement
+                    lease.isolation.worktree,
+                    lease.isolation.admin_dir,
+                    ran.fidelity.own_env(plan.git_env),
+                    confinement,
                 )
-                extracted = _extract(git, plan, private.path, submodules, warn)
+                extracted = _extract(git, plan, private.path, submodules, warn, ran)
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=not confinement.confined)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
@@ -164,9 +168,18 @@ def _extract(
     private_dir: str,
     submodules: Sequence[Any],
     warn: Callable[[str], None],
+    ran: Ran,
 ) -> Extracted | IsopatchError:
     """Step 6 (:func:`.extract.extract`), its classified failure as a value."""
     try:
-        return extract(git, run, private_dir, submodules, warn)
+        return extract(
+            git,
+            run,
+            private_dir,
+            submodules,
+            warn,
+            fidelity=ran.fidelity,
+            attributes_outside=any(w.name == INFO_ATTRIBUTES for w in ran.shared_writes),
+        )
     except IsopatchError as failure:
         return failure

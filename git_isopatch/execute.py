@@ -24,6 +24,7 @@ from .git.shared_state import read_shared_state
 from .git.status import read_checkout
 from .isolation.confinement import Confinement, confine
 from .isolation.errors import known_os_failure
+from .isolation.fidelity import Fidelity, look_before_command
 from .isolation.placement import enter_prefix
 from .isolation.provider import Isolation
 from .report import Ran, checkout_changes, command_hints, shared_writes
@@ -49,6 +50,8 @@ def command(
     with contextlib.ExitStack() as stack:
         try:
             cwd = enter_prefix(isolation.worktree, repository.prefix)
+            fidelity = _look_before(start, isolation, warn)
+            env = fidelity.command_env(env)
             # under --sandbox the checkout cannot change through the command
             checkout_before = (
                 None
@@ -100,8 +103,23 @@ def command(
             hints=command_hints(
                 start.command, outcome, repository.top, isolation.worktree, repository.prefix
             ),
+            fidelity=fidelity,
         )
         yield ran, confinement
+
+
+def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]) -> Fidelity:
+    """The worktree just before the command (:mod:`.isolation.fidelity`)."""
+    return look_before_command(
+        isolation.worktree,
+        isolation.admin_dir,
+        start.commit,
+        top=isolation.repository.top,
+        prefix=isolation.repository.prefix,
+        env=start.git_env,
+        exclude=[include.path for include in start.includes],
+        warn=warn,
+    )
 
 
 def _output(

@@ -23,8 +23,10 @@ from typing import IO
 
 from .git.apply import diff_color
 from .git.diff import (
+    Found,
     apply_size_warning,
     count_patch_files,
+    dot_git_warning,
     quote_ambiguous_headers,
     unreadable_folder_warning,
 )
@@ -33,6 +35,7 @@ from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
 from .isolation.errors import IsopatchError, known_failure, known_os_failure
+from .isolation.fidelity import Fidelity
 from .isolation.worktree_git import WorktreeGit
 from .start import Start
 
@@ -65,11 +68,19 @@ def extract(
     private_dir: str,
     submodules: Sequence[Submodule],
     warn: Callable[[str], None],
+    *,
+    fidelity: Fidelity | None = None,
+    attributes_outside: bool = False,
 ) -> Extracted:
     """Step 6: the patch of the worktree against ``start.commit``, in
     ``private_dir`` or at ``start.output``; the linked and copied paths
-    never enter it; the changes inside each of ``submodules`` (populated by
-    ``--recurse-submodules``) follow the superproject's.  With
+    never enter it, nor the paths that differed before the command and that
+    it left as they were (``fidelity``, :meth:`.isolation.fidelity.Fidelity.left_out`);
+    the changes inside each of ``submodules`` (populated by
+    ``--recurse-submodules``) follow the superproject's, while they are
+    still submodules.  When the command changed the attributes
+    (``attributes_outside``: ``info/attributes``), git compares every file
+    again (:func:`.isolation.fidelity.settle_attributes`).  With
     ``start.diffstat`` the diffstat is taken, coloured as git colours a
     diff where it goes (``start.terminal_columns``).
 
@@ -79,7 +90,11 @@ def extract(
     git.warn_changed_submodules(submodules, warn)
     base, output = start.commit, start.output
     exclude = [include.path for include in start.includes]
-    patch = _extract_patch(git, base, private_dir, output, exclude, submodules, warn)
+    if fidelity is not None:
+        exclude += fidelity.left_out(git.worktree, warn)
+    patch = _extract_patch(
+        git, base, private_dir, output, exclude, submodules, warn, attributes_outside
+    )
     files = count_patch_files(patch)
     contents = read_contents(patch, files, env=start.git_env)
     too_large = apply_size_warning(os.path.getsize(patch))
@@ -152,6 +167,7 @@ def _extract_patch(
     exclude: Sequence[str],
     submodules: Sequence[Submodule],
     warn: Callable[[str], None],
+    attributes_outside: bool = False,
 ) -> str:
     """Intent-to-add, then the binary diff into a 0600 file.
 
@@ -172,7 +188,9 @@ def _extract_patch(
             "worktree-gone", f"the command removed or replaced its worktree '{worktree}'"
         )
     try:
-        return _write_patch(git, base, private_dir, output, exclude, warn, submodules)
+        return _write_patch(
+            git, base, private_dir, output, exclude, warn, submodules, attributes_outside
+        )
     except subprocess.SubprocessError as exc:  # only a confinement that failed raises it
         from .isolation.sandbox import UNAVAILABLE
 
@@ -189,30 +207,9 @@ def _write_patch(
     exclude: Sequence[str],
     warn: Callable[[str], None],
     submodules: Sequence[Submodule] = (),
+    attributes_outside: bool = False,
 ) -> str:
-    worktree = git.worktree
-    unreadable: list[str] = []
-    nested: list[str] = []
-    exclude = [*exclude, *(submodule.path for submodule in submodules)]
-    match git.clear_hiding_flags():
-        case Err(error):
-            raise known_failure(f"could not read the index of '{worktree}'", error)
-        case Ok(tracked):
-            pass
-    match git.mark_untracked_intent_to_add(
-        exclude=exclude, unreadable=unreadable, nested=nested, tracked=tracked
-    ):
-        case Err(error):
-            raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
-        case Ok():
-            pass
-    for said in unreadable:
-        warn(unreadable_folder_warning(said))
-    for path in nested:
-        warn(
-            f"'{path}' is a repository the command made: the patch holds its commit "
-            "(a gitlink), not its files"
-        )
+    exclude, submodules = _prepare_index(git, base, exclude, submodules, warn, attributes_outside)
     target = output if output is not None else os.path.join(private_dir, PATCH_NAME)
     try:
         if output is not None:
@@ -256,6 +253,55 @@ def _write_patch(
             os.unlink(written)
         raise
     return target
+
+
+def _prepare_index(
+    git: WorktreeGit,
+    base: CommitId,
+    exclude: Sequence[str],
+    submodules: Sequence[Submodule],
+    warn: Callable[[str], None],
+    attributes_outside: bool,
+) -> tuple[list[str], list[Submodule]]:
+    """Before the diff: the hiding flags cleared, new files intent-to-add
+    (what git left out named by ``warn``), git made to look at every file
+    again when the attributes changed.  A populated submodule the command
+    removed is no longer diffed from inside: its removal is the
+    superproject's, and its folder (a checkout leaves it as a repository)
+    is never added back.
+
+    Returns:
+        what the diff leaves out, and the submodules still there.
+    """
+    worktree = git.worktree
+    match git.still_checked_out(submodules):
+        case Err(error):
+            raise known_failure(f"could not read the index of '{worktree}'", error)
+        case Ok(kept):
+            pass
+    new_files_exclude = [*exclude, *(submodule.path for submodule in submodules)]
+    match git.clear_hiding_flags():
+        case Err(error):
+            raise known_failure(f"could not read the index of '{worktree}'", error)
+        case Ok(tracked):
+            pass
+    found = Found()
+    match git.mark_untracked_intent_to_add(exclude=new_files_exclude, tracked=tracked, found=found):
+        case Err(error):
+            raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
+        case Ok():
+            pass
+    for said in found.unreadable:
+        warn(unreadable_folder_warning(said))
+    for path in found.nested:
+        warn(
+            f"'{path}' is a repository the command made: the patch holds its commit "
+            "(a gitlink), not its files"
+        )
+    for path in found.dot_git:
+        warn(dot_git_warning(path))
+    git.settle_attributes(base, found.attributes, info_changed=attributes_outside)
+    return [*exclude, *(submodule.path for submodule in kept)], kept
 
 
 def _submodule_patch_stat(patch: str, git: WorktreeGit) -> bytes | None:

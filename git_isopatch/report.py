@@ -12,7 +12,7 @@ import os
 import posixpath
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .bring_home import apply_result
 from .extract import Extracted
@@ -22,6 +22,7 @@ from .git.shared_state import SharedState, SharedWrite, describe_changes, read_s
 from .git.status import CheckoutState, changed_paths, read_checkout
 from .isolation.command import CommandOutcome
 from .isolation.errors import IsopatchError
+from .isolation.fidelity import Fidelity
 from .result import CaptureResult
 from .start import Start
 
@@ -155,6 +156,8 @@ class Ran:
             looked at, under ``--sandbox``), and ``checkout_changes``:
             the paths of it that changed during the run.
         hints: advice for a command that could not run a program.
+        fidelity: the worktree just before it ran, and the settings pinned
+            for git there (:mod:`.isolation.fidelity`).
     """
 
     outcome: CommandOutcome
@@ -164,6 +167,7 @@ class Ran:
     checkout_before: GitResult[CheckoutState] | None
     checkout_changes: tuple[str, ...]
     hints: tuple[str, ...]
+    fidelity: Fidelity = field(default_factory=Fidelity)
 
 
 def report(

@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import IO
 
 from .result import Err, GitResult, Ok
@@ -127,16 +128,33 @@ def unreadable_folder_warning(said: str) -> str:
     return f"left out of the patch: git could not open '{path}' ({reason})"
 
 
+@dataclass
+class Found:
+    """What :func:`mark_untracked_intent_to_add` saw besides the new files.
+
+    Attributes:
+        unreadable: git's warnings for folders it could not open.
+        nested: new repositories (recorded as gitlinks), from the top.
+        dot_git: ``.git`` entries that are not repositories
+            (:func:`find_dot_git_entries`).
+        attributes: the ``.gitattributes`` paths, tracked and new.
+    """
+
+    unreadable: list[str] = field(default_factory=list)
+    nested: list[str] = field(default_factory=list)
+    dot_git: list[str] = field(default_factory=list)
+    attributes: list[bytes] = field(default_factory=list)
+
+
 def mark_untracked_intent_to_add(
     worktree: WorktreePath,
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
-    unreadable: list[str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
-    nested: list[str] | None = None,
     tracked: bytes | None = None,
+    found: Found | None = None,
 ) -> GitResult[int]:
     """Mark every untracked, not ignored file of the worktree intent-to-add.
 
@@ -160,17 +178,27 @@ def mark_untracked_intent_to_add(
     A folder git cannot open (a path longer than ``PATH_MAX``, a folder
     without read permission) is left out by git with a warning and no
     error (dir.c, "could not open directory"): each such warning is
-    appended to ``unreadable`` when given, as git wrote it ("'<path>/':
+    appended to ``found.unreadable`` when given, as git wrote it ("'<path>/':
     File name too long").
 
     A new repository inside the worktree is listed by git as its folder
     (``path/``) and recorded as a gitlink: the patch then holds its commit,
     not its files.  Each such path (without the ``/``) is appended to
-    ``nested`` when given.
+    ``found.nested`` when given.
 
     ``tracked``: the index's paths, each ended by NUL, when the caller has
     just listed them (:func:`clear_hiding_flags`); else they are listed
     here.
+
+    An entry named ``.git`` below the top that is not a repository (a
+    regular file, a folder git cannot read as one) is never listed nor
+    added: git skips every path named ``.git`` (dir.c, ``is_dot_git``).
+    Each such path (``d/.git``) in a folder of the index or of a new file
+    is appended to ``found.dot_git`` when given (:func:`find_dot_git_entries`).
+
+    ``found.attributes``, when given, gets the path of each ``.gitattributes``
+    of the index and each new one (:func:`is_attributes_file`), for
+    :func:`attributes_changed`.
 
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
@@ -197,12 +225,16 @@ def mark_untracked_intent_to_add(
             return err
         case Ok(output):
             paths = output
+    unreadable = found.unreadable if found else None
+    nested = found.nested if found else None
+    dot_git = found.dot_git if found else None
+    attributes = found.attributes if found else None
     if unreadable is not None:
         prefix = "could not open directory "
         unreadable += [w[len(prefix) :] for w in warnings if w.startswith(prefix)]
     if nested is not None:
         nested += [os.fsdecode(p[:-1]) for p in output.split(b"\0") if p.endswith(b"/")]
-    if not paths:
+    if not paths and dot_git is None and attributes is None:
         return Ok(0)
     if tracked is None:
         match run_git(
@@ -215,6 +247,16 @@ def mark_untracked_intent_to_add(
                 return err
             case Ok(tracked):
                 pass
+    if attributes is not None:
+        attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p)]
+        attributes += [p for p in paths.split(b"\0") if is_attributes_file(p)]
+    if dot_git is not None:
+        repositories = {os.fsencode(path) for path in nested or ()}
+        dot_git += find_dot_git_entries(
+            worktree, _folders_of(tracked) | _folders_of(paths), repositories
+        )
+    if not paths:
+        return Ok(0)
     # a folder that holds an excluded path is never given whole: git add
     # would take the path, and an exclude pathspec naming an ignored path
     # makes git add fail (git 2.39: "The following paths are ignored")
@@ -284,14 +326,14 @@ def clear_hiding_flags(
         if tag.upper() == b"S" and os.path.lexists(os.path.join(worktree, os.fsdecode(path))):
             skipped.append(path)
     # one flag per call: update-index applies only the first of them
-    for option, paths in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):
-        if not paths:
+    for option, flagged in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):
+        if not flagged:
             continue
         match run_git(
             [*_worktree_args(worktree, git_dir), "update-index", option, "-z", "--stdin"],
             env=env,
             config=DIFF_CONFIG,
-            input=b"".join(path + b"\0" for path in paths),
+            input=b"".join(path + b"\0" for path in flagged),
             preexec_fn=preexec_fn,
         ):
             case Err() as err:
@@ -299,6 +341,93 @@ def clear_hiding_flags(
             case Ok():
                 pass
     return Ok(b"".join(path + b"\0" for path in paths))
+
+
+def is_attributes_file(path: bytes) -> bool:
+    """``path`` (from the top) names a ``.gitattributes`` file."""
+    return path == b".gitattributes" or path.endswith(b"/.gitattributes")
+
+
+def attributes_changed(
+    worktree: WorktreePath,
+    base: CommitId,
+    paths: Sequence[bytes],
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[bool]:
+    """Whether one of the ``.gitattributes`` files ``paths`` (tracked and
+    new ones, from :func:`mark_untracked_intent_to_add`) differs from
+    ``base``: ``git diff --quiet`` on them alone, no call when there are
+    none.  A change of these files' own stat data is what git notices, so
+    this answer does not depend on the stat cache of the other files."""
+    if not paths:
+        return Ok(False)
+    result = run_git(
+        [
+            *_worktree_args(worktree, git_dir),
+            "diff",
+            "--quiet",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            base,
+            "--",
+            *(":(top,literal)" + os.fsdecode(path) for path in paths),
+        ],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    )
+    match result:
+        case Ok():
+            return Ok(False)
+        case Err() as err:
+            if err.error.returncode == 1:
+                return Ok(True)
+            return err
+
+
+def look_again_at_every_file(git_dir: GitDirPath) -> None:
+    """Make git compare every tracked file's content on its next look, as
+    when the attributes changed: the index file's time goes back to one
+    second after the epoch, so that every entry is "racily clean" (its
+    file's time is not older than the index, read-cache.c,
+    ``is_racy_timestamp``; gitformat-index(5)) and git reads the file
+    instead of trusting its stat data.  Without it, which files a changed
+    ``text``/``eol`` attribute shows as modified depends on which entries
+    happened to be racy (``: > .gitattributes`` on git/git gave
+    4 files in one run and 1 in another).  Only the worktree's own index
+    is touched; git rewrites it with the current time when it next writes
+    it, after comparing each racy entry.
+
+    Raises:
+        OSError: the index cannot be touched.
+    """
+    os.utime(os.path.join(git_dir, "index"), (1, 1))
+
+
+def dot_git_warning(path: str) -> str:
+    """The warning for an entry :func:`find_dot_git_entries` found."""
+    return (
+        f"'{path}' is not in the patch: git never tracks a path named .git, "
+        "and it is not a repository git can read (a nested repository would be a gitlink)"
+    )
+
+
+def find_dot_git_entries(
+    worktree: WorktreePath, folders: set[bytes], repositories: set[bytes] = frozenset()
+) -> list[str]:
+    """The ``<folder>/.git`` entries of the worktree (one ``lstat`` per
+    folder of ``folders``, paths from the top), sorted, but for the folders
+    in ``repositories`` (nested repositories, which git records as
+    gitlinks): what git leaves out without a word."""
+    found = []
+    for folder in sorted(folders - repositories):
+        if folder and os.path.lexists(os.path.join(worktree, os.fsdecode(folder), ".git")):
+            found.append(os.fsdecode(folder) + "/.git")
+    return found
 
 
 def _folders_of(listing: bytes) -> set[bytes]:

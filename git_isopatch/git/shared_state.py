@@ -54,6 +54,9 @@ class SharedState:
 #: tree, another object store, the shallow boundary.
 WATCHED_FILES = ("info/exclude", "info/attributes", "objects/info/alternates", "shallow")
 
+#: The name of ``$GIT_COMMON_DIR/info/attributes`` among :data:`WATCHED_FILES`.
+INFO_ATTRIBUTES = "info/attributes"
+
 #: The folder of the repository's hooks (githooks(5)); every entry in it is
 #: watched (``pre-commit install`` writes ``hooks/pre-commit``).
 HOOKS = "hooks"

@@ -309,3 +309,59 @@ def patch_stat(patch: str, *, env: Mapping[str, str]) -> GitResult[bytes]:
     return run_git(
         ["apply", "--stat", "--summary", "--", patch], env=env, config=DIFF_CONFIG, cwd=folder
     )
+
+
+def still_checked_out(
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    submodules: Sequence[Submodule],
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[list[Submodule]]:
+    """The ``submodules`` (populated before the command) that are still
+    submodules after it: a gitlink in the worktree's index and a folder
+    holding its ``.git``.  One the command removed (``git rm sub``, ``rm
+    -rf sub``, a checkout of a commit without it, which leaves the folder
+    as an untracked repository) has no diff of its own: its removal is the
+    superproject's (one ``git ls-files -s`` on their paths, none without
+    submodules).  ``preexec_fn`` confines git."""
+    if not submodules:
+        return Ok([])
+    listed = run_git(
+        [
+            "--literal-pathspecs",
+            *_args(worktree, git_dir),
+            "ls-files",
+            "-s",
+            "-z",
+            "--full-name",
+            "--",
+            *(submodule.path for submodule in submodules),
+        ],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    )
+    match listed:
+        case Err() as err:
+            return err
+        case Ok(output):
+            pass
+    gitlinks = set()
+    for entry in output.split(b"\0"):
+        info, _, path = entry.partition(b"\t")
+        fields = info.split()
+        if len(fields) == 3 and fields[0] == GITLINK_MODE:
+            gitlinks.add(os.fsdecode(path))
+    kept = []
+    for submodule in submodules:
+        folder = os.path.join(worktree, submodule.path)
+        if (
+            submodule.path in gitlinks
+            and os.path.isdir(folder)
+            and not os.path.islink(folder)
+            and os.path.lexists(os.path.join(folder, ".git"))
+        ):
+            kept.append(submodule)
+    return Ok(kept)

@@ -22,6 +22,7 @@ from ..git.result import GitResult
 from ..git.submodule import Submodule
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from .confinement import Confinement
+from .fidelity import settle_attributes
 from .submodules import warn_changed
 
 
@@ -48,18 +49,34 @@ class WorktreeGit:
         self,
         *,
         exclude: Sequence[str],
-        unreadable: list[str],
-        nested: list[str],
         tracked: bytes,
+        found: diff.Found,
     ) -> GitResult[int]:
         """:func:`.git.diff.mark_untracked_intent_to_add`."""
         return diff.mark_untracked_intent_to_add(
+            self.worktree, exclude=exclude, tracked=tracked, found=found, **self._bound()
+        )
+
+    def still_checked_out(self, submodules: Sequence[Submodule]) -> GitResult[list[Submodule]]:
+        """:func:`.git.submodule.still_checked_out`: the ``submodules`` the
+        command did not remove."""
+        return git_submodule.still_checked_out(
+            self.worktree, submodules=submodules, **self._bound()
+        )
+
+    def settle_attributes(
+        self, base: CommitId, attributes: Sequence[bytes], *, info_changed: bool
+    ) -> None:
+        """:func:`.fidelity.settle_attributes` (never raises but for the
+        confinement)."""
+        settle_attributes(
             self.worktree,
-            exclude=exclude,
-            unreadable=unreadable,
-            nested=nested,
-            tracked=tracked,
-            **self._bound(),
+            self.admin_dir,
+            base,
+            attributes,
+            env=self.env,
+            info_changed=info_changed,
+            preexec_fn=self.confinement.hook,
         )
 
     def write_binary_diff(

@@ -1,0 +1,147 @@
+"""Settings pinned for every git in a worktree, git-isopatch's and the
+command's, through the environment (``GIT_CONFIG_COUNT``, git 2.31), so
+that nothing of the user's configuration is written.
+
+Two settings of the user's repository can be wrong for the worktree:
+
+- ``core.ignoreCase`` says what the file system does (git-config(1): git
+  probes it at ``git init``/``git clone``), and a repository copied from
+  macOS or Windows keeps ``true`` on Linux.  There git takes a new
+  ``README.MD`` beside the tracked ``README.md`` for the same file, and it
+  is missing from the patch.  :func:`ignore_case_setting` pins it to what
+  the worktree's own file system does.
+- ``submodule.recurse=true`` makes ``git reset --hard``, ``git checkout
+  .`` and ``git restore .`` recurse into every active submodule, and one
+  that is active but not populated (no git directory: a fresh worktree's
+  submodule folders are empty) makes them fail (``fatal: not a git
+  repository: .../modules/sub``), in a checkout as in a worktree.
+  :func:`recurse_setting` turns recursion off where a submodule is not
+  populated, as ``git worktree add`` itself does for its own reset (git
+  2.25, "worktree: teach add to ignore submodule.recurse config").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+
+from .config import parse_bool
+from .result import Err, Ok
+from .run import run_git
+from .types import GitDirPath
+
+#: The pairs :func:`with_config` adds are git's ``GIT_CONFIG_COUNT``
+#: entries (git-config(1), ENVIRONMENT).
+COUNT = "GIT_CONFIG_COUNT"
+
+
+def with_config(env: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``env`` with ``pairs`` appended to its ``GIT_CONFIG_COUNT`` entries.
+
+    They act as ``git -c`` does, above every configuration file, and go
+    down to every git the command runs; a ``git -c`` of the user's
+    (``GIT_CONFIG_PARAMETERS``, which git reads after these) or of the
+    command still wins.  A ``GIT_CONFIG_COUNT`` that is not a number is
+    left as it is (git refuses it, and git-isopatch has said so before).
+    """
+    out = dict(env)
+    if not pairs:
+        return out
+    try:
+        count = int(out.get(COUNT, "0"))
+    except ValueError:
+        return out
+    for key, value in pairs:
+        out[f"GIT_CONFIG_KEY_{count}"] = key
+        out[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    out[COUNT] = str(count)
+    return out
+
+
+def file_system_ignores_case(folder: str) -> bool | None:
+    """Whether the file system of ``folder`` takes names that differ only in
+    case for one: a file made there with a lowercase name is looked up in
+    upper case, then removed (git's own probe at ``git init`` writes
+    ``CoNfIg`` in the git directory).  ``None`` when the probe cannot be
+    made (the folder cannot be written)."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=".isopatch-case-", dir=folder)
+    except OSError:
+        return None
+    try:
+        os.close(fd)
+        head, name = os.path.split(path)
+        return os.path.lexists(os.path.join(head, name.upper()))
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+#: The settings :func:`read_settings` reads, lower-cased as git lists them.
+HOOKS_PATH = "core.hookspath"
+IGNORE_CASE = "core.ignorecase"
+RECURSE = "submodule.recurse"
+
+
+def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str | None]:
+    """``core.hooksPath``, ``core.ignoreCase`` and ``submodule.recurse`` as
+    git reads them for the repository of ``git_dir`` (the worktree's
+    private folder: its whole configuration chain), in one ``git config``;
+    the last value of each wins; a key without ``=`` is ``None`` (true).
+    Empty when none is set or git cannot read them."""
+    pattern = r"^(core\.(hookspath|ignorecase)|submodule\.recurse)$"
+    match run_git(
+        [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern],
+        env=env,
+    ):
+        case Ok(output):
+            pass
+        case Err():
+            return {}
+    values: dict[str, str | None] = {}
+    for record in output.split(b"\0"):
+        if record:
+            key, newline, value = os.fsdecode(record).partition("\n")
+            values[key.lower()] = value if newline else None
+    return values
+
+
+def _configured_bool(settings: Mapping[str, str | None], key: str) -> bool:
+    """``key`` of ``settings`` as a boolean; false when unset or not one."""
+    if key not in settings:
+        return False
+    match parse_bool(key, settings[key]):
+        case Ok(value):
+            return value
+    return False
+
+
+def ignore_case_setting(worktree: str, settings: Mapping[str, str | None]) -> list[tuple[str, str]]:
+    """``core.ignoreCase`` as the worktree's file system does
+    (:func:`file_system_ignores_case`) when the configuration
+    (``settings``, :func:`read_settings`) says otherwise; nothing when they
+    agree or the probe cannot tell (the command's environment stays as
+    given)."""
+    ignores = file_system_ignores_case(worktree)
+    if ignores is None or ignores == _configured_bool(settings, IGNORE_CASE):
+        return []
+    return [("core.ignoreCase", "true" if ignores else "false")]
+
+
+def recurse_setting(
+    worktree: str, submodule_paths: Sequence[str], settings: Mapping[str, str | None]
+) -> list[tuple[str, str]]:
+    """``submodule.recurse=false`` when the configuration (``settings``)
+    sets it true and one of the worktree's submodules (``submodule_paths``,
+    from the top) is not populated (its folder holds no ``.git``), else
+    nothing: recursion into populated submodules works and stays as the
+    user configured it."""
+    if not _configured_bool(settings, RECURSE):
+        return []
+    for path in submodule_paths:
+        if not os.path.lexists(os.path.join(worktree, path, ".git")):
+            return [("submodule.recurse", "false")]
+    return []

@@ -1,0 +1,137 @@
+"""The patch holds the command's change and nothing else (design: The patch).
+
+Looked at just before the command (:func:`look_before_command`): the paths
+that already differ from the base (:mod:`.git.baseline`), what the
+worktree's file system does with case and whether a submodule is not
+populated (:mod:`.git.pinned`), and whether the repository's hooks are
+there (:mod:`.hooks`).  Used by the extraction: :meth:`Fidelity.left_out`
+and :func:`settle_attributes`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..git.baseline import Baseline, read_baseline, untouched_paths, untouched_warning
+from ..git.diff import attributes_changed, look_again_at_every_file
+from ..git.pinned import (
+    HOOKS_PATH,
+    ignore_case_setting,
+    read_settings,
+    recurse_setting,
+    with_config,
+)
+from ..git.result import Err, Ok
+from ..git.submodule import list_gitlinks
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from .hooks import missing_hooks_warning
+
+log = logging.getLogger("git_isopatch")
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """The worktree just before the command, and the settings pinned for
+    git there.
+
+    Attributes:
+        baseline: the paths that already differed from the base.
+        own_config: for git-isopatch's git calls in the worktree
+            (``core.ignoreCase``).
+        command_config: for the command (``core.ignoreCase``, and
+            ``submodule.recurse=false`` where a submodule is not
+            populated).
+    """
+
+    baseline: Baseline = field(default_factory=Baseline)
+    own_config: Pairs = ()
+    command_config: Pairs = ()
+
+    def own_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for git-isopatch's git calls, with :attr:`own_config`."""
+        return with_config(env, self.own_config)
+
+    def command_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for the command, with :attr:`command_config`."""
+        return with_config(env, self.command_config)
+
+    def left_out(self, worktree: WorktreePath, warn: Callable[[str], None]) -> list[str]:
+        """The paths of :attr:`baseline` the command left as they were,
+        each named by ``warn``: they stay out of the patch."""
+        paths = untouched_paths(self.baseline, worktree)
+        for path in paths:
+            warn(untouched_warning(path))
+        return paths
+
+
+def look_before_command(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    base: CommitId,
+    *,
+    top: str,
+    prefix: str,
+    env: Mapping[str, str],
+    exclude: Sequence[str] = (),
+    warn: Callable[[str], None],
+) -> Fidelity:
+    """Look at the worktree just before the command (after includes and
+    submodules are in); warn when the repository's hooks are not there.
+    Best effort: a look git cannot make is left out (logged at debug
+    level), as the run did without it."""
+    settings = read_settings(admin_dir, env)
+    own = tuple(ignore_case_setting(worktree, settings))
+    paths: list[str] = []
+    match list_gitlinks(worktree, git_dir=admin_dir, env=env):
+        case Ok(links):
+            paths = [link.path for link in links]
+        case Err(error):
+            log.debug("no submodule list: %s", error.message())
+    command = own + tuple(recurse_setting(worktree, paths, settings))
+    pinned = with_config(env, own)
+    said = missing_hooks_warning(worktree, top, settings.get(HOOKS_PATH), prefix)
+    if said is not None:
+        warn(said)
+    baseline = Baseline()
+    match read_baseline(worktree, base, git_dir=admin_dir, env=pinned, exclude=exclude):
+        case Ok(baseline):
+            pass
+        case Err(error):
+            log.debug("no look before the command: %s", error.message())
+    return Fidelity(baseline, own, command)
+
+
+def settle_attributes(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    base: CommitId,
+    attributes: Sequence[bytes],
+    *,
+    env: Mapping[str, str],
+    info_changed: bool = False,
+    preexec_fn: Callable[[], None] | None = None,
+) -> None:
+    """When the command changed the attributes (a ``.gitattributes`` of
+    ``attributes`` differs from the base, or ``info/attributes`` changed:
+    ``info_changed``), make git compare every tracked file's content before
+    the diff (:func:`.git.diff.look_again_at_every_file`), so that the
+    patch does not depend on git's stat cache.  Best effort."""
+    changed = info_changed
+    if not changed:
+        match attributes_changed(
+            worktree, base, attributes, git_dir=admin_dir, env=env, preexec_fn=preexec_fn
+        ):
+            case Ok(changed):
+                pass
+            case Err(error):
+                log.debug("attributes not compared: %s", error.message())
+                changed = True  # looking again costs time, never the patch
+    if changed:
+        try:
+            look_again_at_every_file(admin_dir)
+        except OSError as exc:
+            log.debug("index not touched: %s", exc)

@@ -1,0 +1,187 @@
+"""The patch holds what the command changed and nothing else (design: The
+patch; issue 21, items 1-4).
+
+- A path that differs from the base right after checkout (a blob stored
+  with CRLF under a ``text`` attribute: "modified" after every clone) is
+  left out unless the command changed it, with a ``warning:`` naming it.
+- ``core.ignoreCase=true`` left by a copy from macOS or Windows is pinned to
+  what the worktree's file system does, for git-isopatch's git and the
+  command's: a new ``README.MD`` beside ``README.md`` is in the patch.
+- An entry named ``.git`` below the top that is not a repository is left
+  out by git: a ``warning:`` names it.
+- A command that changes the attributes gets the same patch whatever git's
+  stat cache held: git compares every tracked file again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repo_helpers import apply_to_clean_checkout, git, isopatch
+
+#: An old repository's shape: ``f.txt`` stored with CRLF before ``*.txt
+#: text`` was added (public reports: "files modified right after clone").
+CRLF_STORED = {"f.txt": b"a\r\nb\r\n", "g.txt": b"g\n", "keep": b"k\n"}
+
+
+def _crlf_repo(make_repo, env) -> Path:
+    repo = make_repo(CRLF_STORED)
+    (repo / ".gitattributes").write_text("*.txt text\n")
+    git("add", ".gitattributes", cwd=repo, env=env)
+    git("commit", "-q", "-m", "attributes", cwd=repo, env=env)
+    return repo
+
+
+def _patch(run) -> bytes:
+    return Path(run.fields()["patch"]).read_bytes()
+
+
+def test_a_path_changed_by_checkout_alone_is_not_in_the_patch(env, make_repo, tmp_path) -> None:
+    repo = _crlf_repo(make_repo, env)
+    run = isopatch("--exit-code", "--", "true", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "warning: 'f.txt' differs from the base right after checkout" in run.err
+    porcelain = isopatch("--porcelain", "--", "sh", "-c", "echo x >> g.txt", cwd=repo, env=env)
+    assert porcelain.fields()["files"] == "1"
+    assert b"f.txt" not in _patch(porcelain)
+    assert "'f.txt'" in porcelain.err
+
+
+def test_apply_leaves_the_line_endings_of_an_untouched_path(env, make_repo, tmp_path) -> None:
+    repo = _crlf_repo(make_repo, env)
+    run = isopatch("--apply", "--", "sh", "-c", "echo x >> g.txt", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert (repo / "f.txt").read_bytes() == b"a\r\nb\r\n"
+    assert (repo / "g.txt").read_bytes() == b"g\nx\n"
+
+
+def test_a_path_the_command_changed_is_in_the_patch_whole(env, make_repo, tmp_path) -> None:
+    """Content, mode and deletion of the path that already differed: each
+    is the command's change, and the patch holds it from the base."""
+    repo = _crlf_repo(make_repo, env)
+    for script, expect in (
+        ("printf 'c\\r\\n' >> f.txt", b"+c"),
+        ("chmod +x f.txt", b"new mode 100755"),
+        ("rm f.txt", b"deleted file mode"),
+        ("printf 'a\\nb\\n' > f.txt", b"-a\r"),
+    ):
+        run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        patch = _patch(run)
+        assert b"diff --git a/f.txt b/f.txt" in patch, script
+        assert expect in patch, script
+        assert "differs from the base right after checkout" not in run.err, script
+
+
+def test_the_patch_of_an_untouched_path_applies_to_a_clean_checkout(
+    env, make_repo, tmp_path
+) -> None:
+    repo = _crlf_repo(make_repo, env)
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", "echo n > new", cwd=repo, env=env)
+    fields = run.fields()
+    checkout = apply_to_clean_checkout(
+        repo, fields["base"], Path(fields["patch"]), tmp_path / "checkout", env
+    )
+    assert (checkout / "new").read_bytes() == b"n\n"
+    assert (checkout / "f.txt").read_bytes() == (Path(fields["worktree"]) / "f.txt").read_bytes()
+
+
+def test_ignore_case_left_by_a_copy_is_pinned_to_the_file_system(env, make_repo) -> None:
+    """``core.ignoreCase=true`` on a case-sensitive file system: the new
+    ``README.MD`` is in the patch and the command's git sees it; the
+    user's configuration is not written."""
+    repo = make_repo({"README.md": "r\n"})
+    git("config", "core.ignoreCase", "true", cwd=repo, env=env)
+    config = (repo / ".git" / "config").read_bytes()
+    script = "echo big > README.MD && git status --porcelain --untracked-files=all"
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert run.fields()["files"] == "1"
+    assert b"diff --git a/README.MD b/README.MD" in _patch(run)
+    assert "?? README.MD" in Path(run.fields()["stdout"]).read_text()
+    assert (repo / ".git" / "config").read_bytes() == config
+
+
+def test_ignore_case_pin_goes_after_the_users_own_config_count(env, make_repo) -> None:
+    """The user's ``GIT_CONFIG_COUNT`` settings stay, and the pin is added
+    after them."""
+    repo = make_repo({"README.md": "r\n"})
+    git("config", "core.ignoreCase", "true", cwd=repo, env=env)
+    given = {**env, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "x.y", "GIT_CONFIG_VALUE_0": "z"}
+    script = "echo big > README.MD && git config x.y"
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=given)
+    assert run.returncode == 0, run.err
+    assert Path(run.fields()["stdout"]).read_text() == "z\n"
+    assert b"b/README.MD" in _patch(run)
+
+
+def test_a_file_named_git_in_a_folder_is_named_in_a_warning(env, make_repo) -> None:
+    """A regular ``.git`` file (a broken ``gitdir:`` line, a tool's marker),
+    in a new folder or in a tracked one, is never in a patch: git skips
+    every path named ``.git``; the rest of the folder is in the patch."""
+    repo = make_repo({"src/a": "a\n"})
+    script = (
+        "mkdir d && echo x > d/x && echo 'gitdir: /nowhere' > d/.git && "
+        "echo junk > src/.git && echo b > src/b"
+    )
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    patch = _patch(run)
+    assert b"b/d/x" in patch and b"b/src/b" in patch and b".git\n" not in patch
+    assert "warning: 'd/.git' is not in the patch" in run.err
+    assert "warning: 'src/.git' is not in the patch" in run.err
+
+
+def test_a_file_named_git_alone_in_a_tracked_folder_is_named(env, make_repo) -> None:
+    """Nothing else new: the tracked folders are looked at too."""
+    repo = make_repo({"src/a": "a\n", "deep/er/b": "b\n"})
+    run = isopatch("--", "sh", "-c", "echo junk > deep/er/.git", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "warning: 'deep/er/.git' is not in the patch" in run.err
+    assert "src/.git" not in run.err
+
+
+def test_a_nested_repository_keeps_its_gitlink_warning_only(env, make_repo) -> None:
+    repo = make_repo()
+    script = "git init -q inner && git -C inner commit -q --allow-empty -m i"
+    run = isopatch("--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "'inner' is a repository the command made" in run.err
+    assert "inner/.git" not in run.err
+
+
+#: ``eol=crlf`` files are stored with LF and checked out with CRLF: a
+#: command that empties ``.gitattributes`` leaves CRLF files that git sees
+#: as modified, if it looks at them (issue 21: ``: > .gitattributes`` on
+#: git/git gave 4 files in one run and 1 in another).
+EOL_FILES = {".gitattributes": "*.bat eol=crlf\n", "a.bat": "a\n", "b.bat": "b\n", "c": "c\n"}
+
+
+def test_changed_attributes_give_the_same_patch_whatever_the_stat_cache(env, make_repo) -> None:
+    """The same files on disk, once with the index's entries racy (fresh
+    checkout) and once made clean by a ``git status`` before the change:
+    the same patch."""
+    repo = make_repo(EOL_FILES)
+    patches, errs = [], []
+    empty = ": > .gitattributes"
+    for script in (empty, f"sleep 0.1; git status -s > /dev/null; {empty}"):
+        run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        patches.append(_patch(run))
+        errs.append(run.err)
+    assert patches[0] == patches[1], errs
+    assert b"b/a.bat" in patches[0] and b"b/b.bat" in patches[0]
+
+
+def test_changed_info_attributes_give_the_same_patch(env, make_repo) -> None:
+    repo = make_repo({"a.txt": "a\r\n", "c": "c\n"})
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    patches = []
+    write = 'echo "*.txt text" > "$(git rev-parse --git-common-dir)/info/attributes"'
+    for script in (write, f"sleep 0.1; git status -s > /dev/null; {write}"):
+        (repo / ".git" / "info" / "attributes").unlink(missing_ok=True)
+        run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        patches.append(_patch(run))
+    assert patches[0] == patches[1]
+    assert b"b/a.txt" in patches[0]
