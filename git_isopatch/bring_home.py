@@ -167,7 +167,14 @@ def apply_result(
     for line in outcome.warnings:
         warn(line)
     if outcome.signal is not None:
-        return replace(result, applied=False, signal=outcome.signal, exit_code=128 + outcome.signal)
+        received = outcome.signal  # it reached git-isopatch: porcelain "signal" names it
+        return replace(
+            result,
+            applied=False,
+            signal=received,
+            command_signal=received,
+            exit_code=128 + received,
+        )
     if outcome.error is not None:
         hints = result.hints
         if outcome.error.startswith(UNSTAGED_REFUSAL):

@@ -93,8 +93,9 @@ def test_parallel_applies_of_different_lines_all_land(env, make_repo) -> None:
     write_tree(repo, {"big": BIG.replace("line 1\n", "the user's edit\n")})
     lines = [20_000, 40_000, 60_000, 80_000]
     done = _runs_waiting_then_released(repo, env, [_sed(n, f"run {n}") for n in lines])
-    for code, _out, err in done:
+    for code, out, err in done:
         assert code == 0, err
+        assert "applied true" in out.splitlines()
     text = (repo / "big").read_text()
     expected = BIG.replace("line 1\n", "the user's edit\n")
     for n in lines:
@@ -127,6 +128,7 @@ def test_parallel_applies_of_the_same_line_one_wins_the_others_are_refused_whole
         assert code == 128, err
         fields = dict(line.split(" ", 1) for line in out.splitlines())
         assert fields["error-code"] == "apply-failed"
+        assert fields["applied"] == "false"
         assert "patch does not apply" in fields["error"]
         assert f"\nown {n}\n" not in text  # refused whole: not even its own line
         assert Path(fields["patch"]).is_file()
@@ -148,6 +150,8 @@ def test_sigint_while_waiting_for_another_apply_writes_nothing(env, make_repo) -
     assert run.returncode == 130, err
     fields = dict(line.split(" ", 1) for line in out.decode().splitlines())
     assert fields["exit"] == "130"
+    assert fields["signal"] == "SIGINT"
+    assert fields["applied"] == "false"
     assert b"+A" in Path(fields["patch"]).read_bytes()
     assert repo_state(repo, env) == before
     _no_leftovers(repo)
