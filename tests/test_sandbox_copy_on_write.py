@@ -57,9 +57,8 @@ def _run(box, argv, cwd: Path, env) -> subprocess.CompletedProcess[bytes]:
             timeout=120,
             check=False,
         )
-        os.close(wrapped.pass_fds[0])
-        status = namespaces.read_status(wrapped.status_fd)
-    assert namespaces.wait_gone(status.get("child-pid"))
+        status = wrapped.finish()
+    assert not namespaces._alive(status["child-pid"])
     return done
 
 

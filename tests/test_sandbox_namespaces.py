@@ -71,9 +71,8 @@ def _run(box: Namespaces, script: str, cwd: Path, **kwargs) -> tuple[int, str, d
             env=namespaces.command_environment(os.environ),
             **kwargs,
         )
-        os.close(wrapped.pass_fds[0])
-        status = namespaces.read_status(wrapped.status_fd)
-    assert namespaces.wait_gone(status.get("child-pid"))
+        status = wrapped.finish()
+    assert not namespaces._alive(status["child-pid"])
     return done.returncode, (done.stdout + done.stderr).decode(), status
 
 
@@ -263,16 +262,16 @@ def test_a_leftover_is_gone_when_bwrap_is_killed(bwrap, tmp_path: Path) -> None:
     marker, _ = _sleeper()
     with box.wrap(["setsid", "sleep", marker], cwd=str(places["work"])) as w:
         process = subprocess.Popen(w.argv, pass_fds=w.pass_fds, stdin=subprocess.DEVNULL)
-        os.close(w.pass_fds[0])
+        w.spawned()
         deadline = time.monotonic() + 10
         while not _argv_running(marker) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert _argv_running(marker)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        status = namespaces.read_status(w.status_fd)
+        status = w.finish()
     assert "exit-code" not in status
-    assert namespaces.wait_gone(status["child-pid"])
+    assert not namespaces._alive(status["child-pid"])
     assert _argv_running(marker) == []
 
 

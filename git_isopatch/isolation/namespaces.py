@@ -250,8 +250,10 @@ def run_policy(
     ``allow_write``.  Copy-on-write: ``home``, the temporary folders, the
     folder holding the checkout (so the checkout, the worktrees beside it
     and any unix socket there) and the repository's git directory, wherever
-    it is.  Read-only inside the writable ones: the pointers between the
-    worktree and the repository (``.git``, ``commondir``, ``gitdir``).
+    it is.  The pointers between the worktree and the repository
+    (``.git``, ``commondir``, ``gitdir``) stay writable: git-isopatch puts
+    them back after the run, when nothing the command started is left to
+    rewrite them again.
     """
     parent = os.path.dirname(os.path.abspath(top).rstrip("/")) or "/"
     copy_on_write = [*TEMPORARY_FOLDERS, *temporary, parent if parent != "/" else top, common_dir]
@@ -260,11 +262,6 @@ def run_policy(
     return NamespacePolicy(
         writable=(worktree, admin_dir, tmpdir, *streams, *allow_write),
         copy_on_write=tuple(copy_on_write),
-        protected=(
-            os.path.join(worktree, ".git"),
-            os.path.join(admin_dir, "commondir"),
-            os.path.join(admin_dir, "gitdir"),
-        ),
         allow_network=allow_network,
         runtime_dir=runtime_dir,
     )
@@ -389,33 +386,52 @@ def _layer_writes(upper: str, lower: str) -> list[str]:
     return found
 
 
-@contextlib.contextmanager
-def _seccomp_fd(program: bytes | None) -> Iterator[int | None]:
+def _seccomp_fd(program: bytes) -> int:
     """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
     it to its end, so each spawn needs its own)."""
-    if program is None:
-        yield None
-        return
     read_end, write_end = os.pipe()
     try:
         os.write(write_end, program)
+    except OSError:
+        os.close(read_end)
+        raise
     finally:
         os.close(write_end)
-    try:
-        yield read_end
-    finally:
-        with contextlib.suppress(OSError):
-            os.close(read_end)
+    return read_end
 
 
-@dataclass(frozen=True)
 class Wrapped:
-    """One spawn's argument list and the file descriptors it must inherit
-    (``pass_fds``); ``status_fd``: where bwrap's JSON status is read."""
+    """One spawn in the namespaces: its argument list, the descriptors the
+    child inherits (``pass_fds``), and bwrap's status once it has ended.
 
-    argv: list[str]
-    pass_fds: tuple[int, ...]
-    status_fd: int
+    Call :meth:`spawned` right after the child has started (the parent's
+    copies of the child's descriptors are closed, so that the status reads
+    to its end), and :meth:`finish` once bwrap has exited."""
+
+    def __init__(self, argv: list[str], child_fds: tuple[int, ...], status_fd: int) -> None:
+        self.argv = argv
+        self.pass_fds = child_fds
+        self._status_fd = status_fd
+        self._open = list(child_fds)
+
+    def spawned(self) -> None:
+        """Close the parent's copies of the child's descriptors."""
+        while self._open:
+            with contextlib.suppress(OSError):
+                os.close(self._open.pop())
+
+    def finish(self) -> dict[str, int]:
+        """bwrap's status (:func:`read_status`), once every process of the
+        namespace has ended (:func:`wait_gone`)."""
+        self.spawned()
+        status = read_status(self._status_fd)
+        wait_gone(status.get("child-pid"))
+        return status
+
+    def close(self) -> None:
+        self.spawned()
+        with contextlib.suppress(OSError):
+            os.close(self._status_fd)
 
 
 @dataclass(frozen=True)
@@ -433,23 +449,27 @@ class Namespaces:
 
     @contextlib.contextmanager
     def wrap(self, argv: Sequence[str], *, cwd: str | None = None) -> Iterator[Wrapped]:
-        """``argv`` run in the namespaces: the argument list to spawn and
-        the descriptors to pass, valid for one spawn inside the block."""
+        """``argv`` run in the namespaces: one spawn's :class:`Wrapped`,
+        valid inside the block."""
         status_read, status_write = os.pipe()
+        os.set_inheritable(status_read, False)
         try:
-            with _seccomp_fd(self.seccomp) as fd:
-                options = bwrap_arguments(
-                    self.policy, self.layers, seccomp_fd=fd, status_fd=status_write, chdir=cwd
-                )
-                if fd is not None:
-                    options += ["--seccomp", str(fd)]
-                passed = (status_write,) if fd is None else (status_write, fd)
-                yield Wrapped([self.bwrap.path, *options, "--", *argv], passed, status_read)
+            seccomp = _seccomp_fd(self.seccomp) if self.seccomp is not None else None
+        except OSError:
+            os.close(status_read)
+            os.close(status_write)
+            raise
+        options = bwrap_arguments(
+            self.policy, self.layers, seccomp_fd=seccomp, status_fd=status_write, chdir=cwd
+        )
+        if seccomp is not None:
+            options += ["--seccomp", str(seccomp)]
+        child = (status_write,) if seccomp is None else (status_write, seccomp)
+        wrapped = Wrapped([self.bwrap.path, *options, "--", *argv], child, status_read)
+        try:
+            yield wrapped
         finally:
-            with contextlib.suppress(OSError):
-                os.close(status_write)
-            with contextlib.suppress(OSError):
-                os.close(status_read)
+            wrapped.close()
 
     def outside_writes(self) -> tuple[str, ...]:
         """Every path outside the really writable places that the command
