@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from .git.apply import diff_color
 from .git.diff import (
     Found,
     apply_size_warning,
@@ -328,6 +327,8 @@ def _diffstat(
     ``None``, in the user's ``user_git_dir``'s configuration); ``None``
     when git cannot show it: the patch is there, and the run does not fail
     for a summary (the failure is logged at debug level)."""
+    from .git.apply import diff_color  # only when a diffstat is shown
+
     color = diff_color(user_git_dir, to_terminal=width is not None, env=git.env)
     try:
         shown = git.diff_stat(base, exclude=exclude, color=color, width=width)

@@ -14,7 +14,6 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .bring_home import apply_result
 from .extract import Extracted
 from .git.repo import UserRepository
 from .git.result import Err, GitResult, Ok
@@ -223,6 +222,8 @@ def report(
     if not start.apply:
         return result
     if extracted.files and result.exit_code == 0:
+        from .bring_home import apply_result  # only with --apply: it loads git.apply
+
         return apply_result(
             result,
             start.repository,
