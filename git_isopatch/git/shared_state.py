@@ -93,28 +93,65 @@ def read_watched_files(common_dir: GitDirPath) -> dict[str, tuple[int, bytes]]:
     return files
 
 
+def refs_in_process(git_dir: GitDirPath, common_dir: GitDirPath) -> dict[str, str] | None:
+    """The refs as ``git for-each-ref --format='%(objectname) %(refname)'``
+    lists them, read by libgit2 in this process (no git process),
+    or ``None`` where it might not list the same ones, and git must.
+
+    Equivalent where this answers: every ref under ``refs/``, loose or
+    packed, a symbolic one under its own name with the object id it
+    resolves to; a dangling symbolic ref and a loose ref file git cannot
+    parse are left out, as git leaves them out (``ignoring broken ref``);
+    a ref naming a missing object is kept, as git keeps it.  Only for the
+    main work tree's git directory (``git_dir`` is ``common_dir``): for a
+    linked one, which refs git counts as that worktree's own is git's to
+    say.  Any error of libgit2 gives ``None``.
+    """
+    if os.path.realpath(git_dir) != os.path.realpath(common_dir):
+        return None
+    import pygit2  # loaded already on every path that reads shared state
+
+    try:
+        repository = pygit2.Repository(git_dir, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        if repository.is_bare:
+            return None
+        refs = {}
+        for reference in repository.references.iterator():
+            try:
+                target = reference.resolve().target
+            except KeyError:  # dangling symbolic ref (pygit2.NotFoundError)
+                continue
+            refs[reference.raw_name.decode("utf-8", "surrogateescape")] = str(target)
+        return refs
+    except Exception:  # noqa: BLE001 - whatever libgit2 cannot answer, git answers
+        return None
+
+
 def read_shared_state(
     git_dir: GitDirPath, common_dir: GitDirPath, *, env: Mapping[str, str]
 ) -> GitResult[SharedState]:
-    """One ``git for-each-ref``, a read of the configuration file and of the
-    watched files (:func:`read_watched_files`).
+    """The refs (:func:`refs_in_process`, else one ``git for-each-ref``), a
+    read of the configuration file and of the watched files
+    (:func:`read_watched_files`).
 
     Returns:
         ``Ok(SharedState)`` or ``Err`` when git cannot list the refs.
     """
-    listed = run_git(
-        [f"--git-dir={git_dir}", "for-each-ref", "--format=%(objectname) %(refname)"],
-        env=env,
-    )
-    match listed:
-        case Err() as err:
-            return err
-        case Ok(output):
-            pass
-    refs = {}
-    for line in output.decode("utf-8", "surrogateescape").splitlines():
-        object_id, _, name = line.partition(" ")
-        refs[name] = object_id
+    refs = refs_in_process(git_dir, common_dir)
+    if refs is None:
+        listed = run_git(
+            [f"--git-dir={git_dir}", "for-each-ref", "--format=%(objectname) %(refname)"],
+            env=env,
+        )
+        match listed:
+            case Err() as err:
+                return err
+            case Ok(output):
+                pass
+        refs = {}
+        for line in output.decode("utf-8", "surrogateescape").splitlines():
+            object_id, _, name = line.partition(" ")
+            refs[name] = object_id
     try:
         with open(os.path.join(common_dir, "config"), "rb") as handle:
             config = handle.read()
