@@ -58,8 +58,9 @@ report.write(f"job {job}\n")
 while True:
     _, status = os.waitpid(job, os.WUNTRACED)
     if os.WIFSTOPPED(status):
-        report.write(f"stopped foreground={'job' if os.tcgetpgrp(0) == job else 'other'}\n")
-        os.tcsetpgrp(0, os.getpgrp())
+        foreground = "job" if os.tcgetpgrp(0) == job else "other"
+        os.tcsetpgrp(0, os.getpgrp())  # before the report: the test may then hang up
+        report.write(f"stopped foreground={foreground}\n")
         order = control.readline().strip()
         if order == "fg":
             os.tcsetpgrp(0, job)

@@ -111,7 +111,7 @@ def test_ctrl_c_during_extraction_does_not_break_git(
     shim = tmp_path / "shim"
     script(
         shim / "git",
-        'case " $* " in *" diff "*)\n'
+        'case " $* " in *" diff --binary "*)\n'
         '    kill -INT -"$(ps -o pgid= -p "$PPID" | tr -d " ")"; sleep 0.5;;\n'
         "esac\n"
         f'exec {real_git} "$@"\n',

@@ -178,7 +178,10 @@ def test_bad_config_value_in_porcelain_and_when_a_flag_overrides_it(env, make_re
     git("config", "isopatch.timeout", "soon", cwd=repo, env=env)
     run = isopatch("--porcelain", "-z", "--", "true", cwd=repo, env=env)
     assert run.returncode == 128
-    assert run.stdout == b"error bad config value for 'isopatch.timeout'\0error-code bad-config\0"
+    assert run.stdout == (
+        b"version 1\0error bad config value for 'isopatch.timeout'\0error-code bad-config\0"
+        b"hint 'soon' is not a number of seconds (0 for no limit)\0"
+    )
     # the flag decides: the configuration value is not needed, so not read
     run = isopatch("--porcelain", "--timeout", "5", "--", "true", cwd=repo, env=env)
     assert run.returncode == 0, run.err
