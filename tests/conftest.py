@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -15,7 +16,11 @@ from packages import (  # noqa: F401 (pytest hooks: optional packages, skips in 
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
-from repo_helpers import git, hermetic_environ, write_tree
+from repo_helpers import (
+    git,
+    hermetic_environ,
+    write_tree,
+)
 
 
 @pytest.fixture
@@ -62,3 +67,22 @@ def no_leftovers(env: dict[str, str], tmp_path: Path) -> Iterator[None]:
     for name in (".git-isopatch-*", "*.isopatch-*"):
         left += [*tmp_path.glob(name), *tmp_path.glob(f"*/{name}")]
     assert not left, f"worktree folders left behind: {left}"
+
+
+@pytest.fixture
+def victim(tmp_path: Path):
+    """A folder the command bind-mounts into its worktree; every mount of it
+    is undone after the test."""
+    folder = tmp_path / "victim"
+    folder.mkdir()
+    (folder / "precious.txt").write_text("do not delete\n")
+    probe = subprocess.run(["mount", "--bind", folder, folder], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot bind-mount here (needs root and mount): {probe.stderr.strip()}")
+    subprocess.run(["umount", folder], check=True)
+    yield folder
+    with open("/proc/self/mountinfo") as handle:
+        mounts = [line.split()[4] for line in handle]
+    for mountpoint in reversed(mounts):
+        if mountpoint.startswith(str(tmp_path) + "/") and mountpoint != str(folder):
+            subprocess.run(["umount", "-l", mountpoint], check=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,23 +30,6 @@ def _pr_with(repo: Path, env: dict[str, str], files: dict[str, str]) -> None:
 
 
 # -- a mount point in the worktree: kept, never removed through -------------
-@pytest.fixture
-def victim(tmp_path: Path):
-    """A folder the command bind-mounts into its worktree; every mount of it
-    is undone after the test."""
-    folder = tmp_path / "victim"
-    folder.mkdir()
-    (folder / "precious.txt").write_text("do not delete\n")
-    probe = subprocess.run(["mount", "--bind", folder, folder], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot bind-mount here (needs root and mount): {probe.stderr.strip()}")
-    subprocess.run(["umount", folder], check=True)
-    yield folder
-    with open("/proc/self/mountinfo") as handle:
-        mounts = [line.split()[4] for line in handle]
-    for mountpoint in reversed(mounts):
-        if mountpoint.startswith(str(tmp_path) + "/") and mountpoint != str(folder):
-            subprocess.run(["umount", "-l", mountpoint], check=False)
 
 
 @pytest.mark.parametrize(
