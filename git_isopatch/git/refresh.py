@@ -244,16 +244,18 @@ def refresh_worktree(
     1. the private folder: ``HEAD``/``ORIG_HEAD`` at ``commit``, a one-entry
        ``logs/HEAD``, everything else git keeps per worktree deleted
        (``config.worktree``, ``refs/``, ``BISECT_*``, rebase state...);
-    2. index flags cleared (``git update-index --no-assume-unchanged
-       --no-skip-worktree``) for the entries that carry one;
-    3. ``git read-tree --reset -u <commit>``: the index and the work tree
+    2. ``git read-tree --reset -u <commit>``: the index and the work tree
        move to the commit, rewriting only the files whose content, mode or
        stat data changed (git-read-tree(1));
-    4. :func:`sweep_worktree`: FIFOs, sockets and devices (which git does
+    3. :func:`sweep_worktree`: FIFOs, sockets and devices (which git does
        not see) go, and files and folders get a checkout's modes; then
        ``git clean -ffdqx``: untracked and ignored files go, nested
        repositories too (git-clean(1): ``-f`` twice);
-    5. the checks: ``.git`` still points at ``admin_dir``; ``git status
+    4. the index listed (``git ls-files -v -s``); when an entry carries a
+       flag that keeps read-tree from rewriting its file (assume-unchanged,
+       skip-worktree), the flags are cleared (``git update-index
+       --no-assume-unchanged --no-skip-worktree``) and 2-4 run once more;
+    5. the checks, on that last listing: ``.git`` still points at ``admin_dir``; ``git status
        --porcelain --ignored -uall`` prints nothing; every index entry is
        plain (``git ls-files -v``); every gitlink's folder is empty; the
        private folder holds only what a fresh add leaves.
@@ -279,11 +281,62 @@ def refresh_worktree(
             return err
         case Ok():
             pass
-    match _index_entries(worktree, admin_dir, env):
-        case Ok(entries):
-            pass
+    # read-tree, the sweep and clean first, and the index listed once after
+    # them: the check needs that listing anyway, and only when it finds flags
+    # (which keep read-tree from rewriting a file, or make it refuse: a
+    # sparse checkout's) are they cleared and the steps run again, so an
+    # index without flags costs one listing, not two
+    cleared = False
+    while True:
+        failed = _move_to(worktree, admin_dir, commit, env)
+        if failed is not None and cleared:
+            return failed
+        match _index_entries(worktree, admin_dir, env):
+            case Ok(entries):
+                pass
+            case Err() as err:
+                return err
+        if not _flagged(entries) and failed is not None:
+            return failed
+        if failed is None and (cleared or not _flagged(entries)):
+            return verify_fresh(worktree, admin_dir, env=env, entries=entries)
+        match _clear_flags(worktree, admin_dir, entries, env):
+            case Err() as err:
+                return err
+            case Ok():
+                cleared = True
+
+
+def _move_to(
+    worktree: WorktreePath, admin_dir: GitDirPath, commit: CommitId, env: Mapping[str, str]
+) -> Err | None:
+    """Steps 3 and 4 of :func:`refresh_worktree`: ``git read-tree --reset
+    -u``, :func:`sweep_worktree`, ``git clean -ffdqx``; the first failure."""
+    match _git(worktree, admin_dir, ["read-tree", "--reset", "-u", commit], env):
         case Err() as err:
             return err
+        case Ok():
+            pass
+    match sweep_worktree(worktree):
+        case Err() as err:
+            return err
+        case Ok():
+            pass
+    match _git(worktree, admin_dir, ["clean", "-ffdqx"], env):
+        case Err() as err:
+            return err
+        case Ok():
+            return None
+
+
+def _clear_flags(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    entries: list[tuple[bytes, bytes, bytes]],
+    env: Mapping[str, str],
+) -> GitResult[None]:
+    """Clear the assume-unchanged and skip-worktree flags of ``entries``
+    (``git update-index --no-assume-unchanged --no-skip-worktree``)."""
     # one flag per call: update-index applies only the first of
     # --[no-]assume-unchanged and --[no-]skip-worktree (update_one, builtin/update-index.c)
     assume_unchanged = [path for tag, _, path in entries if tag.islower()]
@@ -314,38 +367,30 @@ def refresh_worktree(
                 return err
             case Ok():
                 pass
-    for args in (
-        ["read-tree", "--reset", "-u", commit],
-        ["clean", "-ffdqx"],
-    ):
-        if args[0] == "clean":
-            match sweep_worktree(worktree):
-                case Err() as err:
-                    return err
-                case Ok():
-                    pass
-        match _git(worktree, admin_dir, args, env):
-            case Err() as err:
-                return err
-            case Ok():
-                pass
-    return verify_fresh(worktree, admin_dir, env=env)
+    return Ok(None)
 
 
 def verify_fresh(
-    worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    *,
+    env: Mapping[str, str],
+    entries: list[tuple[bytes, bytes, bytes]] | None = None,
 ) -> GitResult[None]:
     """Check that ``worktree`` is as a fresh detached add leaves it (step 5
     of :func:`refresh_worktree`); ``Err`` names the first difference.
+    ``entries``: the index as listed (:func:`_index_entries`) after the
+    last change to it, if the caller has just listed it.
 
     The submodule folders are looked at before ``git status`` runs: a
     repository in one of them would have ``git status`` (which recurses
     into submodules) run what that repository's configuration names."""
-    match _index_entries(worktree, admin_dir, env):
-        case Ok(entries):
-            pass
-        case Err() as err:
-            return err
+    if entries is None:
+        match _index_entries(worktree, admin_dir, env):
+            case Ok(entries):
+                pass
+            case Err() as err:
+                return err
     flagged = _flagged(entries)
     if flagged:
         return _fail(f"an index entry is still flagged: {flagged[0].decode(errors='replace')}")
