@@ -21,14 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from .git.diff import (
-    Found,
-    apply_size_warning,
-    count_patch_files,
-    dot_git_warning,
-    quote_ambiguous_headers,
-    unreadable_folder_warning,
-)
+from .git.diff import apply_size_warning
+from .git.intent_to_add import Found, dot_git_warning, unreadable_folder_warning
+from .git.patch_headers import count_patch_files, quote_ambiguous_headers
 from .git.patch_paths import PatchContents, read_contents
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from repo_helpers import git
 
-from git_isopatch.git.diff import DIFF_OPTIONS, quote_ambiguous_headers
+from git_isopatch.git.diff import DIFF_OPTIONS
+from git_isopatch.git.patch_headers import quote_ambiguous_headers
 from git_isopatch.git.patch_paths import PathChange, line_counts, patch_paths, unquote_c_style
 from git_isopatch.result import CaptureResult
 

@@ -57,7 +57,7 @@ def test_the_size_git_apply_refuses() -> None:
 def test_a_folder_git_cannot_read_is_named() -> None:
     """A shorter path git cannot open says why, in git's words (a folder
     without read permission: root, which runs the suite, reads it anyway)."""
-    from git_isopatch.git.diff import unreadable_folder_warning
+    from git_isopatch.git.intent_to_add import unreadable_folder_warning
 
     said = "'a/b/': Permission denied"
     assert unreadable_folder_warning(said) == (

@@ -45,7 +45,7 @@ def test_header_scan_is_the_same_at_any_chunk_size(tmp_path, chunk_size: int) ->
     """The streaming scan of ``diff --git`` lines (bounded memory, issue 6)
     finds exactly the header lines a whole-file line split finds."""
 
-    from git_isopatch.git.diff import _header_lines
+    from git_isopatch.git.patch_headers import _header_lines
 
     patch = (
         b"diff --git a/x /y b/x /y\nnew file mode 100644\n"

@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from .diff import DIFF_CONFIG, mark_untracked_intent_to_add, write_binary_diff
+from .diff import DIFF_CONFIG, write_binary_diff
+from .intent_to_add import mark_untracked_intent_to_add
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, RepoPath, WorktreePath

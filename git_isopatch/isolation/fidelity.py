@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..git.attributes import attributes_changed, look_again_at_every_file
 from ..git.baseline import Baseline, read_baseline, untouched_paths, untouched_warning
-from ..git.diff import attributes_changed, look_again_at_every_file
 from ..git.pinned import (
     HOOKS_PATH,
     ignore_case_setting,
@@ -118,7 +118,7 @@ def settle_attributes(
     """When the command changed the attributes (a ``.gitattributes`` of
     ``attributes`` differs from the base, or ``info/attributes`` changed:
     ``info_changed``), make git compare every tracked file's content before
-    the diff (:func:`.git.diff.look_again_at_every_file`), so that the
+    the diff (:func:`.git.attributes.look_again_at_every_file`), so that the
     patch does not depend on git's stat cache.  Best effort."""
     changed = info_changed
     if not changed:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..git import diff
+from ..git import diff, index_flags, intent_to_add
 from ..git import submodule as git_submodule
 from ..git.result import GitResult
 from ..git.submodule import Submodule
@@ -42,18 +42,18 @@ class WorktreeGit:
         return {"git_dir": self.admin_dir, "env": self.env, "preexec_fn": self.confinement.hook}
 
     def clear_hiding_flags(self) -> GitResult[bytes]:
-        """:func:`.git.diff.clear_hiding_flags`: the tracked paths."""
-        return diff.clear_hiding_flags(self.worktree, **self._bound())
+        """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths."""
+        return index_flags.clear_hiding_flags(self.worktree, **self._bound())
 
     def mark_untracked_intent_to_add(
         self,
         *,
         exclude: Sequence[str],
         tracked: bytes,
-        found: diff.Found,
+        found: intent_to_add.Found,
     ) -> GitResult[int]:
-        """:func:`.git.diff.mark_untracked_intent_to_add`."""
-        return diff.mark_untracked_intent_to_add(
+        """:func:`.git.intent_to_add.mark_untracked_intent_to_add`."""
+        return intent_to_add.mark_untracked_intent_to_add(
             self.worktree, exclude=exclude, tracked=tracked, found=found, **self._bound()
         )
 

@@ -1,0 +1,80 @@
+"""The worktree's ``.gitattributes`` files: whether the command changed
+one, and making git look at every file again when it did, so that the
+patch does not depend on git's stat cache (design: The patch, "Content
+conversion stays").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+from .diff import DIFF_CONFIG, worktree_args
+from .result import Err, GitResult, Ok
+from .run import run_git
+from .types import CommitId, GitDirPath, WorktreePath
+
+
+def is_attributes_file(path: bytes) -> bool:
+    """``path`` (from the top) names a ``.gitattributes`` file."""
+    return path == b".gitattributes" or path.endswith(b"/.gitattributes")
+
+
+def attributes_changed(
+    worktree: WorktreePath,
+    base: CommitId,
+    paths: Sequence[bytes],
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[bool]:
+    """Whether one of the ``.gitattributes`` files ``paths`` (tracked and
+    new ones, from :func:`.intent_to_add.mark_untracked_intent_to_add`) differs from
+    ``base``: ``git diff --quiet`` on them alone, no call when there are
+    none.  A change of these files' own stat data is what git notices, so
+    this answer does not depend on the stat cache of the other files."""
+    if not paths:
+        return Ok(False)
+    result = run_git(
+        [
+            *worktree_args(worktree, git_dir),
+            "diff",
+            "--quiet",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            base,
+            "--",
+            *(":(top,literal)" + os.fsdecode(path) for path in paths),
+        ],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    )
+    match result:
+        case Ok():
+            return Ok(False)
+        case Err() as err:
+            if err.error.returncode == 1:
+                return Ok(True)
+            return err
+
+
+def look_again_at_every_file(git_dir: GitDirPath) -> None:
+    """Make git compare every tracked file's content on its next look, as
+    when the attributes changed: the index file's time goes back to one
+    second after the epoch, so that every entry is "racily clean" (its
+    file's time is not older than the index, read-cache.c,
+    ``is_racy_timestamp``; gitformat-index(5)) and git reads the file
+    instead of trusting its stat data.  Without it, which files a changed
+    ``text``/``eol`` attribute shows as modified depends on which entries
+    happened to be racy (``: > .gitattributes`` on git/git gave
+    4 files in one run and 1 in another).  Only the worktree's own index
+    is touched; git rewrites it with the current time when it next writes
+    it, after comparing each racy entry.
+
+    Raises:
+        OSError: the index cannot be touched.
+    """
+    os.utime(os.path.join(git_dir, "index"), (1, 1))

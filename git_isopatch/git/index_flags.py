@@ -1,0 +1,71 @@
+"""The index flags with which a command could hide a change from ``git
+diff`` (assume-unchanged, skip-worktree), cleared in the worktree's own
+index before the patch is taken (design: The patch, step 6).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+from .diff import DIFF_CONFIG, worktree_args
+from .result import Err, GitResult, Ok
+from .run import run_git
+from .types import GitDirPath, WorktreePath
+
+
+def clear_hiding_flags(
+    worktree: WorktreePath,
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[bytes]:
+    """Clear the index flags with which a command could hide a change from
+    ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
+    whose file is in the work tree (git-update-index(1), "USING ASSUME
+    UNCHANGED BIT" and "SKIP-WORKTREE BIT": git then never looks at the
+    file).  An entry a sparse checkout leaves out (skip-worktree, no file)
+    keeps its flag, as git itself clears the flag only for files present.
+
+    Returns:
+        ``Ok(the index's paths, each ended by NUL)`` (what
+        :func:`.intent_to_add.mark_untracked_intent_to_add` takes as ``tracked``), or
+        ``Err(GitError)``.
+    """
+    match run_git(
+        [*worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    ):
+        case Err() as err:
+            return err
+        case Ok(listing):
+            pass
+    assumed, skipped, paths = [], [], []
+    for record in listing.split(b"\0"):
+        tag, _, path = record.partition(b" ")
+        if not path:
+            continue
+        paths.append(path)
+        if tag.islower():
+            assumed.append(path)
+        if tag.upper() == b"S" and os.path.lexists(os.path.join(worktree, os.fsdecode(path))):
+            skipped.append(path)
+    # one flag per call: update-index applies only the first of them
+    for option, flagged in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):
+        if not flagged:
+            continue
+        match run_git(
+            [*worktree_args(worktree, git_dir), "update-index", option, "-z", "--stdin"],
+            env=env,
+            config=DIFF_CONFIG,
+            input=b"".join(path + b"\0" for path in flagged),
+            preexec_fn=preexec_fn,
+        ):
+            case Err() as err:
+                return err
+            case Ok():
+                pass
+    return Ok(b"".join(path + b"\0" for path in paths))
