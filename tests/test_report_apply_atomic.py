@@ -17,7 +17,7 @@ from hostile import read_only_bind
 from repo_helpers import git, isopatch, repo_state, tmpfs, write_tree
 
 from git_isopatch.bring_home import bring_home
-from git_isopatch.git.apply import JOURNAL_PREFIX, NEW_PREFIX
+from git_isopatch.git.apply_switch import JOURNAL_PREFIX, NEW_PREFIX
 from git_isopatch.git.repo import UserRepository
 from git_isopatch.git.run import own_git_environment
 from git_isopatch.isolation.lock import APPLY_LOCK_FILE, LockTimeout, held_within

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from repo_helpers import ISOPATCH, git, repo_state, write_tree
 
-from git_isopatch.git.apply import JOURNAL_PREFIX, NEW_PREFIX
+from git_isopatch.git.apply_switch import JOURNAL_PREFIX, NEW_PREFIX
 from git_isopatch.isolation.lock import APPLY_LOCK_FILE
 
 #: A large tracked file: LINES numbered lines.
