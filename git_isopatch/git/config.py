@@ -3,7 +3,8 @@
 ``git config`` reads system, global, repository and worktree files and the
 ``git -c`` settings (which git passes to subcommands in
 ``GIT_CONFIG_PARAMETERS``), so git-isopatch asks git rather than parsing
-files itself (git-config(1), FILES).
+files itself (git-config(1), FILES), except where libgit2 reads the same
+files in process (:mod:`.config_read`): that saves a process per read.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from .config_read import read_entries
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath
@@ -51,6 +53,14 @@ def read_section(
         git's ``bad config line N in file F``).
     """
     env = {k: v for k, v in environ.items() if k not in _NOT_FOR_CONFIG}
+    prefix = f"{section}."
+    entries = read_entries(git_dir, env)
+    if entries is not None:  # in process, where libgit2 reads what git does
+        found: dict[str, list[str | None]] = {}
+        for key, value in entries:
+            if key.lower().startswith(prefix):
+                found.setdefault(key.lower(), []).append(value)
+        return Ok(found)
     env["LC_ALL"] = "C"
     args = [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", rf"^{section}\."]
     match run_git(args, env=env):

@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from .config import parse_bool
+from .config_read import read_entries
 from .result import Err, Ok
 from .run import run_git
 from .types import GitDirPath
@@ -84,6 +85,7 @@ def file_system_ignores_case(folder: str) -> bool | None:
 HOOKS_PATH = "core.hookspath"
 IGNORE_CASE = "core.ignorecase"
 RECURSE = "submodule.recurse"
+_SETTINGS = frozenset({HOOKS_PATH, IGNORE_CASE, RECURSE})
 
 
 def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str | None]:
@@ -91,7 +93,11 @@ def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str 
     git reads them for the repository of ``git_dir`` (the worktree's
     private folder: its whole configuration chain), in one ``git config``;
     the last value of each wins; a key without ``=`` is ``None`` (true).
-    Empty when none is set or git cannot read them."""
+    Empty when none is set or git cannot read them.  In process where
+    libgit2 reads what git does (:func:`.config_read.read_entries`)."""
+    entries = read_entries(git_dir, env)
+    if entries is not None:  # in process, where libgit2 reads what git does
+        return {key.lower(): value for key, value in entries if key.lower() in _SETTINGS}
     pattern = r"^(core\.(hookspath|ignorecase)|submodule\.recurse)$"
     match run_git(
         [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern],
