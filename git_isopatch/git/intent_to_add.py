@@ -37,11 +37,21 @@ class Found:
     """What :func:`mark_untracked_intent_to_add` saw besides the new files.
 
     Attributes:
-        unreadable: git's warnings for folders it could not open.
-        nested: new repositories (recorded as gitlinks), from the top.
-        dot_git: ``.git`` entries that are not repositories
-            (:func:`find_dot_git_entries`).
-        attributes: the ``.gitattributes`` paths, tracked and new.
+        unreadable: git's warning for each folder it could not open (a path
+            longer than ``PATH_MAX``, a folder without read permission),
+            which git leaves out with no error (dir.c, "could not open
+            directory"), as git wrote it ("'<path>/': File name too long").
+        nested: new repositories inside the worktree, from the top, without
+            the ``/`` git lists them with: they are recorded as gitlinks, so
+            the patch holds their commit, not their files.
+        dot_git: the ``.git`` entries below the top that are not
+            repositories (a regular file, a folder git cannot read as one),
+            in a folder of the index or of a new file: git skips every path
+            named ``.git`` (dir.c, ``is_dot_git``), so they are never listed
+            nor added (:func:`find_dot_git_entries`).
+        attributes: the ``.gitattributes`` paths of the index and the new
+            ones (:func:`.attributes.is_attributes_file`), for
+            :func:`.attributes.attributes_changed`.
     """
 
     unreadable: list[str] = field(default_factory=list)
@@ -77,90 +87,87 @@ def mark_untracked_intent_to_add(
 
     ``git_dir`` is the worktree's private folder
     (``$GIT_COMMON_DIR/worktrees/<id>``).  ``preexec_fn`` confines git
-    (:func:`.run.run_git`).
-
-    A folder git cannot open (a path longer than ``PATH_MAX``, a folder
-    without read permission) is left out by git with a warning and no
-    error (dir.c, "could not open directory"): each such warning is
-    appended to ``found.unreadable`` when given, as git wrote it ("'<path>/':
-    File name too long").
-
-    A new repository inside the worktree is listed by git as its folder
-    (``path/``) and recorded as a gitlink: the patch then holds its commit,
-    not its files.  Each such path (without the ``/``) is appended to
-    ``found.nested`` when given.
-
-    ``tracked``: the index's paths, each ended by NUL, when the caller has
-    just listed them (:func:`.index_flags.clear_hiding_flags`); else they are listed
-    here.
-
-    An entry named ``.git`` below the top that is not a repository (a
-    regular file, a folder git cannot read as one) is never listed nor
-    added: git skips every path named ``.git`` (dir.c, ``is_dot_git``).
-    Each such path (``d/.git``) in a folder of the index or of a new file
-    is appended to ``found.dot_git`` when given (:func:`find_dot_git_entries`).
-
-    ``found.attributes``, when given, gets the path of each ``.gitattributes``
-    of the index and each new one (:func:`.attributes.is_attributes_file`), for
-    :func:`.attributes.attributes_changed`.
+    (:func:`.run.run_git`).  ``tracked``: the index's paths, each ended by
+    NUL, when the caller has just listed them
+    (:func:`.index_flags.clear_hiding_flags`); else they are listed here.
+    ``found``, when given, gets what git leaves out without a word (see
+    :class:`Found`).
 
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
+    git = _bound_git(worktree, git_dir, env, preexec_fn)
     warnings: list[str] = []
-    listed = run_git(
-        [
-            *worktree_args(worktree, git_dir),
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude-standard",
-            "--full-name",
-            "--",
-            *exclude_pathspecs(exclude),
-        ],
-        env=env,
-        config=DIFF_CONFIG,
-        warnings=warnings,
-        preexec_fn=preexec_fn,
-    )
-    match listed:
+    listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name"]
+    match git([*listing, "--", *exclude_pathspecs(exclude)], warnings=warnings):
         case Err() as err:
             return err
-        case Ok(output):
-            paths = output
-    unreadable = found.unreadable if found else None
-    nested = found.nested if found else None
-    dot_git = found.dot_git if found else None
-    attributes = found.attributes if found else None
-    if unreadable is not None:
-        prefix = "could not open directory "
-        unreadable += [w[len(prefix) :] for w in warnings if w.startswith(prefix)]
-    if nested is not None:
-        nested += [os.fsdecode(p[:-1]) for p in output.split(b"\0") if p.endswith(b"/")]
-    if not paths and dot_git is None and attributes is None:
+        case Ok(paths):
+            pass
+    if found is not None:
+        _note_listing(found, paths, warnings)
+    if not paths and found is None:
         return Ok(0)
     if tracked is None:
-        match run_git(
-            [*worktree_args(worktree, git_dir), "ls-files", "-z", "--full-name"],
-            env=env,
-            config=DIFF_CONFIG,
-            preexec_fn=preexec_fn,
-        ):
+        match git(["ls-files", "-z", "--full-name"]):
             case Err() as err:
                 return err
             case Ok(tracked):
                 pass
-    if attributes is not None:
-        attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p)]
-        attributes += [p for p in paths.split(b"\0") if is_attributes_file(p)]
-    if dot_git is not None:
-        repositories = {os.fsencode(path) for path in nested or ()}
-        dot_git += find_dot_git_entries(
-            worktree, _folders_of(tracked) | _folders_of(paths), repositories
-        )
+    if found is not None:
+        _note_unlisted(found, worktree, paths, tracked)
     if not paths:
         return Ok(0)
+    return _add_intent_to_add(git, paths, tracked, exclude)
+
+
+def _bound_git(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None,
+) -> Callable[..., GitResult[bytes]]:
+    """:func:`.run.run_git` in ``worktree`` with the diff's pinned settings."""
+
+    def git(
+        args: Sequence[str], *, input: bytes | None = None, warnings: list[str] | None = None
+    ) -> GitResult[bytes]:
+        return run_git(
+            [*worktree_args(worktree, git_dir), *args],
+            env=env,
+            config=DIFF_CONFIG,
+            input=input,
+            warnings=warnings,
+            preexec_fn=preexec_fn,
+        )
+
+    return git
+
+
+def _note_listing(found: Found, paths: bytes, warnings: Sequence[str]) -> None:
+    """The folders git could not open and the nested repositories, from
+    the listing of new files."""
+    prefix = "could not open directory "
+    found.unreadable += [w[len(prefix) :] for w in warnings if w.startswith(prefix)]
+    found.nested += [os.fsdecode(p[:-1]) for p in paths.split(b"\0") if p.endswith(b"/")]
+
+
+def _note_unlisted(found: Found, worktree: WorktreePath, paths: bytes, tracked: bytes) -> None:
+    """The ``.gitattributes`` files and the ``.git`` entries that are not
+    repositories, in the index's folders and the new files'."""
+    found.attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p)]
+    found.attributes += [p for p in paths.split(b"\0") if is_attributes_file(p)]
+    repositories = {os.fsencode(path) for path in found.nested}
+    found.dot_git += find_dot_git_entries(
+        worktree, _folders_of(tracked) | _folders_of(paths), repositories
+    )
+
+
+def _add_intent_to_add(
+    git: Callable[..., GitResult[bytes]], paths: bytes, tracked: bytes, exclude: Sequence[str]
+) -> GitResult[int]:
+    """``git add --intent-to-add`` of the new ``paths`` (NUL-ended), new
+    folders as one pathspec each (:func:`_collapse_new_folders`)."""
     # a folder that holds an excluded path is never given whole: git add
     # would take the path, and an exclude pathspec naming an ignored path
     # makes git add fail (git 2.39: "The following paths are ignored")
@@ -169,21 +176,8 @@ def mark_untracked_intent_to_add(
         paths.split(b"\0")[:-1], _folders_of(tracked) | _folders_of(excluded)
     )
     pathspecs = b"".join(b":(top,literal)" + spec + b"\0" for spec in specs)
-    result = run_git(
-        [
-            *worktree_args(worktree, git_dir),
-            "add",
-            "--intent-to-add",
-            "--sparse",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-        ],
-        env=env,
-        config=DIFF_CONFIG,
-        input=pathspecs,
-        preexec_fn=preexec_fn,
-    )
-    match result:
+    add = ["add", "--intent-to-add", "--sparse", "--pathspec-from-file=-", "--pathspec-file-nul"]
+    match git(add, input=pathspecs):
         case Ok():
             return Ok(len(specs))
         case Err() as err:
