@@ -264,14 +264,7 @@ def refresh_worktree(
         ``Ok(None)`` when the worktree now is as fresh; ``Err(GitError)``
         saying why not (the caller must not use it then).
     """
-    dotgit = os.path.join(worktree, ".git")
-    try:
-        pointer = read_admin_file(dotgit).decode("utf-8", "surrogateescape").strip()
-    except OSError as exc:
-        return Err(GitError(reason=f"cannot read '{dotgit}': {exc.strerror}", errno=exc.errno))
-    if os.path.islink(dotgit) or pointer != f"gitdir: {admin_dir}":
-        return _fail(f"'{dotgit}' no longer points at '{admin_dir}'")
-    match _check_admin_pointers(worktree, admin_dir):
+    match _check_pointers(worktree, admin_dir):
         case Err() as err:
             return err
         case Ok():
@@ -305,6 +298,20 @@ def refresh_worktree(
                 return err
             case Ok():
                 cleared = True
+
+
+def _check_pointers(worktree: WorktreePath, admin_dir: GitDirPath) -> GitResult[None]:
+    """Step 0 of :func:`refresh_worktree`, before any git call: the
+    worktree's ``.git`` still points at ``admin_dir``, and ``admin_dir``'s
+    own pointers at the repository and the worktree."""
+    dotgit = os.path.join(worktree, ".git")
+    try:
+        pointer = read_admin_file(dotgit).decode("utf-8", "surrogateescape").strip()
+    except OSError as exc:
+        return Err(GitError(reason=f"cannot read '{dotgit}': {exc.strerror}", errno=exc.errno))
+    if os.path.islink(dotgit) or pointer != f"gitdir: {admin_dir}":
+        return _fail(f"'{dotgit}' no longer points at '{admin_dir}'")
+    return _check_admin_pointers(worktree, admin_dir)
 
 
 def _move_to(
