@@ -10,8 +10,9 @@ import pytest
 from repo_helpers import git, isopatch
 from terminal_helpers import isopatch_on_terminal
 
+from git_isopatch.git.progress import run_git_with_progress
 from git_isopatch.git.result import Err, Ok
-from git_isopatch.git.run import own_git_environment, run_git_with_progress
+from git_isopatch.git.run import own_git_environment
 
 
 def read_all(master: int, timeout: float = 10.0) -> bytes:

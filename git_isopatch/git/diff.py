@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 from .result import Err, GitResult, Ok
-from .run import run_git
+from .run import run_git, stream_git
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: ``-c`` settings for the diff that have no command-line option (git-config(1)).
@@ -143,7 +143,7 @@ def write_binary_diff(
         else option
         for option in DIFF_OPTIONS
     ]
-    result = run_git(
+    result = stream_git(
         [
             "--no-pager",
             *worktree_args(worktree, git_dir),
@@ -153,9 +153,9 @@ def write_binary_diff(
             "--",
             *exclude_pathspecs(exclude),
         ],
+        out,
         env=env,
         config=DIFF_CONFIG,
-        stdout=out,
         preexec_fn=preexec_fn,
     )
     match result:

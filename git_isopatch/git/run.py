@@ -6,11 +6,8 @@ Git runs only as an argument list (``shell=False``), bytes in and out, with
 
 from __future__ import annotations
 
-import fcntl
 import os
-import select
 import subprocess
-import termios
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO
@@ -120,7 +117,6 @@ def run_git(
     env: Mapping[str, str],
     config: Sequence[tuple[str, str]] = (),
     cwd: str | None = None,
-    stdout: int | IO[bytes] | None = subprocess.PIPE,
     input: bytes | None = None,
     timeout: float | None = DEFAULT_GIT_TIMEOUT,
     warnings: list[str] | None = None,
@@ -135,16 +131,12 @@ def run_git(
         config: ``(key, value)`` pairs passed as ``-c key=value`` ahead of
             ``args``; they win over every configuration file.
         cwd: working directory, or ``None`` for the current one.
-        stdout: ``subprocess.PIPE`` (the default: stdout is returned), or a
-            binary file to stream into (then ``Ok(b"")`` is returned, and a
-            failed write is an ``Err`` with its ``errno``, see
-            :func:`_run_into_file`), or ``subprocess.DEVNULL``.
         input: bytes for git's stdin; stdin is ``/dev/null`` when ``None``.
         timeout: seconds before git is killed; ``None`` waits for ever.
-        warnings: when given (and stdout is not streamed to a file), the
-            ``warning:`` lines git printed on a successful run are appended
-            to it, without the prefix (git goes on after them, e.g. "could
-            not open directory 'x/': File name too long").
+        warnings: when given, the ``warning:`` lines git printed on a
+            successful run are appended to it, without the prefix (git goes
+            on after them, e.g. "could not open directory 'x/': File name
+            too long").
         preexec_fn: called in the child before git starts, as
             :class:`subprocess.Popen`'s (a confinement of what git runs);
             if it raises, git is not run and ``SubprocessError`` propagates.
@@ -152,29 +144,21 @@ def run_git(
     Git runs in a process group of its own, so that a Ctrl-C on the
     terminal (which signals the whole foreground group) reaches
     git-isopatch, which decides what to stop, and never kills a ``git
-    worktree add`` or ``git diff`` half-way.
+    worktree add`` or ``git diff`` half-way.  To stream git's stdout into
+    a file instead: :func:`stream_git`.
 
     Returns:
         ``Ok(stdout_bytes)`` on exit status 0; otherwise ``Err(GitError)``
         carrying the exit status and stderr, the ``errno`` when git could not
         be started, or ``timed_out=True``.
     """
-    argv = ["git"]
-    for key, value in config:
-        argv += ["-c", f"{key}={value}"]
-    argv += list(args)
-    if not isinstance(stdout, int) and stdout is not None:
-        if input is not None:
-            raise ValueError("run_git cannot both stream stdout to a file and feed stdin")
-        return _run_into_file(
-            argv, stdout, env=env, cwd=cwd, timeout=timeout, preexec_fn=preexec_fn
-        )
+    argv = argv_of(config, args)
     try:
         completed = subprocess.run(
             argv,
             input=input,
             stdin=None if input is not None else subprocess.DEVNULL,
-            stdout=stdout,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
@@ -184,16 +168,9 @@ def run_git(
             preexec_fn=preexec_fn,
         )
     except subprocess.TimeoutExpired as exc:
-        return Err(
-            GitError(
-                args=tuple(argv),
-                stderr=exc.stderr or b"",
-                reason=f"git timed out after {timeout:g} seconds",
-                timed_out=True,
-            )
-        )
+        return timeout_error(argv, exc.stderr or b"", timeout)
     except OSError as exc:
-        return _cannot_run(argv, exc)
+        return cannot_run(argv, exc)
     if completed.returncode != 0:
         return Err(
             GitError(
@@ -203,13 +180,40 @@ def run_git(
             )
         )
     if warnings is not None:
-        for line in (completed.stderr or b"").decode("utf-8", "replace").splitlines():
-            if line.startswith("warning: "):
-                warnings.append(line[len("warning: ") :])
+        warnings += _warning_lines(completed.stderr or b"")
     return Ok(completed.stdout if completed.stdout is not None else b"")
 
 
-def _cannot_run(argv: list[str], exc: OSError) -> Err:
+def argv_of(config: Sequence[tuple[str, str]], args: Sequence[str]) -> list[str]:
+    """``git -c k=v ... <args>``."""
+    argv = ["git"]
+    for key, value in config:
+        argv += ["-c", f"{key}={value}"]
+    return argv + list(args)
+
+
+def _warning_lines(stderr: bytes) -> list[str]:
+    """git's ``warning:`` lines, without the prefix."""
+    return [
+        line[len("warning: ") :]
+        for line in stderr.decode("utf-8", "replace").splitlines()
+        if line.startswith("warning: ")
+    ]
+
+
+def timeout_error(argv: list[str], stderr: bytes, timeout: float | None) -> Err:
+    """Git was stopped after ``timeout`` seconds."""
+    return Err(
+        GitError(
+            args=tuple(argv),
+            stderr=stderr,
+            reason=f"git timed out after {timeout:g} seconds",
+            timed_out=True,
+        )
+    )
+
+
+def cannot_run(argv: list[str], exc: OSError) -> Err:
     """Git could not be started (not found, not executable)."""
     return Err(
         GitError(
@@ -224,23 +228,30 @@ def _cannot_run(argv: list[str], exc: OSError) -> Err:
 _CHUNK = 1 << 20
 
 
-def _run_into_file(
-    argv: list[str],
+def stream_git(
+    args: Sequence[str],
     out: IO[bytes],
     *,
     env: Mapping[str, str],
-    cwd: str | None,
-    timeout: float | None,
+    config: Sequence[tuple[str, str]] = (),
+    cwd: str | None = None,
+    timeout: float | None = DEFAULT_GIT_TIMEOUT,
     preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[bytes]:
-    """Run ``argv`` and copy its stdout into ``out`` chunk by chunk.
+    """:func:`run_git` with git's stdout copied into ``out`` (a binary
+    file) chunk by chunk; stdin is ``/dev/null``.
 
     Git does not write the file itself: when a write fails (no space left,
     a quota, an I/O error) git only says "unknown write failure on standard
     output", while here the ``OSError`` and its ``errno`` are at hand.  Git
     is then stopped.  Nothing is held in memory but one chunk (and git's
     stderr).
+
+    Returns:
+        ``Ok(b"")``; an ``Err`` as :func:`run_git`'s, or with the ``errno``
+        of the failed write.
     """
+    argv = argv_of(config, args)
     try:
         process = subprocess.Popen(
             argv,
@@ -253,31 +264,15 @@ def _run_into_file(
             preexec_fn=preexec_fn,
         )
     except OSError as exc:
-        return _cannot_run(argv, exc)
+        return cannot_run(argv, exc)
     assert process.stdout is not None and process.stderr is not None
     stderr: list[bytes] = []
     drain = threading.Thread(target=lambda: stderr.append(process.stderr.read()), daemon=True)
     drain.start()
     timed_out = threading.Event()
-
-    def stop() -> None:
-        timed_out.set()
-        process.kill()
-
-    timer = threading.Timer(timeout, stop) if timeout is not None else None
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
-    failed: OSError | None = None
+    timer = _kill_after(process, timeout, timed_out)
     try:
-        fd = process.stdout.fileno()
-        while chunk := os.read(fd, _CHUNK):
-            try:
-                out.write(chunk)
-            except OSError as exc:
-                failed = exc
-                process.kill()
-                break
+        failed = _copy_stdout(process, out)
     finally:
         process.stdout.close()
         returncode = process.wait()
@@ -296,152 +291,39 @@ def _run_into_file(
             )
         )
     if timed_out.is_set():
-        return Err(
-            GitError(
-                args=tuple(argv),
-                stderr=error_output,
-                reason=f"git timed out after {timeout:g} seconds",
-                timed_out=True,
-            )
-        )
+        return timeout_error(argv, error_output, timeout)
     if returncode != 0:
         return Err(GitError(args=tuple(argv), returncode=returncode, stderr=error_output))
     return Ok(b"")
 
 
-#: Lines of git's standard error that :func:`run_git_with_progress` keeps
-#: for the caller instead of showing them: the failure, which the caller
-#: reports in its own words.
-_HELD_BACK = (b"fatal: ", b"error: ")
+def _kill_after(
+    process: subprocess.Popen[bytes], timeout: float | None, timed_out: threading.Event
+) -> threading.Timer | None:
+    """A started timer that kills ``process`` after ``timeout`` seconds and
+    sets ``timed_out``; ``None`` without a timeout."""
+    if timeout is None:
+        return None
+
+    def stop() -> None:
+        timed_out.set()
+        process.kill()
+
+    timer = threading.Timer(timeout, stop)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
-def _pseudo_terminal(terminal: int) -> tuple[int, int]:
-    """A pseudo-terminal pair, its size that of ``terminal``, without output
-    processing (``\n`` stays ``\n``)."""
-    master, slave = os.openpty()
-    attributes = termios.tcgetattr(slave)
-    attributes[1] &= ~termios.OPOST
-    termios.tcsetattr(slave, termios.TCSANOW, attributes)
-    try:
-        size = fcntl.ioctl(terminal, termios.TIOCGWINSZ, b"\0" * 8)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
-    except OSError:
-        pass
-    return master, slave
-
-
-class _Relay:
-    """Copy what git writes on the pseudo-terminal to ``terminal``, a line
-    (or a ``\r``-ended progress update) at a time, but for the lines of
-    :data:`_HELD_BACK`; keep all of it."""
-
-    def __init__(self, master: int, terminal: int) -> None:
-        self.master = master
-        self.terminal = terminal
-        self.kept = bytearray()
-        self.pending = b""
-
-    def feed(self, data: bytes) -> None:
-        self.kept += data
-        self.pending += data
-        while True:
-            ends = [i for i in (self.pending.find(b"\n"), self.pending.find(b"\r")) if i >= 0]
-            if not ends:
-                return
-            end = min(ends) + 1
-            piece, self.pending = self.pending[:end], self.pending[end:]
-            self.show(piece)
-
-    def show(self, piece: bytes) -> None:
-        if piece.startswith(_HELD_BACK):
-            return
+def _copy_stdout(process: subprocess.Popen[bytes], out: IO[bytes]) -> OSError | None:
+    """Copy ``process``'s stdout into ``out`` until it ends; on a failed
+    write, kill the process and return the error."""
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    while chunk := os.read(fd, _CHUNK):
         try:
-            os.write(self.terminal, piece)
-        except OSError:
-            pass
-
-    def run(self, process: subprocess.Popen[bytes]) -> None:
-        """Until git has exited and the pseudo-terminal is drained (a
-        process git left behind holding it open is not waited for)."""
-        while True:
-            ready, _, _ = select.select([self.master], [], [], 0.1)
-            if not ready:
-                if process.poll() is not None:
-                    break
-                continue
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:  # EIO: every writer has closed it
-                break
-            if not data:
-                break
-            self.feed(data)
-        if self.pending:
-            self.show(self.pending)
-
-
-def run_git_with_progress(
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    config: Sequence[tuple[str, str]] = (),
-    terminal: int = 2,
-    timeout: float | None = DEFAULT_GIT_TIMEOUT,
-) -> GitResult[bytes]:
-    """:func:`run_git` for a git that shows the user its progress.
-
-    Git shows progress meters (``Updating files:  45% (2000/4400)``) only
-    when its standard error is a terminal; captured through a pipe it would
-    show none, inherited it would print its failure on the terminal too.
-    So git's standard error is a pseudo-terminal of our own: what git writes
-    there goes on to ``terminal`` (an open terminal, the caller's standard
-    error), but for its ``fatal:`` and ``error:`` lines, and all of it is
-    kept for the :class:`GitError` the caller classifies.
-
-    Returns:
-        As :func:`run_git`.
-    """
-    argv = ["git"]
-    for key, value in config:
-        argv += ["-c", f"{key}={value}"]
-    argv += list(args)
-    master, slave = _pseudo_terminal(terminal)
-    try:
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=slave,
-                env=dict(env),
-                process_group=0,
-            )
+            out.write(chunk)
         except OSError as exc:
-            return _cannot_run(argv, exc)
-        finally:
-            os.close(slave)
-        relay = _Relay(master, terminal)
-        thread = threading.Thread(target=relay.run, args=(process,), daemon=True)
-        thread.start()
-        try:
-            stdout, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
-            thread.join()
-            return Err(
-                GitError(
-                    args=tuple(argv),
-                    stderr=bytes(relay.kept),
-                    reason=f"git timed out after {timeout:g} seconds",
-                    timed_out=True,
-                )
-            )
-        thread.join()
-    finally:
-        os.close(master)
-    if process.returncode != 0:
-        return Err(
-            GitError(args=tuple(argv), returncode=process.returncode, stderr=bytes(relay.kept))
-        )
-    return Ok(stdout)
+            return exc
+    return None

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .admin_files import read_admin_file
+from .progress import run_git_with_progress
 from .result import Err, GitError, GitResult, Ok
-from .run import run_git, run_git_with_progress
+from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: Configuration for ``git worktree add``: no repository hook runs
@@ -66,7 +67,7 @@ def add_detached_worktree(
 
     With ``progress`` (our standard error is a terminal), git says what it
     does (``Preparing worktree (detached HEAD <id>)``) and shows its
-    checkout progress there (:func:`.run.run_git_with_progress`); without
+    checkout progress there (:func:`.progress.run_git_with_progress`); without
     it, git runs ``--quiet``.
 
     Returns:
