@@ -11,8 +11,9 @@ one apply at a time per repository).  A run that could not
 capture (a bad base, not a repository, a bad option) is a tool error
 (``isError``), never a crash of the server.
 
-The SDK (``mcp`` on PyPI, the ``git-isopatch[mcp]`` extra) is imported by
-:func:`build_server` only, so that this module imports without it and the
+The SDK (``mcp`` on PyPI, the ``git-isopatch[mcp]`` extra) is imported
+only when :func:`build_server` runs (and the tools' parameters with it,
+:mod:`.mcp_parameters`), so that this module imports without it and the
 other commands never load it.  No ``from __future__ import annotations``:
 the SDK reads the tools' parameter annotations to build their schemas.
 """
@@ -22,8 +23,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from . import __version__
 
@@ -56,51 +58,57 @@ class CaptureFailure(Exception):
         self.result = result
 
 
+@dataclass(frozen=True)
+class CaptureOptions:
+    """The options of one ``capture`` call, as ``git isopatch`` spells them
+    (``None``: the configuration decides)."""
+
+    base: str | None = None
+    include_uncommitted: bool = False
+    staged: bool = False
+    link: tuple[str, ...] = ()
+    copy: tuple[str, ...] = ()
+    no_link: bool = False
+    no_copy: bool = False
+    recurse_submodules: bool | None = None
+    sandbox: bool | None = None
+    allow_write: tuple[str, ...] = ()
+    allow_network: bool = False
+    timeout: float | None = None
+    keep: bool | None = None
+
+
 def capture_argv(
-    command: list[str],
-    *,
-    repo: str,
-    base: str | None = None,
-    include_uncommitted: bool = False,
-    staged: bool = False,
-    link: list[str] | None = None,
-    copy: list[str] | None = None,
-    no_link: bool = False,
-    no_copy: bool = False,
-    recurse_submodules: bool | None = None,
-    sandbox: bool | None = None,
-    allow_write: list[str] | None = None,
-    allow_network: bool = False,
-    timeout: float | None = None,
-    keep: bool | None = None,
+    command: list[str], *, repo: str, options: CaptureOptions = CaptureOptions()
 ) -> list[str]:
     """The ``git-isopatch --json`` argument list of one ``capture`` call.
     Values go after ``=`` (``--base=<rev>``), so that one starting with a
     dash is never read as an option; ``-C`` gets an absolute path."""
+    o = options
     argv = [sys.executable, "-m", "git_isopatch", "--json", "-q", "-C", os.path.abspath(repo)]
-    if base is not None:
-        argv.append(f"--base={base}")
-    if include_uncommitted:
+    if o.base is not None:
+        argv.append(f"--base={o.base}")
+    if o.include_uncommitted:
         argv.append("--include-uncommitted")
-    if staged:
+    if o.staged:
         argv.append("--staged")
-    argv += [f"--link={path}" for path in link or ()]
-    argv += [f"--copy={path}" for path in copy or ()]
-    if no_link:
+    argv += [f"--link={path}" for path in o.link]
+    argv += [f"--copy={path}" for path in o.copy]
+    if o.no_link:
         argv.append("--no-link")
-    if no_copy:
+    if o.no_copy:
         argv.append("--no-copy")
-    if recurse_submodules is not None:
-        argv.append("--recurse-submodules" if recurse_submodules else "--no-recurse-submodules")
-    if sandbox is not None:
-        argv.append("--sandbox" if sandbox else "--no-sandbox")
-    argv += [f"--allow-write={path}" for path in allow_write or ()]
-    if allow_network:
+    if o.recurse_submodules is not None:
+        argv.append("--recurse-submodules" if o.recurse_submodules else "--no-recurse-submodules")
+    if o.sandbox is not None:
+        argv.append("--sandbox" if o.sandbox else "--no-sandbox")
+    argv += [f"--allow-write={path}" for path in o.allow_write]
+    if o.allow_network:
         argv.append("--allow-network")
-    if timeout is not None:
-        argv.append(f"--timeout={float(timeout)!r}")
-    if keep is not None:
-        argv.append("--keep" if keep else "--no-keep")
+    if o.timeout is not None:
+        argv.append(f"--timeout={float(o.timeout)!r}")
+    if o.keep is not None:
+        argv.append("--keep" if o.keep else "--no-keep")
     return [*argv, "--", *command]
 
 
@@ -222,13 +230,7 @@ def build_server(default_repo: str = ".") -> Any:
     Raises:
         ImportError: the ``mcp`` package (2.x) is not installed.
     """
-    import anyio
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
-    from pydantic import Field
-
-    from .isolation.errors import IsopatchError
 
     server = MCPServer(
         name="git-isopatch",
@@ -240,81 +242,66 @@ def build_server(default_repo: str = ".") -> Any:
     def where(repo: str | None) -> str:
         return os.path.join(default_repo, repo) if repo else default_repo
 
-    @server.tool(
-        annotations=ToolAnnotations(
-            title="Capture a command's changes as a patch",
-            readOnlyHint=False,
-            destructiveHint=False,
-            idempotentHint=False,
-            openWorldHint=False,
-        )
+    _add_capture(server, where)
+    _add_apply(server, where)
+    return server
+
+
+def _tool_annotations(title: str) -> Any:
+    """What both tools tell the client: they write (the patch, the work
+    tree), never destroy, differ from call to call, stay on the machine."""
+    from mcp.types import ToolAnnotations
+
+    return ToolAnnotations(
+        title=title,
+        readOnlyHint=False,
+        destructiveHint=False,
+        idempotentHint=False,
+        openWorldHint=False,
     )
+
+
+def _add_capture(server: Any, where: Callable[[str | None], str]) -> None:
+    """The ``capture`` tool: a run of ``git-isopatch --json`` per call."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .mcp_parameters import (
+        AllowNetwork,
+        AllowWrite,
+        Base,
+        Command,
+        Copy,
+        IncludeUncommitted,
+        Keep,
+        Link,
+        NoCopy,
+        NoLink,
+        PatchLimit,
+        RecurseSubmodules,
+        Repo,
+        Sandbox,
+        Staged,
+        Timeout,
+    )
+
+    @server.tool(annotations=_tool_annotations("Capture a command's changes as a patch"))
     async def capture(
-        command: Annotated[
-            list[str],
-            Field(
-                min_length=1,
-                description="the command and its arguments, an argument list (no shell): "
-                '["ruff", "format", "."]; for a pipeline use ["sh", "-c", "..."]',
-            ),
-        ],
-        repo: Annotated[
-            str | None,
-            Field(description="the repository (a folder in its work tree); default: the server's"),
-        ] = None,
-        base: Annotated[
-            str | None, Field(description="the commit to start from (default HEAD)")
-        ] = None,
-        include_uncommitted: Annotated[
-            bool,
-            Field(description="start from HEAD plus the staged, unstaged and untracked changes"),
-        ] = False,
-        staged: Annotated[bool, Field(description="start from HEAD plus the index only")] = False,
-        link: Annotated[
-            list[str] | None,
-            Field(
-                description="ignored paths to symlink in (node_modules, .venv); "
-                "writes reach the original"
-            ),
-        ] = None,
-        copy: Annotated[
-            list[str] | None, Field(description="ignored paths to copy in (a reflink where it can)")
-        ] = None,
-        no_link: Annotated[bool, Field(description="do not link the isopatch.link paths")] = False,
-        no_copy: Annotated[
-            bool,
-            Field(description="do not copy the isopatch.copy and .worktreeinclude paths"),
-        ] = False,
-        recurse_submodules: Annotated[
-            bool | None,
-            Field(description="populate the checked-out submodules, capture inside them"),
-        ] = None,
-        sandbox: Annotated[
-            bool | None,
-            Field(
-                description="confine the command (writes only to its worktree, no network); "
-                "default: isopatch.sandbox (auto: where the machine allows)"
-            ),
-        ] = None,
-        allow_write: Annotated[
-            list[str] | None, Field(description="in the sandbox: paths really writable")
-        ] = None,
-        allow_network: Annotated[
-            bool, Field(description="in the sandbox: keep the network")
-        ] = False,
-        timeout: Annotated[
-            float | None,
-            Field(
-                ge=0, description="stop the command after this many seconds (exit 124); 0: no limit"
-            ),
-        ] = None,
-        keep: Annotated[
-            bool | None, Field(description="keep the worktree after the run (key worktree)")
-        ] = None,
-        patch_limit: Annotated[
-            int,
-            Field(ge=0, description="inline at most this many bytes of the patch as patch-text"),
-        ] = PATCH_TEXT_LIMIT,
+        command: Command,
+        repo: Repo = None,
+        base: Base = None,
+        include_uncommitted: IncludeUncommitted = False,
+        staged: Staged = False,
+        link: Link = None,
+        copy: Copy = None,
+        no_link: NoLink = False,
+        no_copy: NoCopy = False,
+        recurse_submodules: RecurseSubmodules = None,
+        sandbox: Sandbox = None,
+        allow_write: AllowWrite = None,
+        allow_network: AllowNetwork = False,
+        timeout: Timeout = None,
+        keep: Keep = None,
+        patch_limit: PatchLimit = PATCH_TEXT_LIMIT,
     ) -> dict[str, Any]:
         """Run a command in a throwaway worktree of the repository at a base
         commit and return what it changed: the same object as `git isopatch
@@ -322,45 +309,39 @@ def build_server(default_repo: str = ".") -> Any:
         patch-text (the patch inline) and patch-text-truncated (true: read
         the file named by patch). The checkout is never written; a bad base
         or repository is a tool error."""
-        argv = capture_argv(
-            command,
-            repo=where(repo),
+        options = CaptureOptions(
             base=base,
             include_uncommitted=include_uncommitted,
             staged=staged,
-            link=link,
-            copy=copy,
+            link=tuple(link or ()),
+            copy=tuple(copy or ()),
             no_link=no_link,
             no_copy=no_copy,
             recurse_submodules=recurse_submodules,
             sandbox=sandbox,
-            allow_write=allow_write,
+            allow_write=tuple(allow_write or ()),
             allow_network=allow_network,
             timeout=timeout,
             keep=keep,
         )
+        argv = capture_argv(command, repo=where(repo), options=options)
         try:
             result = read_result(*await run_isopatch(argv))
         except CaptureFailure as failure:
             raise ToolError(str(failure)) from None
         return add_patch_text(result, patch_limit)
 
-    @server.tool(
-        annotations=ToolAnnotations(
-            title="Apply a captured patch to the work tree",
-            readOnlyHint=False,
-            destructiveHint=False,
-            idempotentHint=False,
-            openWorldHint=False,
-        )
-    )
-    async def apply(
-        patch: Annotated[str, Field(description="the patch file a capture returned (its patch)")],
-        repo: Annotated[
-            str | None,
-            Field(description="the repository (a folder in its work tree); default: the server's"),
-        ] = None,
-    ) -> dict[str, Any]:
+
+def _add_apply(server: Any, where: Callable[[str | None], str]) -> None:
+    """The ``apply`` tool: :func:`apply_patch` in a worker thread."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .isolation.errors import IsopatchError
+    from .mcp_parameters import Patch, Repo
+
+    @server.tool(annotations=_tool_annotations("Apply a captured patch to the work tree"))
+    async def apply(patch: Patch, repo: Repo = None) -> dict[str, Any]:
         """Apply a captured patch to the work tree as it is now, all or
         nothing, as --apply does: when any hunk does not apply nothing is
         written (a tool error says why); the index is never touched."""
@@ -376,8 +357,6 @@ def build_server(default_repo: str = ".") -> Any:
         if warnings:
             result["warnings"] = warnings
         return result
-
-    return server
 
 
 def serve(default_repo: str = ".") -> None:

@@ -136,6 +136,7 @@ NAMED_LAYERS = {
     # a front end that runs git-isopatch and applies through manage
     f"{PACKAGE}.mcp_cli": "cli",
     f"{PACKAGE}.mcp_server": "cli",
+    f"{PACKAGE}.mcp_parameters": "cli",
     PACKAGE: "cli",  # the package's front door: the Python API
 }
 

@@ -29,8 +29,6 @@ NOT_YET: dict[str, int] = {
     "git_isopatch/isolation/namespaces.py": 573,
     "git_isopatch/isolation/namespaces.py:run_policy parameters": 11,
     "git_isopatch/isolation/sandbox.py": 606,
-    "git_isopatch/mcp_server.py:build_server lines": 163,
-    "git_isopatch/mcp_server.py:capture_argv parameters": 15,
 }
 
 
