@@ -4,7 +4,7 @@ result folders its runs left (design: "Placement").
 
 The work is :mod:`.isolation.inventory` (list) and
 :mod:`.isolation.removal` (prune); this opens the repository as
-:func:`.capture.capture` does and hands back what the CLI renders.
+:func:`.capture.capture` does (:mod:`.isolation.repository`) and hands back what the CLI renders.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .isolation import results
+from .isolation.errors import config_failure
 from .isolation.inventory import OwnedWorktree, owned_worktrees
 from .isolation.removal import Pruned, prune
+from .isolation.repository import open_repository
 from .isolation.results import ResultFolder
 from .isolation.store import GitMetadataStore
-from .request import CaptureRequest
-from .settings import complete_request
-from .start import open_repository
+from .settings import ConfigError, configured_tmpdir
 
 
 def list_worktrees(
@@ -113,6 +113,8 @@ def prune_result_folders(
     cutoff = _expiry(results.DEFAULT_EXPIRE if expire is None else expire, env)
     repository = open_repository(repo_path, environ)
     # only isopatch.tmpdir is read: a bad value of another key is no error
-    given = CaptureRequest(command=("prune",))
-    root = complete_request(given, repository, environ, only=("tmpdir",)).tmpdir or "/tmp"
+    try:
+        root = configured_tmpdir(repository, environ) or "/tmp"
+    except ConfigError as bad:
+        raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
     return results.expire(repository.common_dir, root, before=cutoff, dry_run=dry_run)

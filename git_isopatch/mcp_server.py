@@ -170,7 +170,7 @@ def apply_patch(patch: str, repo: str, environ: Mapping[str, str] | None = None)
     from .bring_home import bring_home
     from .git.run import own_git_environment
     from .isolation.errors import IsopatchError
-    from .start import open_repository
+    from .isolation.repository import open_repository
 
     environ = os.environ if environ is None else environ
     repository = open_repository(repo, environ)

@@ -26,20 +26,41 @@ import os
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .git.config import SECTION, parse_bool, read_section
-from .git.result import Err, Ok
-from .isolation.errors import IsopatchError, known_failure
-from .isolation.store import DEFAULT_MAX_WORKTREES
-from .request import CaptureRequest
+from .git.result import Err, GitError, Ok
 
 if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
     from .git.repo import UserRepository
 
+#: Default of ``isopatch.maxWorktrees``: how many worktrees git-isopatch
+#: keeps registered in one repository at most
+#: (:func:`.isolation.removal.make_room`).
+DEFAULT_MAX_WORKTREES = 25
+
+#: A request (:class:`~git_isopatch.request.CaptureRequest`): a frozen
+#: dataclass with a field for each row of :data:`CONFIG_KEYS`.
+Request = TypeVar("Request")
+
 
 class BadValue(ValueError):
     """A configuration value a key's parser refuses; the text is a hint."""
+
+
+class ConfigError(Exception):
+    """A configuration git-isopatch cannot use: ``message`` is ``bad config
+    value for 'isopatch.<key>'`` with a ``hint``, or, when git could not
+    read the configuration, the action and git's ``error``
+    (:func:`.isolation.errors.config_failure` makes the failure of it)."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, error: GitError | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.error = error
 
 
 _SECONDS = re.compile(r"\A\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*\Z")
@@ -197,12 +218,12 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def complete_request(
-    request: CaptureRequest,
+    request: Request,
     repository: UserRepository,
     environ: Mapping[str, str],
     *,
     only: Collection[str] | None = None,
-) -> CaptureRequest:
+) -> Request:
     """``request`` with each configurable field that is ``None`` taken from
     the configuration, else from its default (``timeout`` 0: no limit;
     ``tmpdir``: ``$TMPDIR`` of ``environ``, else ``/tmp``).
@@ -220,8 +241,8 @@ def complete_request(
             others stay as they are.
 
     Raises:
-        IsopatchError: ``bad-config``: ``bad config value for 'isopatch.<key>'``
-            with a hint, or git could not read a configuration file.
+        ConfigError: ``bad config value for 'isopatch.<key>'`` with a hint,
+            or git could not read a configuration file.
     """
     needed = [
         row
@@ -230,11 +251,31 @@ def complete_request(
     ]
     if not needed:
         return request
+    values = _configured(needed, repository, environ)
+    return replace(request, **{row.field: values[row.field] for row in needed})
+
+
+def configured_tmpdir(repository: UserRepository, environ: Mapping[str, str]) -> str:
+    """``isopatch.tmpdir``, else :func:`default_tmpdir`; no other key is
+    read, so that a bad value of another key is no error.
+
+    Raises:
+        ConfigError: as :func:`complete_request`.
+    """
+    rows = [row for row in CONFIG_KEYS if row.field == "tmpdir"]
+    return _configured(rows, repository, environ)["tmpdir"]
+
+
+def _configured(
+    needed: Collection[ConfigKey], repository: UserRepository, environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """The value of each of the ``needed`` rows' fields (and the defaults
+    of the others): one ``git config`` call, only these keys parsed."""
     match read_section(repository.git_dir, environ):
         case Ok(config):
             pass
         case Err(error):
-            raise known_failure("could not read the configuration", error)
+            raise ConfigError("could not read the configuration", error=error)
     values = _defaults(environ)
     for row in needed:
         raw = config.get(row.key.lower())
@@ -247,7 +288,5 @@ def complete_request(
             else:
                 values[row.field] = row.parse(row.key, raw[-1], repository)
         except BadValue as bad:
-            raise IsopatchError(
-                "bad-config", f"bad config value for '{row.key}'", hint=str(bad)
-            ) from None
-    return replace(request, **{row.field: values[row.field] for row in needed})
+            raise ConfigError(f"bad config value for '{row.key}'", hint=str(bad)) from None
+    return values

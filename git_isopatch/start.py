@@ -18,13 +18,19 @@ from dataclasses import dataclass, replace
 
 from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
 from .git.metadata import git_metadata_dir
-from .git.repo import UserRepository, open_user_repository, resolve_commit
-from .git.result import Err, GitError, Ok
+from .git.repo import UserRepository, resolve_commit
+from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .git.types import CommitId, Ref
 from .isolation import confinement
 from .isolation.confinement import ConfinementPlan
-from .isolation.errors import IsopatchError, classify, known_failure, known_os_failure
+from .isolation.errors import (
+    IsopatchError,
+    config_failure,
+    known_failure,
+    known_os_failure,
+    repository_failure,
+)
 from .isolation.include import (
     COPY,
     LINK,
@@ -33,8 +39,9 @@ from .isolation.include import (
     refuse_tracked,
     resolve_includes,
 )
+from .isolation.repository import open_repository
 from .request import CaptureRequest, conflicts
-from .settings import complete_request, default_tmpdir
+from .settings import ConfigError, complete_request, default_tmpdir
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,10 @@ def check(
         )
         if given
     ]
-    request = complete_request(request, repository, environ)
+    try:
+        request = complete_request(request, repository, environ)
+    except ConfigError as bad:
+        raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
     if not request.sandbox:
         for name in loosened:
             warn(f"{name} has no effect without --sandbox")
@@ -194,31 +204,6 @@ def _snapshot(
     )
 
 
-def _repository_error(error: GitError, default: str | None = None) -> IsopatchError:
-    """git's or libgit2's refusal of the repository or the base, with git's
-    advice as hints; ``default`` is the code when no specific row of the
-    table classifies it (else ``git-failed``, or ``not-a-git-repository``
-    for libgit2's own refusals)."""
-    code = classify(error)
-    if default is not None and code in (None, "git-failed"):
-        code = default
-    hint = "\n".join(error.hints) or None
-    return IsopatchError(code or "not-a-git-repository", error.message(), hint=hint)
-
-
-def open_repository(repo_path: str, environ: Mapping[str, str]) -> UserRepository:
-    """Step 2, first half: the user's repository as git would find it.
-
-    Raises:
-        IsopatchError: ``not-a-git-repository`` or ``not-a-work-tree``.
-    """
-    match open_user_repository(repo_path, environ):
-        case Ok(repository):
-            return repository
-        case Err(error):
-            raise _repository_error(error)
-
-
 def check_output_target(output: str, repository: UserRepository) -> None:
     """Refuse an ``-o`` target before anything is made (found by attacking
     it): the patch is written beside the target and renamed over it, which
@@ -280,7 +265,7 @@ def resolve_base(
         case Ok(commit):
             return commit
         case Err(error):
-            raise _repository_error(error, "unknown-revision")
+            raise repository_failure(error, "unknown-revision")
 
 
 def include_requests(

@@ -144,16 +144,9 @@ NAMED_LAYERS = {
 #: it is still there.  The check fails when one of them is gone, so that the
 #: list only shrinks.
 NOT_YET: dict[tuple[str, str], str] = {
-    (f"{PACKAGE}.settings", f"{PACKAGE}.isolation.errors"): (
-        "a bad isopatch.* value raises IsopatchError, whose home is isolation/"
+    (f"{PACKAGE}.manage", f"{PACKAGE}.settings"): (
+        "prune honours isopatch.tmpdir (design: Placement): the table should let manage read it"
     ),
-    (f"{PACKAGE}.settings", f"{PACKAGE}.isolation.store"): (
-        "the default of isopatch.maxWorktrees lives with the record store"
-    ),
-    (f"{PACKAGE}.settings", f"{PACKAGE}.request"): ("complete_request fills the request value in"),
-    (f"{PACKAGE}.manage", f"{PACKAGE}.start"): "list and prune open the repository as a run does",
-    (f"{PACKAGE}.manage", f"{PACKAGE}.request"): "prune reads isopatch.tmpdir through a request",
-    (f"{PACKAGE}.manage", f"{PACKAGE}.settings"): "prune reads isopatch.tmpdir",
 }
 
 

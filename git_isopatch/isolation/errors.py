@@ -223,6 +223,30 @@ def known_failure(
     return IsopatchError(code, f"{action}: {message}", worktree=worktree, hint=hint)
 
 
+def repository_failure(error: GitError, default: str | None = None) -> IsopatchError:
+    """git's or libgit2's refusal of the repository or the base, with git's
+    advice as hints; ``default`` is the code when no specific row of the
+    table classifies it (else ``git-failed``, or ``not-a-git-repository``
+    for libgit2's own refusals)."""
+    code = classify(error)
+    if default is not None and code in (None, "git-failed"):
+        code = default
+    hint = "\n".join(error.hints) or None
+    return IsopatchError(code or "not-a-git-repository", error.message(), hint=hint)
+
+
+def config_failure(
+    message: str, *, hint: str | None = None, error: GitError | None = None
+) -> IsopatchError:
+    """``bad-config`` for an ``isopatch.*`` value git-isopatch cannot use
+    (``message``: ``bad config value for '<key>'``, ``hint``: why); with
+    ``error``, git's refusal to read the configuration, classified
+    (``message`` is then the action: :func:`known_failure`)."""
+    if error is not None:
+        return known_failure(message, error)
+    return IsopatchError("bad-config", message, hint=hint)
+
+
 def _filter_process_message(error: GitError, said_last: str) -> str:
     """What git says when a ``filter.<driver>.process`` program could not
     start or died (``said_last``: "the remote end hung up unexpectedly", or,

@@ -42,10 +42,9 @@ from ..git.types import GitDirPath
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .errors import known_failure
 from .placement import made_by_isopatch
-from .store import DEFAULT_MAX_WORKTREES, POOL_LOCK_REASON, GitMetadataStore, parse_lock_reason
+from .store import POOL_LOCK_REASON, GitMetadataStore, parse_lock_reason
 
 __all__ = [
-    "DEFAULT_MAX_WORKTREES",
     "OwnedWorktree",
     "owned_worktrees",
 ]

@@ -30,7 +30,6 @@ from ..git.worktree import (
 )
 from . import pool
 from .errors import IsopatchError, known_failure, known_os_failure
-from .inventory import DEFAULT_MAX_WORKTREES
 from .lock import worktree_admin_lock
 from .placement import place_worktree, remove_tree
 from .removal import make_room, refusal, remove_ours
@@ -103,7 +102,7 @@ class WorktreeProvider:
         env: Mapping[str, str],
         store: GitMetadataStore | None = None,
         *,
-        max_worktrees: int = DEFAULT_MAX_WORKTREES,
+        max_worktrees: int,
         warn: Callable[[str], None] | None = None,
         pool: int = 0,
         progress: bool = False,

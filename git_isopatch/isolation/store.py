@@ -30,13 +30,6 @@ LOCK_REASON_PREFIX = "git-isopatch"
 #: own reason over this one (:mod:`.provider`).
 POOL_LOCK_REASON = "git-isopatch pooled"
 
-#: Default of ``isopatch.maxWorktrees``: how many worktrees git-isopatch
-#: keeps registered in one repository at most (:func:`.inventory.make_room`).
-#: Here, not in ``inventory``, so that the settings can name it without
-#: loading pygit2.
-DEFAULT_MAX_WORKTREES = 25
-
-
 #: ``git worktree add --lock --reason`` text of a worktree git-isopatch is
 #: making or running in; see :meth:`WorktreeRecord.lock_reason`.
 _LOCK_REASON = re.compile(r"\Agit-isopatch pid (\d+) on (\S+) started (\d+|None)\Z")
