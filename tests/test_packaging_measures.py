@@ -19,14 +19,15 @@ MAX_CLI_LINES = 400
 MAX_FUNCTION_LINES = 80
 MAX_PARAMETERS = 8
 
-#: What is still over a limit, each with its measure when it was listed
-#: (informative: helpers work on these files at the same time); the check
-#: fails on anything over a limit that is not listed, and when a listed one
-#: is back under it, so that the list only shrinks.
+#: What is still over a limit, each with its measure now: a ceiling (a
+#: listed one may not grow) that must equal the measure, so that a change
+#: which brings one down records its new measure, and the list only shrinks
+#: (the check fails on anything over a limit that is not listed, and on a
+#: listed one back under its limit).
 NOT_YET: dict[str, int] = {
     "git_isopatch/isolation/command.py:run_command lines": 113,
     "git_isopatch/isolation/command.py:run_command parameters": 9,
-    "git_isopatch/isolation/namespaces.py": 573,
+    "git_isopatch/isolation/namespaces.py": 593,
     "git_isopatch/isolation/namespaces.py:run_policy parameters": 11,
     "git_isopatch/isolation/sandbox.py": 606,
 }
@@ -80,11 +81,40 @@ def measures() -> dict[str, int]:
     return over
 
 
+def departures(found: dict[str, int], listed: dict[str, int]) -> dict[str, str]:
+    """What ``found`` (:func:`measures`) says against the ``listed``
+    ceilings: each measure over a limit that is not listed, each listed one
+    back under its limit, and each listed one whose measure is not its
+    ceiling (it grew, or it shrank and the list was not told)."""
+    out: dict[str, str] = {}
+    for key, value in found.items():
+        if key not in listed:
+            out[key] = f"{value}: over its limit"
+        elif value > listed[key]:
+            out[key] = f"{value}: grew over its ceiling {listed[key]}"
+        elif value < listed[key]:
+            out[key] = f"{value}: shrank, record it in NOT_YET (was {listed[key]})"
+    for key in listed.keys() - found.keys():
+        out[key] = "back under its limit: take it off NOT_YET"
+    return out
+
+
 def test_no_module_or_function_is_over_its_limit() -> None:
-    found = measures()
-    new = {k: v for k, v in found.items() if k not in NOT_YET}
-    assert new == {}
-    assert set(NOT_YET) - set(found) == set(), "back under its limit: take it off NOT_YET"
+    assert departures(measures(), NOT_YET) == {}
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        ({"m.py": 500}, {}),
+        ({"m.py": 501}, {"m.py": "501: grew over its ceiling 500"}),
+        ({"m.py": 499}, {"m.py": "499: shrank, record it in NOT_YET (was 500)"}),
+        ({}, {"m.py": "back under its limit: take it off NOT_YET"}),
+        ({"m.py": 500, "n.py": 451}, {"n.py": "451: over its limit"}),
+    ],
+)
+def test_a_listed_measure_is_a_ceiling_it_equals(found: dict, expected: dict) -> None:
+    assert departures(found, {"m.py": 500}) == expected
 
 
 def test_cli_is_under_400_lines() -> None:
