@@ -140,25 +140,6 @@ def worktree_admin_dir(worktree: WorktreePath) -> GitResult[GitDirPath]:
     return Ok(GitDirPath(os.path.join(worktree, admin)))
 
 
-def remove_worktree(
-    git_dir: GitDirPath, worktree: WorktreePath, *, env: Mapping[str, str]
-) -> GitResult[None]:
-    """``git worktree remove --force --force <worktree>``.
-
-    Forced twice so that a locked worktree, and one with modified, untracked
-    or ignored files, is removed too (git-worktree(1), ``remove``).
-    """
-    result = run_git(
-        [f"--git-dir={git_dir}", "worktree", "remove", "--force", "--force", "--", worktree],
-        env=env,
-    )
-    match result:
-        case Ok():
-            return Ok(None)
-        case Err() as err:
-            return err
-
-
 def unlock_worktree(
     git_dir: GitDirPath, worktree: WorktreePath, *, env: Mapping[str, str]
 ) -> GitResult[None]:

@@ -28,12 +28,12 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .deletion import delete_tree
 from .errors import IsopatchError, known_os_failure
 from .mounts import mount_points_under
 
@@ -180,8 +180,9 @@ def made_by_isopatch(worktree: str, container: str | None) -> bool:
 
 
 def remove_tree(folder: str, *, warn: Callable[[str], None]) -> bool:
-    """Delete ``folder`` and everything in it, unless something is mounted
-    at or below it (then nothing is deleted and ``warn`` says why).  Never
+    """Delete ``folder`` and everything in it by file descriptor
+    (:func:`.deletion.delete_tree`), unless something is mounted at or
+    below it (then nothing is deleted and ``warn`` says why).  Never
     raises.
 
     Returns:
@@ -191,8 +192,7 @@ def remove_tree(folder: str, *, warn: Callable[[str], None]) -> bool:
     if mounted:
         warn(f"not removing '{folder}': '{mounted[0]}' is a mount point")
         return False
-    shutil.rmtree(folder, ignore_errors=True)
-    return not os.path.lexists(folder)
+    return delete_tree(folder) is None
 
 
 def enter_prefix(worktree: str, prefix: str) -> str:

@@ -13,15 +13,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..git.admin_files import pointer_leads_to, replace_admin_file, reset_commondir
+from ..git.admin_files import pointer_leads_to, reset_commondir
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
-from ..git.worktree import list_worktrees, remove_worktree, worktree_admin_dirs
+from ..git.worktree import list_worktrees, worktree_admin_dirs
+from .deletion import delete_tree
 from .errors import IsopatchError
 from .inventory import (
     KEPT,
@@ -44,12 +44,13 @@ def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> N
     ``$GIT_COMMON_DIR/worktrees`` when that leaves it empty, as git's own
     ``worktree prune`` and ``worktree remove`` do (worktree.c,
     ``delete_git_dir``); its lock goes with it.  Only a folder right under
-    ``worktrees/`` of the user's repository is touched."""
+    ``worktrees/`` of the user's repository is touched, by file descriptor
+    (:func:`.deletion.delete_tree`: the command may write in it)."""
     worktrees = os.path.join(repository.common_dir, "worktrees")
     if os.path.realpath(os.path.dirname(admin_dir)) != os.path.realpath(worktrees):
         log.warning("not deleting '%s': not a worktree registration", admin_dir)
         return
-    shutil.rmtree(admin_dir, ignore_errors=True)
+    delete_tree(os.path.join(worktrees, os.path.basename(admin_dir)))
     with contextlib.suppress(OSError):
         os.rmdir(worktrees)
 
@@ -71,31 +72,22 @@ def _mend_our_commondirs(repository: UserRepository, store: GitMetadataStore) ->
                 reset_commondir(admin_dir)
 
 
-def _point_dotgit_back(worktree: WorktreePath, admin_dir: GitDirPath) -> bool:
-    """Make ``<worktree>/.git`` name ``admin_dir`` again, as ``git worktree
-    repair`` would after the repository was moved, for this one worktree of
-    ours and only when ``admin_dir``'s ``gitdir`` leads to it.
-
-    ``git worktree repair`` itself is never run: it follows a ``.git`` that
-    names another registration (a command can write one) and writes there,
-    and it mends every worktree of the repository, writing a ``.git`` into
-    whatever folder a ``gitdir`` names.  The ``.git`` here is replaced by
-    rename (:func:`.git.admin_files.replace_admin_file`), never written
-    through.
-
-    Returns:
-        True when ``.git`` now names ``admin_dir``.
-    """
-    dotgit = os.path.join(worktree, ".git")
-    if not pointer_leads_to(admin_dir, "gitdir", dotgit):
-        return False
-    if os.path.lexists(dotgit) and not os.path.isfile(dotgit) or os.path.islink(dotgit):
-        return False
+def _registration_of(repository: UserRepository, path: WorktreePath) -> GitDirPath | None:
+    """The private folder (``$GIT_COMMON_DIR/worktrees/<id>``) whose
+    ``gitdir`` names ``<path>/.git``, or ``None``: read from the
+    repository's side, never from the worktree's ``.git`` file, which the
+    command may have rewritten."""
+    folder = os.path.join(repository.common_dir, "worktrees")
     try:
-        replace_admin_file(dotgit, f"gitdir: {admin_dir}\n".encode())
+        names = sorted(os.listdir(folder))
     except OSError:
-        return False
-    return True
+        return None
+    dotgit = os.path.join(path, ".git")
+    for name in names:
+        admin_dir = GitDirPath(os.path.join(folder, name))
+        if pointer_leads_to(admin_dir, "gitdir", dotgit):
+            return admin_dir
+    return None
 
 
 def registered_inside(repository: UserRepository, folder: str, ours: str) -> str | None:
@@ -139,21 +131,20 @@ def remove_ours(
     says git-isopatch made it.  The caller holds the worktree lock
     (:func:`worktree_admin_lock`).
 
-    Nothing is touched when :func:`refusal` refuses.  ``git worktree remove
-    --force --force`` removes it (locked or not, even when its folder is
-    gone); never a global ``git worktree prune``, which would also drop the
-    user's own stale registrations.  When git refuses a worktree whose
-    folder is there, the repository was likely moved (``mv repo moved``:
-    the worktree's ``.git`` file still names the old place, and git says it
-    "is not a .git file"): its ``.git`` is pointed back at its registration
-    (:func:`_point_dotgit_back`, what ``git worktree repair`` does for it),
-    and the removal is tried again.  Should git fail still, what is ours is
-    deleted by hand: the worktree's folder, then, once the folder is gone,
-    its private folder (which holds our record), as ``git worktree prune``
-    would, without pruning anyone else's.  Last, ``git worktree list`` must
-    no longer show it.  A folder of ours that cannot be deleted (something
-    is mounted in it) is said through ``warn``, and counts as a failure
-    only with ``folder_counts`` (prune: the user asked for it to go).
+    Nothing is touched when :func:`refusal` refuses.  What ``git worktree
+    remove --force --force`` does is done here, by file descriptor
+    (:func:`.deletion.delete_tree`), because git walks the worktree by
+    path and a process the command left behind can redirect that walk into
+    the user's checkout: the worktree's folder is deleted (locked or not,
+    whatever its state), then its private folder (``admin_dir``, else the
+    one whose ``gitdir`` names it; it holds our record and git's lock),
+    even when some of the worktree's folder could not be deleted (as
+    git's ``delete_git_dir`` after ``delete_git_work_tree``), and
+    ``$GIT_COMMON_DIR/worktrees`` when empty, without pruning anyone
+    else's.  Last, ``git worktree list`` must no longer show it.  A folder of ours that cannot
+    be deleted (something is mounted in it) is said through ``warn``, and
+    counts as a failure only with ``folder_counts`` (prune: the user asked
+    for it to go).
 
     Returns:
         ``None`` when it is gone, else why not (one line).
@@ -165,25 +156,22 @@ def remove_ours(
     if inside is not None:
         return f"it holds the registered worktree '{inside}'"
     folder = os.path.dirname(os.path.normpath(path))
+    admin_dir = admin_dir or _registration_of(repository, path)
     if admin_dir and os.path.isdir(admin_dir):
         with contextlib.suppress(OSError):  # a command may have rewritten it
             reset_commondir(admin_dir)
-    failure = _git_remove(repository, path, admin_dir, env)
+    failure = delete_tree(path)
+    if admin_dir is not None and os.path.lexists(admin_dir):
+        _delete_registration(repository, admin_dir)  # even so, as git does
+        if os.path.lexists(admin_dir):
+            return failure or f"could not delete its registration '{admin_dir}'"
     if failure is not None:
-        log.debug("git worktree remove '%s' failed: %s", path, failure)
-        if os.path.lexists(path):
-            remove_tree(path, warn=log.debug)
-        if os.path.lexists(path):
-            return failure
-        if admin_dir is not None and os.path.lexists(admin_dir):
-            _delete_registration(repository, admin_dir)
-            if os.path.lexists(admin_dir):
-                return f"could not delete its registration '{admin_dir}'"
+        return failure
     match list_worktrees(repository.git_dir, env=env):
         case Ok(records):
             real = os.path.realpath(path)
             if any(os.path.realpath(r.path) == real for r in records):
-                return failure or "it is still registered"
+                return "it is still registered"
         case Err(error):
             return f"cannot list worktrees: {error.message()}"
     for ours in (folder, *also):
@@ -196,34 +184,6 @@ def remove_ours(
             if not remove_tree(ours, warn=warn) and ours == folder and folder_counts:
                 return f"could not delete '{folder}'"
     return None
-
-
-def _git_remove(
-    repository: UserRepository,
-    path: WorktreePath,
-    admin_dir: GitDirPath | None,
-    env: Mapping[str, str],
-) -> str | None:
-    """``git worktree remove --force --force``, again after pointing its
-    ``.git`` back when git refused a worktree that is there; ``None`` when
-    git removed it, else git's message."""
-    match remove_worktree(repository.git_dir, path, env=env):
-        case Ok():
-            return None
-        case Err(error):
-            failure = error.message()
-    if (
-        os.path.lexists(path)
-        and admin_dir
-        and os.path.isdir(admin_dir)
-        and _point_dotgit_back(path, admin_dir)
-    ):
-        match remove_worktree(repository.git_dir, path, env=env):
-            case Ok():
-                return None
-            case Err(error):
-                return error.message()
-    return failure
 
 
 def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]) -> bool:
