@@ -138,7 +138,7 @@ def run(
                 git = WorktreeGit(
                     lease.isolation.worktree,
                     lease.isolation.admin_dir,
-                    ran.fidelity.own_env(plan.git_env),
+                    confinement.git_environment(ran.fidelity.own_env(plan.git_env)),
                     confinement,
                 )
                 extracted = _extract(git, plan, private.path, submodules, warn, ran)

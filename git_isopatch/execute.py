@@ -27,7 +27,7 @@ from .isolation.errors import known_os_failure
 from .isolation.fidelity import Fidelity, look_before_command
 from .isolation.placement import enter_prefix
 from .isolation.provider import Isolation
-from .report import Ran, checkout_changes, command_hints, shared_writes
+from .report import Ran, checkout_changes, command_hints
 from .start import Start
 
 
@@ -68,6 +68,7 @@ def command(
                     private_dir=isolation.private_dir,
                     env=env,
                     streams=(stdout, stderr),
+                    top=repository.top,
                 )
             )
             pointers = read_pointers(isolation.admin_dir)
@@ -92,7 +93,8 @@ def command(
             outcome=outcome,
             stdout=paths[0],
             stderr=paths[1],
-            shared_writes=shared_writes(before, repository, start.git_env),
+            shared_writes=confinement.shared_writes(before, repository, start.git_env),
+            outside_writes=_outside_writes(confinement, repository.common_dir, warn),
             checkout_before=checkout_before,
             checkout_changes=checkout_changes(
                 checkout_before,
@@ -120,6 +122,24 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
         exclude=[include.path for include in start.includes],
         warn=warn,
     )
+
+
+#: How many paths the warning about discarded outside writes names.
+OUTSIDE_NAMED = 3
+
+
+def _outside_writes(
+    confinement: Confinement, common_dir: str, warn: Callable[[str], None]
+) -> tuple[str, ...]:
+    """What the sandboxed command wrote outside its worktree (discarded
+    with its layers), and one warning with their count and the first few."""
+    found = confinement.outside_writes(common_dir)
+    if found:
+        named = ", ".join(f"'{p}'" for p in found[:OUTSIDE_NAMED])
+        more = ", ..." if len(found) > OUTSIDE_NAMED else ""
+        count = f"{len(found)} path{'s' if len(found) != 1 else ''}"
+        warn(f"the command wrote {count} outside its worktree, discarded: {named}{more}")
+    return found
 
 
 def _output(

@@ -48,7 +48,13 @@ def notices(result: CaptureResult) -> list[str]:
         lines.append(
             f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
         )
-    if result.shared_writes:
+    if result.shared_writes and all(write.discarded for write in result.shared_writes):
+        lines.append(
+            "warning: the command changed what the worktree shares with your repository, "
+            "in its copy-on-write view (discarded): "
+            + _some([str(write) for write in result.shared_writes])
+        )
+    elif result.shared_writes:
         lines.append(
             "warning: your repository changed while the command ran: "
             + _some([str(write) for write in result.shared_writes])

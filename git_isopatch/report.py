@@ -157,6 +157,8 @@ class Ran:
         hints: advice for a command that could not run a program.
         fidelity: the worktree just before it ran, and the settings pinned
             for git there (:mod:`.isolation.fidelity`).
+        outside_writes: under the sandbox, what it wrote outside its
+            worktree, discarded.
     """
 
     outcome: CommandOutcome
@@ -167,6 +169,7 @@ class Ran:
     checkout_changes: tuple[str, ...]
     hints: tuple[str, ...]
     fidelity: Fidelity = field(default_factory=Fidelity)
+    outside_writes: tuple[str, ...] = ()
 
 
 def report(
@@ -203,6 +206,7 @@ def report(
         checkout_changes=ran.checkout_changes,
         command=start.command,
         command_signal=received if received is not None else ran.outcome.died_of,
+        outside_writes=ran.outside_writes,
     )
     if isinstance(extracted, IsopatchError):
         return replace(result, error=extracted.message, error_code=extracted.code)

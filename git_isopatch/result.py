@@ -58,6 +58,9 @@ class CaptureResult:
         diffstat: ``git diff --stat --summary`` of the patch, coloured or
             not (see :attr:`.request.CaptureRequest.diffstat`), when asked
             for and the patch is not empty; else ``None``.
+        outside_writes: under the sandbox, the paths outside the worktree
+            (and the git directory) the command wrote, each write discarded
+            with the run's copy-on-write layers, in order; empty otherwise.
         applied: ``None`` when ``apply`` was not asked for; ``True`` when
             the patch was applied to the work tree; ``False`` when it was
             not: the command did not exit 0, the patch is empty, or it did

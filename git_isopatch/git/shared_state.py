@@ -62,7 +62,7 @@ INFO_ATTRIBUTES = "info/attributes"
 HOOKS = "hooks"
 
 
-def _read_entry(path: str) -> tuple[int, bytes] | None:
+def read_entry(path: str) -> tuple[int, bytes] | None:
     """(type and mode, content or link target) of ``path``; a folder's
     content is empty; ``None`` if absent or unreadable."""
     try:
@@ -87,7 +87,7 @@ def read_watched_files(common_dir: GitDirPath) -> dict[str, tuple[int, bytes]]:
         pass
     files = {}
     for name in names:
-        entry = _read_entry(os.path.join(common_dir, name))
+        entry = read_entry(os.path.join(common_dir, name))
         if entry is not None:
             files[name] = entry
     return files
@@ -183,25 +183,30 @@ class SharedWrite:
             ``worktrees/<id>`` for a worktree registration.
         change: ``created``, ``changed`` or ``deleted``.
         where: a registered worktree's top folder (its files), else ``None``.
+        discarded: the change was made in a copy-on-write view of the
+            repository (the sandbox) and never reached it.
     """
 
     name: str
     change: str
     where: str | None = None
+    discarded: bool = False
 
     def __str__(self) -> str:
         """A short phrase for people: ``refs/heads/x (created)``, ``the
-        configuration file``, ``worktree '/src/agent' (created)``."""
+        configuration file``, ``worktree '/src/agent' (created)``; a
+        discarded change says so."""
         if self.name == CONFIG:
-            return "the configuration file"
+            return "the configuration file" + (" (discarded)" if self.discarded else "")
+        gone = ", discarded" if self.discarded else ""
         if self.where is not None:
-            return f"worktree '{self.where}' ({self.change})"
-        return f"{self.name} ({self.change})"
+            return f"worktree '{self.where}' ({self.change}{gone})"
+        return f"{self.name} ({self.change}{gone})"
 
     def record(self) -> str:
-        """The porcelain and JSON form, ``<name> <change>``:
-        ``refs/heads/x created``, ``config changed``."""
-        return f"{self.name} {self.change}"
+        """The porcelain and JSON form, ``<name> <change>[ discarded]``:
+        ``refs/heads/x created``, ``config changed discarded``."""
+        return f"{self.name} {self.change}" + (" discarded" if self.discarded else "")
 
 
 def _change(old: object, new: object) -> str:

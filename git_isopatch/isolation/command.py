@@ -18,20 +18,22 @@ terminal goes, and the run then ends.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
 import subprocess
-import sys
-import termios
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import IsopatchError
+from .terminal import set_foreground, stopped, terminal_fd, terminal_modes
 
-if TYPE_CHECKING:  # the sandbox module loads only for --sandbox
+if TYPE_CHECKING:  # the sandbox modules load only for --sandbox
+    from .namespaces import Namespaces
     from .sandbox import Sandbox
 
 #: Signals forwarded to the command's process group (issue: hostile environments).
@@ -131,70 +133,6 @@ def _reap_leftovers(process: subprocess.Popen[bytes], pgid: int) -> None:
         _stop_group(process, pgid, LEFTOVER_GRACE_SECONDS)
 
 
-def _terminal_fd(stdin: int | IO[bytes] | None) -> int | None:
-    """The terminal to hand to the command, when we are its foreground group."""
-    if stdin is not None:
-        return None
-    try:
-        fd = sys.stdin.fileno()
-        if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
-            return fd
-    except (OSError, ValueError, AttributeError):
-        return None
-    return None
-
-
-def _set_foreground(tty: int, pgid: int) -> None:
-    """Make ``pgid`` the terminal's foreground group (SIGTTOU ignored meanwhile)."""
-    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    try:
-        with contextlib.suppress(OSError):
-            os.tcsetpgrp(tty, pgid)
-    finally:
-        signal.signal(signal.SIGTTOU, old)
-
-
-def _terminal_modes(tty: int) -> list[Any] | None:
-    try:
-        return termios.tcgetattr(tty)
-    except termios.error:
-        return None
-
-
-def _set_terminal_modes(tty: int, modes: list[Any] | None) -> None:
-    if modes is not None:
-        with contextlib.suppress(termios.error):
-            termios.tcsetattr(tty, termios.TCSADRAIN, modes)
-
-
-def _stopped(tty: int, pgid: int, own_modes: list[Any] | None) -> None:
-    """The command's group stopped: do what a shell does with a stopped job.
-
-    Take the terminal back (with the modes it had before the command ran,
-    keeping the command's for later) and stop our own process group with
-    ``SIGTSTP``, as Ctrl-Z would have had the terminal been ours: the
-    user's shell sees its job stopped and takes the terminal.  Once the
-    shell continues us, give the command the terminal again if the shell
-    gave it to us (``fg``; after ``bg`` the command stays in the
-    background) and continue it.  Where our group cannot stop (SIGTSTP
-    ignored, an orphaned group), the command is simply continued.
-    """
-    job_modes = _terminal_modes(tty)
-    with contextlib.suppress(OSError):
-        if os.tcgetpgrp(tty) == pgid:
-            _set_foreground(tty, os.getpgrp())
-            _set_terminal_modes(tty, own_modes)
-    with contextlib.suppress(OSError):
-        os.killpg(os.getpgrp(), signal.SIGTSTP)
-    # continued
-    with contextlib.suppress(OSError):
-        if os.tcgetpgrp(tty) == os.getpgrp():
-            _set_terminal_modes(tty, job_modes)
-            _set_foreground(tty, pgid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGCONT)
-
-
 def _wait(
     process: subprocess.Popen[bytes],
     tty: int | None,
@@ -203,7 +141,7 @@ def _wait(
 ) -> int | None:
     """Wait for the command's leader to end; its exit status, or ``None``
     when ``timeout`` seconds passed first.  On a terminal, a stop of the
-    command is handled as a shell does (:func:`_stopped`)."""
+    command is handled as a shell does (:func:`.terminal.stopped`)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     flags = os.WEXITED | os.WNOWAIT | (os.WSTOPPED if tty is not None else 0)
     delay = 0.0005
@@ -218,7 +156,7 @@ def _wait(
             continue
         if info.si_code in (os.CLD_STOPPED, os.CLD_TRAPPED) and tty is not None:
             os.waitid(os.P_PID, process.pid, os.WSTOPPED | os.WNOHANG)  # consume the stop
-            _stopped(tty, process.pid, own_modes)
+            stopped(tty, process.pid, own_modes)
             continue
         return process.wait()
 
@@ -282,10 +220,9 @@ def run_command(
     env: Mapping[str, str],
     stdout: int | IO[bytes] | None = None,
     stderr: int | IO[bytes] | None = None,
-    stdin: int | IO[bytes] | None = None,
     timeout: float | None = None,
     signal_state: dict[str, Any] | None = None,
-    sandbox: Sandbox | None = None,
+    sandbox: Sandbox | Namespaces | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` in a new process group and wait for it.
 
@@ -294,17 +231,19 @@ def run_command(
             (a name with ``/`` is taken relative to ``cwd``).
         cwd: working directory (a folder of the worktree).
         env: the command's environment.
-        stdout, stderr, stdin: as for :class:`subprocess.Popen`; ``None``
-            inherits ours (and, in a terminal, hands the terminal over).
+        stdout, stderr: as for :class:`subprocess.Popen`; ``None`` inherits
+            ours (and, in a terminal, hands the terminal over: stdin is
+            always ours).
         timeout: seconds before the group gets SIGTERM, then SIGKILL after
             :data:`KILL_GRACE_SECONDS`; ``None`` waits for ever.
         signal_state: a dict the caller keeps; ``"received"`` is set to a
             forwarded signal number.  It is also honoured afterwards, so a
             signal that arrives during extraction is not lost; one that
             arrived before the command started means it is not started.
-        sandbox: confine the command (and all it starts) with it, in the
-            child between fork and exec, after the process group is made
-            (:meth:`.sandbox.Sandbox.confine`); the caller closes it.
+        sandbox: a :class:`.sandbox.Sandbox` confines the command in the
+            child between fork and exec (the caller closes it); a
+            :class:`.namespaces.Namespaces` runs it through bubblewrap, and
+            when this returns every process it started has ended.
 
     Returns:
         A :class:`CommandOutcome`.  Never raises for a command that cannot
@@ -312,26 +251,109 @@ def run_command(
 
     Raises:
         IsopatchError: ``sandbox-unavailable``: the sandbox could not be
-            entered in the child; the command did not run.
+            entered or set up; the command did not run (bubblewrap's own
+            words in the message when its stderr is a file).
     """
     state = signal_state if signal_state is not None else {}
     state.setdefault("received", None)
     state["pgid"] = None
     if state["received"] is not None:  # stopped before it started
         return CommandOutcome(128 + state["received"], received_signal=state["received"])
-    tty = _terminal_fd(stdin)
-    own_modes = _terminal_modes(tty) if tty is not None else None
+    streams = (stdout, stderr)
+    if sandbox is None or not hasattr(sandbox, "wrap"):
+        preexec = sandbox.confine if sandbox is not None else None  # type: ignore[union-attr]
+        return _run(argv, _Launch(list(argv), preexec=preexec), cwd, env, streams, timeout, state)
+    unrunnable = _unrunnable(argv[0], cwd, env)
+    if unrunnable is not None:
+        return replace(unrunnable, received_signal=state["received"])
+    with sandbox.wrap(argv, cwd=cwd) as wrapped:
+        launch = _Launch(wrapped.argv, wrapped.pass_fds, spawned=wrapped.spawned)
+        outcome = _run(argv, launch, cwd, env, streams, timeout, state)
+        status = wrapped.finish()
+    set_up = "exit-code" in status or outcome.start_error is not None or outcome.exit_code <= 0
+    if not set_up and not outcome.timed_out and state["received"] is None:
+        from .namespaces import unavailable
 
+        said = _bwrap_said(stderr)
+        raise unavailable(
+            f"bubblewrap could not set up the sandbox for '{argv[0]}'"
+            + (f": {said}" if said else " (see its 'bwrap:' message)")
+        )
+    return outcome
+
+
+def _bwrap_said(stderr: int | IO[bytes] | None) -> str | None:
+    """bubblewrap's last ``bwrap:`` line in the file the command's stderr
+    went to, when that is a regular file (captured output)."""
     try:
-        process = subprocess.Popen(
-            list(argv),
+        fd = 2 if stderr is None else stderr if isinstance(stderr, int) else stderr.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        # opened again to read: the command's stream is open for writing only
+        with open(f"/proc/self/fd/{fd}", "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            tail = os.pread(handle.fileno(), 4096, max(0, size - 4096))
+    except (OSError, ValueError, AttributeError):
+        return None
+    lines = [line for line in tail.splitlines() if line.startswith(b"bwrap: ")]
+    return lines[-1][len(b"bwrap: ") :].decode("utf-8", "replace") if lines else None
+
+
+def _unrunnable(program: str, cwd: str, env: Mapping[str, str]) -> CommandOutcome | None:
+    """127 or 126 for a ``program`` that cannot be run, as ``Popen`` finds
+    out (bubblewrap would only say so on stderr and exit 1); ``None``
+    when it can be."""
+    if os.sep in program:
+        candidates = [os.path.join(cwd, program)]
+    else:
+        search = env.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(cwd, d, program) for d in search]
+    found = None
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return None
+        if found is None and os.path.exists(path):
+            found = path
+    if found is None:
+        reason = os.strerror(errno.ENOENT)
+        return CommandOutcome(NOT_FOUND_EXIT, start_error=f"cannot run '{program}': {reason}")
+    code = errno.EISDIR if os.path.isdir(found) else errno.EACCES
+    return CommandOutcome(
+        NOT_EXECUTABLE_EXIT, start_error=f"cannot run '{program}': {os.strerror(code)}"
+    )
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """What :func:`_run` starts: the argument list, the descriptors the
+    child inherits, what it runs between fork and exec, and what to do
+    once it has started."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+    preexec: Callable[[], None] | None = None
+    spawned: Callable[[], None] | None = None
+
+
+def _start(
+    argv: Sequence[str],
+    launch: _Launch,
+    cwd: str,
+    env: Mapping[str, str],
+    streams: tuple[int | IO[bytes] | None, int | IO[bytes] | None],
+    state: dict[str, Any],
+) -> subprocess.Popen[bytes] | CommandOutcome:
+    """``launch`` started in its own process group, or why it could not be."""
+    try:
+        return subprocess.Popen(
+            launch.argv,
+            pass_fds=launch.pass_fds,
             cwd=cwd,
             env=dict(env),
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
+            stdout=streams[0],
+            stderr=streams[1],
             process_group=0,
-            preexec_fn=sandbox.confine if sandbox is not None else None,
+            preexec_fn=launch.preexec,
         )
     except subprocess.SubprocessError as exc:  # only preexec_fn raises it
         from .sandbox import UNAVAILABLE
@@ -339,22 +361,36 @@ def run_command(
         raise IsopatchError(
             UNAVAILABLE, f"--sandbox is not available: could not confine '{argv[0]}': {exc}"
         ) from None
-    except FileNotFoundError as exc:
+    except OSError as exc:  # ENOENT; EACCES, ENOEXEC, EISDIR...
+        code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else NOT_EXECUTABLE_EXIT
         return CommandOutcome(
-            NOT_FOUND_EXIT,
+            code,
             start_error=f"cannot run '{argv[0]}': {exc.strerror}",
             received_signal=state["received"],
         )
-    except OSError as exc:  # EACCES, ENOEXEC, EISDIR...
-        return CommandOutcome(
-            NOT_EXECUTABLE_EXIT,
-            start_error=f"cannot run '{argv[0]}': {exc.strerror}",
-            received_signal=state["received"],
-        )
+
+
+def _run(
+    argv: Sequence[str],
+    launch: _Launch,
+    cwd: str,
+    env: Mapping[str, str],
+    streams: tuple[int | IO[bytes] | None, int | IO[bytes] | None],
+    timeout: float | None,
+    state: dict[str, Any],
+) -> CommandOutcome:
+    """:func:`run_command` once it is known what to start (``launch``)."""
+    tty = terminal_fd(None)
+    own_modes = terminal_modes(tty) if tty is not None else None
+    process = _start(argv, launch, cwd, env, streams, state)
+    if isinstance(process, CommandOutcome):
+        return process
+    if launch.spawned is not None:
+        launch.spawned()
     if tty is not None:
         # Hand the terminal to the command's group, as a shell does; a read it
         # made before this stopped it (SIGTTIN), so let it go on.
-        _set_foreground(tty, process.pid)
+        set_foreground(tty, process.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGCONT)
     pgid = process.pid
@@ -375,7 +411,7 @@ def run_command(
         if escalation is not None:
             escalation.cancel()
         if tty is not None:
-            _set_foreground(tty, os.getpgrp())
+            set_foreground(tty, os.getpgrp())
     if timed_out:
         exit_code = TIMEOUT_EXIT
     elif returncode < 0:

@@ -22,18 +22,25 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
+from ..git.result import Err, GitResult, Ok
+from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
 from .command import CommandOutcome, run_command
 from .errors import known_os_failure
 
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
-    from .sandbox import Sandbox
+    from ..git.repo import UserRepository
+    from .namespaces import Bwrap, Namespaces
+    from .sandbox import Sandbox, SandboxPolicy
 
 #: The mechanisms a plan names.
 NO_MECHANISM = "none"
 LANDLOCK = "landlock"
+#: The command in bubblewrap's namespaces (:mod:`.namespaces`); git-isopatch's
+#: own git calls in the worktree under the Landlock ruleset (:mod:`.sandbox`).
+NAMESPACES = "namespaces"
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,14 @@ class ConfinementPlan:
         allow_write: absolute paths, each existing, the command may write.
         allow_network: keep the network.
         abi: the Landlock ABI :func:`.sandbox.check_available` found.
+        bwrap: the bubblewrap of :data:`NAMESPACES`.
     """
 
     mechanism: str = NO_MECHANISM
     allow_write: tuple[str, ...] = ()
     allow_network: bool = False
     abi: int = 0
+    bwrap: Bwrap | None = None
 
     @property
     def confined(self) -> bool:
@@ -76,10 +85,12 @@ def plan(sandbox: bool, allow_write: Sequence[str], allow_network: bool) -> Conf
             os.stat(path)
         except OSError as exc:
             raise known_os_failure(f"cannot allow writes to '{path}'", exc) from exc
+    from . import namespaces
     from .sandbox import check_available
 
     abi = check_available(allow_network=allow_network)
-    return ConfinementPlan(LANDLOCK, tuple(allow_write), allow_network, abi)
+    bwrap = namespaces.check_available(allow_network=allow_network)
+    return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, abi, bwrap)
 
 
 class Confinement:
@@ -120,6 +131,33 @@ class Confinement:
     def _sandbox(self) -> Sandbox | None:
         return None
 
+    def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """The environment of git-isopatch's own git calls in the worktree
+        after the command (``env`` unconfined)."""
+        return env
+
+    def shared_writes(
+        self, before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
+    ) -> tuple[SharedWrite, ...]:
+        """What changed in the refs and configuration the worktree shares
+        with the user's repository since ``before`` (empty when either look
+        fails)."""
+        match before:
+            case Ok(old):
+                pass
+            case Err():
+                return ()
+        match read_shared_state(repository.git_dir, repository.common_dir, env=env):
+            case Ok(new):
+                return tuple(describe_changes(old, new))
+            case Err():
+                return ()
+
+    def outside_writes(self, common_dir: str) -> tuple[str, ...]:
+        """The paths outside the worktree (and the git directory) the
+        command wrote and that were discarded: none unconfined."""
+        return ()
+
 
 #: The confinement of an unconfined run.
 NONE = Confinement()
@@ -142,6 +180,148 @@ class Landlocked(Confinement):
         return self.box
 
 
+class Namespaced(Landlocked):
+    """The command in bubblewrap's namespaces (:mod:`.namespaces`): a
+    read-only system, copy-on-write home, temporary folders, checkout and
+    git directory, its own PID, IPC and network namespaces; git-isopatch's
+    own git calls in the worktree stay under the Landlock ruleset
+    (:attr:`hook`), since the git layer takes a ``preexec_fn``."""
+
+    def __init__(self, box: Sandbox, namespaces: Namespaces, common_dir: str) -> None:
+        super().__init__(box)
+        self.namespaces = namespaces
+        self.common_dir = common_dir
+
+    def run_command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdout: int | IO[bytes] | None,
+        stderr: IO[bytes] | None,
+        timeout: float | None,
+        signal_state: dict[str, Any],
+    ) -> CommandOutcome:
+        return run_command(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            timeout=timeout,
+            signal_state=signal_state,
+            sandbox=self.namespaces,
+        )
+
+    def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """``env`` with the objects the command added (in its layer of the
+        object store) as an alternate: what it committed is read there."""
+        layer = self.namespaces.layer_of(os.path.join(self.common_dir, "objects"))
+        if layer is None or not os.path.isdir(layer):
+            return env
+        return {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": layer}
+
+    def shared_writes(
+        self, before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
+    ) -> tuple[SharedWrite, ...]:
+        """What the command changed in its copy-on-write view of the refs,
+        configuration and watched files, each marked discarded."""
+        match before:
+            case Ok(old):
+                pass
+            case Err():
+                return ()
+        after = _shared_state_in(self.namespaces, repository, old, env)
+        if after is None:
+            return ()
+        return tuple(replace(w, discarded=True) for w in describe_changes(old, after))
+
+    def outside_writes(self, common_dir: str) -> tuple[str, ...]:
+        inside = os.path.realpath(common_dir).rstrip("/") + "/"
+        return tuple(
+            p for p in self.namespaces.outside_writes() if not (p + "/").startswith(inside)
+        )
+
+
+def _shared_state_in(
+    box: Namespaces, repository: UserRepository, old: SharedState, env: Mapping[str, str]
+) -> SharedState | None:
+    """The shared state as the command left it in its layers: the refs
+    listed by git in the namespaces, the files read through the layer."""
+    import stat
+    import subprocess
+
+    from ..git.shared_state import CONFIG, HOOKS, WATCHED_FILES, read_entry
+
+    argv = ["git", f"--git-dir={repository.git_dir}", "for-each-ref",
+            "--format=%(objectname) %(refname)"]  # fmt: skip
+    with box.wrap(argv, cwd="/") as wrapped:
+        try:
+            done = subprocess.run(
+                wrapped.argv,
+                pass_fds=wrapped.pass_fds,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                env=dict(env),
+                timeout=120,
+                check=False,
+                process_group=0,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        wrapped.finish()
+    if done.returncode != 0:
+        return None
+    refs = {}
+    for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
+        oid, _, name = line.partition(" ")
+        refs[name] = oid
+    common = os.path.realpath(repository.common_dir)
+
+    def through(name: str) -> str | None:
+        layer = box.layer_of(os.path.join(common, name))
+        if layer is not None and os.path.lexists(layer):
+            st = os.lstat(layer)
+            if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout: removed
+                return None
+            return layer
+        return os.path.join(common, name)
+
+    names = set(WATCHED_FILES) | set(old.files)
+    for folder in (os.path.join(common, HOOKS), box.layer_of(os.path.join(common, HOOKS))):
+        if folder is not None:
+            with contextlib.suppress(OSError):
+                names |= {f"{HOOKS}/{n}" for n in os.listdir(folder)}
+    files = {}
+    for name in sorted(names):
+        path = through(name)
+        entry = read_entry(path) if path is not None else None
+        if entry is not None:
+            files[name] = entry
+    config = None
+    config_path = through(CONFIG)
+    if config_path is not None:
+        with contextlib.suppress(OSError), open(config_path, "rb") as handle:
+            config = handle.read()
+    worktrees = {}
+    registered = set(old.worktrees)
+    layer = box.layer_of(os.path.join(common, "worktrees"))
+    if layer is not None:
+        with contextlib.suppress(OSError):
+            registered |= {f"worktrees/{n}" for n in os.listdir(layer)}
+    for name in sorted(registered):
+        gitdir = through(f"{name}/gitdir")
+        if gitdir is None:
+            continue
+        with contextlib.suppress(OSError), open(gitdir, "rb") as handle:
+            dotgit = handle.read().decode("utf-8", "surrogateescape").strip()
+            if dotgit:
+                admin = os.path.join(common, name)
+                worktrees[name] = os.path.normpath(os.path.dirname(os.path.join(admin, dotgit)))
+    return SharedState(refs, config, files, worktrees)
+
+
 def _fileno(stream: int | IO[bytes] | None, default: int) -> int:
     if stream is None:
         return default
@@ -158,8 +338,10 @@ def confine(
     private_dir: str,
     env: dict[str, str],
     streams: tuple[int | IO[bytes] | None, IO[bytes] | None],
+    top: str | None = None,
 ) -> Iterator[Confinement]:
-    """Enter ``plan`` for the worktree: :data:`NONE` unconfined; else a
+    """Enter ``plan`` for the worktree of the checkout whose top folder is
+    ``top``: :data:`NONE` unconfined; else a
     private ``TMPDIR`` (set in ``env``, removed afterwards) in the run's
     ``private_dir`` and the ruleset, the files behind the command's
     ``streams`` (stdout, stderr) staying writable.
@@ -174,7 +356,9 @@ def confine(
     from .sandbox import SandboxPolicy, prepare
 
     private_tmp = tempfile.mkdtemp(prefix="tmp-", dir=private_dir)
+    layers = os.path.join(private_dir, "layers")
     try:
+        temporary = env.get("TMPDIR")
         env["TMPDIR"] = private_tmp
         policy = SandboxPolicy(
             worktree=worktree,
@@ -185,10 +369,67 @@ def confine(
             allow_network=plan.allow_network,
         )
         stdout, stderr = streams
-        box = prepare(policy, abi=plan.abi, streams=[_fileno(stdout, 1), _fileno(stderr, 2)])
+        fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
+        box = prepare(policy, abi=plan.abi, streams=fds)
         try:
-            yield Landlocked(box)
+            if plan.mechanism == NAMESPACES:
+                top = top or os.path.dirname(common_dir)
+                yield _namespaced(plan, box, policy, top, env, temporary, fds, layers)
+            else:
+                yield Landlocked(box)
         finally:
             box.close()
     finally:
         shutil.rmtree(private_tmp, ignore_errors=True)
+        shutil.rmtree(layers, ignore_errors=True)
+
+
+def _namespaced(
+    plan: ConfinementPlan,
+    box: Sandbox,
+    own: SandboxPolicy,
+    top: str,
+    env: dict[str, str],
+    temporary: str | None,
+    fds: Sequence[int],
+    layers: str,
+) -> Namespaced:
+    """The namespaces of :func:`.namespaces.run_policy` for the worktree of
+    ``own``, their layers made in ``layers``; the session's socket
+    variables leave ``env``."""
+    from . import namespaces
+    from .sandbox import seccomp_filter
+
+    for name in namespaces.SESSION_VARIABLES:
+        env.pop(name, None)
+    assert plan.bwrap is not None
+    policy = namespaces.run_policy(
+        worktree=own.worktree,
+        admin_dir=own.admin_dir,
+        common_dir=own.common_dir,
+        top=top,
+        tmpdir=own.tmpdir,
+        home=env.get("HOME"),
+        temporary=(temporary,) if temporary and os.path.isabs(temporary) else (),
+        allow_write=plan.allow_write,
+        allow_network=plan.allow_network,
+        streams=_stream_files(fds),
+        runtime_dir=env.get("XDG_RUNTIME_DIR"),
+    )
+    spaces = namespaces.Namespaces(plan.bwrap, policy, layers, seccomp_filter())
+    spaces.prepare()
+    return Namespaced(box, spaces, own.common_dir)
+
+
+def _stream_files(fds: Sequence[int]) -> tuple[str, ...]:
+    """The regular files behind ``fds`` (the command's output), by path."""
+    import stat
+
+    found = []
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                path = os.readlink(f"/proc/self/fd/{fd}")
+                if os.path.isabs(path) and os.path.isfile(path):
+                    found.append(path)
+    return tuple(found)

@@ -62,13 +62,22 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import IsopatchError
+from .layers import (
+    OVERLAY,
+    Layer,
+    inside,
+    layer_writes,
+    make_layers,
+    mount_points,
+    plan_layers,
+    upper,
+)
 
 #: The stable error-code of every failure of this module.
 UNAVAILABLE = "sandbox-unavailable"
@@ -185,6 +194,9 @@ class NamespacePolicy:
         protected: files or folders inside ``writable`` that stay read-only.
         allow_network: keep the network (no network namespace).
         runtime_dir: ``$XDG_RUNTIME_DIR``, made an empty private folder.
+        scratch: the temporary folders among ``copy_on_write``: a private,
+            empty folder where a mount beneath one forbids an overlay
+            (:func:`.layers.plan_layers`).
     """
 
     writable: tuple[str, ...]
@@ -192,22 +204,18 @@ class NamespacePolicy:
     protected: tuple[str, ...] = ()
     allow_network: bool = False
     runtime_dir: str | None = None
+    scratch: tuple[str, ...] = ()
 
-    def layers(self) -> tuple[str, ...]:
-        """The copy-on-write folders as overlays get them: real paths,
-        existing folders, none inside another, never ``/``, outermost
-        first; the layer of the n-th is ``<layers>/<n>``."""
-        found: list[str] = []
-        for path in self.copy_on_write:
-            real = os.path.realpath(path)
-            if real != "/" and os.path.isdir(real) and real not in found:
-                found.append(real)
-        kept = [p for p in found if not any(_inside(p, other) for other in found if other != p)]
-        return tuple(sorted(kept, key=lambda p: (p.count("/"), p)))
+    def plan(self, mounts: Sequence[str] | None = None) -> tuple[Layer, ...]:
+        """The copy-on-write layers (:func:`.layers.plan_layers`) with the
+        mount table ``mounts`` (this process's when ``None``); the n-th is
+        ``<layers>/<n>``."""
+        table = mount_points() if mounts is None else mounts
+        return plan_layers(self.copy_on_write, self.scratch, table)
 
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+    def layers(self, mounts: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The folders of :meth:`plan`."""
+        return tuple(layer.folder for layer in self.plan(mounts))
 
 
 def _depth_order(paths: Sequence[str]) -> list[str]:
@@ -219,7 +227,7 @@ def _resolv_conf_target() -> str | None:
     """Where ``/etc/resolv.conf`` leads when that is under ``/run``
     (systemd-resolved, NetworkManager): the private ``/run`` would hide it."""
     target = os.path.realpath("/etc/resolv.conf")
-    if _inside(target, "/run") and os.path.isfile(target):
+    if inside(target, "/run") and os.path.isfile(target):
         return target
     return None
 
@@ -264,6 +272,7 @@ def run_policy(
         copy_on_write=tuple(copy_on_write),
         allow_network=allow_network,
         runtime_dir=runtime_dir,
+        scratch=(*TEMPORARY_FOLDERS, *temporary),
     )
 
 
@@ -274,6 +283,7 @@ def bwrap_arguments(
     seccomp_fd: int | None = None,
     status_fd: int | None = None,
     chdir: str | None = None,
+    plan: Sequence[Layer] | None = None,
 ) -> list[str]:
     """bubblewrap's options for ``policy`` (everything before ``--``).
 
@@ -284,6 +294,7 @@ def bwrap_arguments(
         seccomp_fd: a file descriptor bwrap reads the seccomp program from.
         status_fd: where bwrap writes its JSON status (child pid, exit code).
         chdir: the command's working directory.
+        plan: the layers (:meth:`NamespacePolicy.plan` when ``None``).
     """
     args = ["--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns"]
     if policy.allow_network:
@@ -299,14 +310,18 @@ def bwrap_arguments(
         args += ["--ro-bind", resolv, resolv]
     runtime = policy.runtime_dir
     if runtime and os.path.isabs(runtime):
-        if _inside(os.path.abspath(runtime), "/run"):
+        if inside(os.path.abspath(runtime), "/run"):
             args += ["--perms", "0700", "--dir", os.path.abspath(runtime)]
         else:
             args += ["--perms", "0700", "--tmpfs", os.path.abspath(runtime)]
-    for index, folder in enumerate(policy.layers()):
-        layer = os.path.join(layers, str(index))
-        args += ["--overlay-src", folder]
-        args += ["--overlay", os.path.join(layer, "upper"), os.path.join(layer, "work"), folder]
+    for index, layer in enumerate(policy.plan() if plan is None else plan):
+        here = os.path.join(layers, str(index))
+        if layer.kind == OVERLAY:
+            args += ["--overlay-src", layer.folder]
+            args += ["--overlay", os.path.join(here, "upper"), os.path.join(here, "work")]
+            args.append(layer.folder)
+        else:
+            args += ["--bind", os.path.join(here, "upper"), layer.folder]
     for path in _depth_order(policy.writable):
         args += ["--bind", path, path]
     for path in _depth_order(policy.protected):
@@ -315,75 +330,6 @@ def bwrap_arguments(
     if chdir is not None:
         args += ["--chdir", chdir]
     return args
-
-
-def make_layers(policy: NamespacePolicy, layers: str) -> None:
-    """Make the upper and work folders of every overlay of ``policy`` in
-    ``layers`` (mode 0700)."""
-    os.makedirs(layers, mode=0o700, exist_ok=True)
-    for index in range(len(policy.layers())):
-        for part in ("upper", "work"):
-            os.makedirs(os.path.join(layers, str(index), part), mode=0o700, exist_ok=True)
-
-
-def _is_whiteout(st: os.stat_result) -> bool:
-    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
-
-
-def _opaque(path: str) -> bool:
-    for name in ("user.overlay.opaque", "trusted.overlay.opaque"):
-        with contextlib.suppress(OSError):
-            if os.getxattr(path, name, follow_symlinks=False) == b"y":
-                return True
-    return False
-
-
-def _layer_writes(upper: str, lower: str) -> list[str]:
-    """The paths (under ``lower``) an overlay's ``upper`` holds a change
-    for: every file, link, whiteout (a removal) and new or opaque folder,
-    and every copied-up folder whose type, mode, owner or times changed and
-    that holds no change below it (a folder copied up only because
-    something inside it was written is not named)."""
-    found: list[str] = []
-
-    def walk(relative: str) -> bool:
-        here = os.path.join(upper, relative) if relative else upper
-        try:
-            entries = sorted(os.scandir(here), key=lambda e: e.name)
-        except OSError:
-            return False
-        named = False
-        for entry in entries:
-            rel = os.path.join(relative, entry.name) if relative else entry.name
-            real = os.path.join(lower, rel)
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                found.append(real)
-                named = True
-                continue
-            try:
-                old = os.lstat(real)
-            except OSError:
-                old = None
-            position = len(found)
-            inner = walk(rel)
-            changed = (
-                old is None
-                or not stat.S_ISDIR(old.st_mode)
-                or _opaque(entry.path)
-                or (st.st_mode, st.st_uid, st.st_gid) != (old.st_mode, old.st_uid, old.st_gid)
-                or (not inner and int(st.st_mtime) != int(old.st_mtime))
-            )
-            if changed:
-                found.insert(position, real)
-            named = named or inner or changed
-        return named
-
-    walk("")
-    return found
 
 
 def _seccomp_fd(program: bytes) -> int:
@@ -436,16 +382,22 @@ class Wrapped:
 
 @dataclass(frozen=True)
 class Namespaces:
-    """A policy bound to a ``bwrap`` and to its layers folder on disk."""
+    """A policy bound to a ``bwrap`` and to its layers folder on disk; its
+    layers (:meth:`NamespacePolicy.plan`) are planned once, when it is
+    made, so that every spawn and the listing afterwards agree on them."""
 
     bwrap: Bwrap
     policy: NamespacePolicy
     layers: str
     seccomp: bytes | None = None
+    plan: tuple[Layer, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", self.policy.plan())
 
     def prepare(self) -> None:
-        """Make the layers (:func:`make_layers`)."""
-        make_layers(self.policy, self.layers)
+        """Make the layers (:func:`.layers.make_layers`)."""
+        make_layers(self.plan, self.layers)
 
     @contextlib.contextmanager
     def wrap(self, argv: Sequence[str], *, cwd: str | None = None) -> Iterator[Wrapped]:
@@ -460,7 +412,12 @@ class Namespaces:
             os.close(status_write)
             raise
         options = bwrap_arguments(
-            self.policy, self.layers, seccomp_fd=seccomp, status_fd=status_write, chdir=cwd
+            self.policy,
+            self.layers,
+            seccomp_fd=seccomp,
+            status_fd=status_write,
+            chdir=cwd,
+            plan=self.plan,
         )
         if seccomp is not None:
             options += ["--seccomp", str(seccomp)]
@@ -473,21 +430,21 @@ class Namespaces:
 
     def outside_writes(self) -> tuple[str, ...]:
         """Every path outside the really writable places that the command
-        wrote (into a copy-on-write layer), in order (:func:`_layer_writes`)."""
+        wrote (into a copy-on-write layer), in order (:func:`.layers.layer_writes`)."""
         found: list[str] = []
-        for index, folder in enumerate(self.policy.layers()):
-            upper = os.path.join(self.layers, str(index), "upper")
-            found += _layer_writes(upper, folder)
-        return tuple(found)
+        for index, layer in enumerate(self.plan):
+            found += layer_writes(upper(self.layers, index), layer.folder, layer.kind)
+        # bubblewrap makes the mount points of the writable places in a layer
+        mounted = [os.path.abspath(p) for p in self.policy.writable]
+        return tuple(p for p in found if not any(inside(p, m) for m in mounted))
 
     def layer_of(self, path: str) -> str | None:
         """Where the copy-on-write layer holds what was written at ``path``
         (a folder inside a copy-on-write one), or ``None``."""
         real = os.path.realpath(path)
-        for index, folder in enumerate(self.policy.layers()):
-            if _inside(real, folder):
-                upper = os.path.join(self.layers, str(index), "upper")
-                return os.path.join(upper, os.path.relpath(real, folder))
+        for index, layer in enumerate(self.plan):
+            if inside(real, layer.folder):
+                return os.path.join(upper(self.layers, index), os.path.relpath(real, layer.folder))
         return None
 
     def discard(self) -> None:

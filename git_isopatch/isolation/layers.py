@@ -1,0 +1,216 @@
+"""The copy-on-write layers of the namespaces sandbox, on disk
+(:mod:`.namespaces`): which folders get one, and what was written there.
+
+An overlay cannot take a folder as its lower layer when another mount lies
+beneath it: in the sandbox's user namespace every mount inherited from the
+machine is locked to what it covers, and the kernel refuses to clone a
+lower layer with locked mounts inside ("overlayfs: failed to clone
+lowerpath", ``EINVAL``).  Any mount under ``/tmp`` (another program's, a
+test's bind mount) would then make every sandboxed run fail at set-up, for
+as long as it stays mounted.  So :func:`plan_layers` reads the mount table
+and gives each copy-on-write folder that has a mount beneath it another
+layer: a temporary folder becomes a private, empty one (on disk, in the
+run's layers folder); any other is split into its subfolders, each its
+own overlay, down to the mounts (which are lower layers of their own), its
+own files staying read-only.
+
+A layer is ``<layers>/<n>/upper`` (and ``work`` for an overlay) for the
+n-th of :func:`plan_layers`; :func:`layer_writes` lists what a layer holds
+as paths under the folder it covers.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+#: A layer that is an overlay of its folder (reads go through to it).
+OVERLAY = "overlay"
+#: A layer that replaces its folder with a private, empty one.
+PRIVATE = "private"
+
+#: At most this many layers come from splitting one folder with mounts
+#: beneath it; the subfolders past that stay read-only.
+MAX_SPLIT = 64
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One copy-on-write layer: the real ``folder`` it covers and its
+    ``kind`` (:data:`OVERLAY` or :data:`PRIVATE`)."""
+
+    folder: str
+    kind: str = OVERLAY
+
+
+def inside(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or beneath it (both absolute, normalised)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path: ``\\040`` and the like are octal escapes."""
+    if "\\" not in field:
+        return field
+    raw = field.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        if raw[i : i + 1] == b"\\" and raw[i + 1 : i + 4].isdigit():
+            out.append(int(raw[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            out += raw[i : i + 1]
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def mount_points() -> tuple[str, ...]:
+    """Every mount point of this process's mount namespace (proc(5),
+    ``/proc/self/mountinfo``, field 5); empty when it cannot be read."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return ()
+    return tuple(_unescape(line.split(" ")[4]) for line in lines if line.count(" ") >= 4)
+
+
+def _beneath(folder: str, mounts: Iterable[str]) -> list[str]:
+    return [m for m in mounts if m != folder and inside(m, folder)]
+
+
+def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer]) -> None:
+    """The layers of ``folder``: an overlay when no mount lies beneath it,
+    else a private one (a scratch folder; then the copy-on-write folders
+    inside it get layers of their own above it), else those of its
+    subfolders, its own files staying read-only."""
+    below = _beneath(folder, mounts)
+    if not below:
+        found.append(Layer(folder))
+        return
+    if folder in plan.scratch:
+        found.append(Layer(folder, PRIVATE))
+        inner = [f for f in plan.folders if f != folder and inside(f, folder)]
+        found += _outermost(inner, mounts, plan)
+        return
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if len(found) < MAX_SPLIT and entry.is_dir(follow_symlinks=False):
+            _covering(entry.path, below, plan, found)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    folders: tuple[str, ...]
+    scratch: frozenset[str]
+
+
+def _outermost(folders: Sequence[str], mounts: Sequence[str], plan: _Plan) -> list[Layer]:
+    kept = [p for p in folders if not any(inside(p, o) for o in folders if o != p)]
+    found: list[Layer] = []
+    for folder in sorted(kept, key=lambda p: (p.count("/"), p)):
+        _covering(folder, mounts, plan, found)
+    return found
+
+
+def plan_layers(
+    copy_on_write: Sequence[str], scratch: Sequence[str], mounts: Sequence[str]
+) -> tuple[Layer, ...]:
+    """The layers for ``copy_on_write`` folders: real paths of existing
+    folders, none inside another, never ``/``, outermost first; a folder
+    with one of ``mounts`` beneath it is :data:`PRIVATE` when it is one of
+    ``scratch`` (temporary folders: nothing there needs reading), else
+    split into its subfolders (see the module's words)."""
+    folders: list[str] = []
+    for path in copy_on_write:
+        real = os.path.realpath(path)
+        if real != "/" and os.path.isdir(real) and real not in folders:
+            folders.append(real)
+    plan = _Plan(tuple(folders), frozenset(os.path.realpath(p) for p in scratch))
+    return tuple(_outermost(folders, mounts, plan))
+
+
+def make_layers(layers: Sequence[Layer], root: str) -> None:
+    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay), mode 0700."""
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    for index, layer in enumerate(layers):
+        parts = ("upper", "work") if layer.kind == OVERLAY else ("upper",)
+        for part in parts:
+            os.makedirs(os.path.join(root, str(index), part), mode=0o700, exist_ok=True)
+
+
+def upper(root: str, index: int) -> str:
+    """The folder holding what was written in the ``index``-th layer."""
+    return os.path.join(root, str(index), "upper")
+
+
+def _opaque(path: str) -> bool:
+    for name in ("user.overlay.opaque", "trusted.overlay.opaque"):
+        with contextlib.suppress(OSError):
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+    return False
+
+
+def is_whiteout(st: os.stat_result) -> bool:
+    """An overlay's record of a removal: a character device 0/0."""
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def layer_writes(layer_upper: str, lower: str, kind: str = OVERLAY) -> list[str]:
+    """The paths (under ``lower``) a layer holds a change for: every file,
+    link, whiteout (a removal) and new or opaque folder, and, for an
+    overlay, every copied-up folder whose type, mode, owner or times
+    changed and that holds no change below it (a folder copied up only
+    because something inside it was written is not named).  In a
+    :data:`PRIVATE` layer a folder that exists in ``lower`` is not named
+    (bubblewrap makes the mount points of the places bound inside)."""
+    found: list[str] = []
+
+    def walk(relative: str) -> bool:
+        here = os.path.join(layer_upper, relative) if relative else layer_upper
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError:
+            return False
+        named = False
+        for entry in entries:
+            rel = os.path.join(relative, entry.name) if relative else entry.name
+            real = os.path.join(lower, rel)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                found.append(real)
+                named = True
+                continue
+            try:
+                old = os.lstat(real)
+            except OSError:
+                old = None
+            position = len(found)
+            inner = walk(rel)
+            changed = old is None or not stat.S_ISDIR(old.st_mode)
+            if kind == OVERLAY and not changed:
+                changed = (
+                    _opaque(entry.path)
+                    or (st.st_mode, st.st_uid, st.st_gid) != (old.st_mode, old.st_uid, old.st_gid)
+                    or (not inner and int(st.st_mtime) != int(old.st_mtime))
+                )
+            if changed:
+                found.insert(position, real)
+            named = named or inner or changed
+        return named
+
+    walk("")
+    return found
