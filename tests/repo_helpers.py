@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -44,6 +45,18 @@ def hermetic_environ(home: Path, tmpdir: Path) -> dict[str, str]:
     )
     env.pop("MANPATH", None)
     return env
+
+
+def without_program_on_path(env: Mapping[str, str], folder: Path) -> dict[str, str]:
+    """``env`` whose ``PATH`` is the test venv's bin and ``folder`` holding
+    only a link to the real ``git``: a program git would find on the
+    machine's ``PATH`` (git-lfs, installed where CI installs it) is not
+    found, as on a machine without it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    real_git = shutil.which("git", path=env.get("PATH"))
+    assert real_git is not None
+    (folder / "git").symlink_to(real_git)
+    return {**env, "PATH": f"{BIN_DIR}{os.pathsep}{folder}"}
 
 
 def git(

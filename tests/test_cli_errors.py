@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, registered_worktrees, tmpfs
+from repo_helpers import git, isopatch, registered_worktrees, tmpfs, without_program_on_path
 
 from git_isopatch.git.repo import open_user_repository, resolve_commit
 from git_isopatch.git.result import Err, GitError, Ok
@@ -177,7 +177,7 @@ def _filter_process_failed(env, tmp_path, make_repo) -> GitError:
     repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
     git("config", "filter.lfs.process", "git-lfs filter-process", cwd=repo, env=env)
     git("config", "filter.lfs.required", "true", cwd=repo, env=env)
-    return _add_worktree(env, repo, tmp_path / "wt")
+    return _add_worktree(without_program_on_path(env, tmp_path / "bin"), repo, tmp_path / "wt")
 
 
 def _dubious_ownership(env, tmp_path, make_repo) -> GitError:
@@ -355,13 +355,14 @@ def test_a_git_usage_error_is_a_bug(env, tmp_path: Path) -> None:
         known_failure("could not do it", error)
 
 
-def test_a_required_filter_process_that_cannot_run(env, make_repo) -> None:
+def test_a_required_filter_process_that_cannot_run(env, tmp_path: Path, make_repo) -> None:
     """``filter.lfs.process`` as ``git lfs install`` writes it, ``required``,
     and no git-lfs: one ``fatal:`` line naming what failed."""
     repo = make_repo({".gitattributes": "*.dat filter=lfs\n", "a.dat": "data\n"})
     git("config", "filter.lfs.process", "git-lfs filter-process", cwd=repo, env=env)
     git("config", "filter.lfs.required", "true", cwd=repo, env=env)
-    run = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
+    no_lfs = without_program_on_path(env, tmp_path / "bin")
+    run = isopatch("--porcelain", "--", "true", cwd=repo, env=no_lfs)
     assert run.returncode == 128
     (line,) = run.err.splitlines()
     assert line.startswith("fatal: could not create worktree at '"), run.err
