@@ -143,7 +143,7 @@ def run(
                 )
                 extracted = _extract(git, plan, private.path, submodules, warn, ran)
             failed = isinstance(extracted, IsopatchError)
-            lease.settle(keep=plan.keep or failed, poolable=not confinement.confined)
+            lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
         result = report(plan, ran, extracted, state, private.path, lease.kept, warn)
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)

@@ -427,10 +427,10 @@ def test_a_worktree_whose_private_folder_leads_elsewhere_is_not_used(
     assert sorted(seen) == sorted(p.name for p in repo.iterdir())
 
 
-def test_a_sandboxed_run_claims_a_pooled_worktree_and_never_returns_it(env, tmp_path) -> None:
+def test_a_sandboxed_run_claims_a_pooled_worktree_and_returns_it(env, tmp_path) -> None:
     """``--sandbox`` confines the command in a claimed worktree as in a
-    fresh one; its worktree does not go back to the pool (a process the
-    command left behind could still write there)."""
+    fresh one; its worktree goes back to the pool (its PID namespace left
+    nothing running that could still write there)."""
     repo = _repo(tmp_path, env, "repo")
     first = _run(repo, env, "--", "pwd")
     assert first.returncode == 0, first.err
@@ -445,5 +445,4 @@ def test_a_sandboxed_run_claims_a_pooled_worktree_and_never_returns_it(env, tmp_
     assert f"outside-write {outside}" in second.out.splitlines()
     assert outside.read_text() == "alpha 2\n"
     assert b"+++ b/made.txt" in Path(second.fields()["patch"]).read_bytes()
-    assert _pooled(repo, env) == []
-    assert not Path(_where(first)).exists()
+    assert _pooled(repo, env) == [_where(first)]

@@ -4,10 +4,12 @@
 that the machine can give it (a :class:`ConfinementPlan`; :data:`UNCONFINED`
 without ``--sandbox``).  :func:`confine` enters the plan for one worktree and
 yields a :class:`Confinement`: the null object :data:`NONE` when
-unconfined, else the mechanism's own (:class:`Landlocked`, on
-:mod:`.sandbox`).  Everything that runs in the worktree goes through it:
-the command (:meth:`Confinement.run_command`) and git-isopatch's own git
-calls (:class:`.worktree_git.WorktreeGit`, which passes :attr:`Confinement.hook`
+unconfined, else the mechanism's own (:class:`Namespaced`: the command in
+bubblewrap's namespaces, :mod:`.namespaces`; git-isopatch's own git calls
+in the worktree under a Landlock ruleset, :mod:`.sandbox`).  Everything
+that runs in the worktree goes through it: the command
+(:meth:`Confinement.run_command`) and git-isopatch's own git calls
+(:class:`.worktree_git.WorktreeGit`, which passes :attr:`Confinement.hook`
 down to the git layer as an opaque ``preexec_fn``).
 
 A new mechanism is one more ``mechanism`` name in :func:`plan`, one
@@ -37,7 +39,6 @@ if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts fa
 
 #: The mechanisms a plan names.
 NO_MECHANISM = "none"
-LANDLOCK = "landlock"
 #: The command in bubblewrap's namespaces (:mod:`.namespaces`); git-isopatch's
 #: own git calls in the worktree under the Landlock ruleset (:mod:`.sandbox`).
 NAMESPACES = "namespaces"
@@ -48,7 +49,7 @@ class ConfinementPlan:
     """The confinement of one run, checked before anything is made.
 
     Attributes:
-        mechanism: :data:`NO_MECHANISM` or :data:`LANDLOCK`.
+        mechanism: :data:`NO_MECHANISM` or :data:`NAMESPACES`.
         allow_write: absolute paths, each existing, the command may write.
         allow_network: keep the network.
         abi: the Landlock ABI :func:`.sandbox.check_available` found.
@@ -98,6 +99,9 @@ class Confinement:
 
     #: True when the command runs confined.
     confined = False
+    #: The worktree may go back to the pool after the run: nothing the
+    #: command started can still write in it.
+    poolable = True
 
     @property
     def hook(self) -> Callable[[], None] | None:
@@ -125,11 +129,7 @@ class Confinement:
             stderr=stderr,
             timeout=timeout,
             signal_state=signal_state,
-            sandbox=self._sandbox(),
         )
-
-    def _sandbox(self) -> Sandbox | None:
-        return None
 
     def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
         """The environment of git-isopatch's own git calls in the worktree
@@ -163,34 +163,32 @@ class Confinement:
 NONE = Confinement()
 
 
-class Landlocked(Confinement):
-    """A Landlock ruleset, a seccomp filter and (unless allowed) a network
-    namespace (:mod:`.sandbox`), entered in each child."""
-
-    confined = True
-
-    def __init__(self, box: Sandbox) -> None:
-        self.box = box
-
-    @property
-    def hook(self) -> Callable[[], None] | None:
-        return self.box.confine
-
-    def _sandbox(self) -> Sandbox | None:
-        return self.box
-
-
-class Namespaced(Landlocked):
+class Namespaced(Confinement):
     """The command in bubblewrap's namespaces (:mod:`.namespaces`): a
     read-only system, copy-on-write home, temporary folders, checkout and
     git directory, its own PID, IPC and network namespaces; git-isopatch's
     own git calls in the worktree stay under the Landlock ruleset
     (:attr:`hook`), since the git layer takes a ``preexec_fn``."""
 
+    #: Its PID namespace ended every process the command started before
+    #: git-isopatch looks at the worktree again: the worktree may be pooled
+    #: (the pool puts back HEAD and the index as made, on the base's
+    #: objects: what the command committed lived in its discarded layer).
+    poolable = True
+
+    confined = True
+
     def __init__(self, box: Sandbox, namespaces: Namespaces, common_dir: str) -> None:
-        super().__init__(box)
+        self.box = box
         self.namespaces = namespaces
         self.common_dir = common_dir
+
+    @property
+    def hook(self) -> Callable[[], None] | None:
+        """The Landlock ruleset, entered by each of git-isopatch's own git
+        calls in the worktree (they run what the command planted there: a
+        nested repository's filter)."""
+        return self.box.confine
 
     def run_command(
         self,
@@ -372,11 +370,8 @@ def confine(
         fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
         box = prepare(policy, abi=plan.abi, streams=fds)
         try:
-            if plan.mechanism == NAMESPACES:
-                top = top or os.path.dirname(common_dir)
-                yield _namespaced(plan, box, policy, top, env, temporary, fds, layers)
-            else:
-                yield Landlocked(box)
+            top = top or os.path.dirname(common_dir)
+            yield _namespaced(plan, box, policy, top, env, temporary, fds, layers)
         finally:
             box.close()
     finally:
