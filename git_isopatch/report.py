@@ -35,6 +35,33 @@ DEPENDENCY_FOLDERS = ("node_modules", ".venv", "vendor")
 NOT_RUNNABLE = frozenset({126, 127})
 
 
+def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
+    """The hint for a command that failed in the default sandbox
+    (``isopatch.sandbox=auto``): what the sandbox took away, and the way
+    out.  None for one that was signalled, timed out or could not run a
+    program (126, 127: the sandbox hides none), nor under ``--sandbox``,
+    which the user asked for."""
+    failed = outcome.exit_code != 0 and outcome.exit_code not in NOT_RUNNABLE
+    ended_otherwise = (
+        outcome.timed_out
+        or outcome.died_of is not None
+        or outcome.received_signal is not None
+        or outcome.start_error is not None
+    )
+    if not start.sandboxed_by_default or not failed or ended_otherwise:
+        return ()
+    if start.sandbox.allow_network:
+        return (
+            "the command ran in the sandbox, its writes outside its worktree discarded; "
+            "--no-sandbox runs it unconfined",
+        )
+    return (
+        "the command ran in the sandbox, without network and its writes outside its "
+        "worktree discarded; --allow-network keeps the network, --no-sandbox runs it "
+        "unconfined",
+    )
+
+
 def command_hints(
     command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str, prefix: str = ""
 ) -> tuple[str, ...]:
@@ -187,6 +214,7 @@ def report(
     (:func:`.bring_home.apply_result`: one apply at a time, a signal in
     ``state`` stops it before it writes, ``warn`` says it waits)."""
     received = state.get("received")
+    ran = replace(ran, hints=(*ran.hints, *sandbox_hint(start, ran.outcome)))
     result = CaptureResult(
         base=start.commit,
         exit_code=128 + received if received is not None else ran.outcome.exit_code,

@@ -18,8 +18,13 @@ Nothing heavy is imported here: the CLI builds a request before pygit2 loads.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .result import OutputMode
+
+#: What a run asks of the sandbox: required (``True``), none, or ``"auto"``
+#: (:data:`.settings.AUTO`).
+SandboxMode = bool | Literal["auto"]
 
 #: Re-exported: the request and the output mode are parsed together.
 __all__ = ["CaptureRequest", "OutputMode", "conflicts"]
@@ -79,9 +84,12 @@ class CaptureRequest:
             (``isopatch.maxWorktrees``, default 25; 0: no limit).
         pool: how many used worktrees to keep warm for later runs of the
             repository (``isopatch.pool``, default 0: none).
-        sandbox: confine the command with the kernel
-            (:mod:`git_isopatch.isolation.sandbox`; ``--sandbox``/
-            ``--no-sandbox``, ``isopatch.sandbox``; default no).
+        sandbox: confine the command with the kernel's namespaces
+            (:mod:`git_isopatch.isolation.confinement`): ``True``, or fail
+            where the machine cannot (``--sandbox``,
+            ``isopatch.sandbox=true``); ``False``: unconfined
+            (``--no-sandbox``); ``"auto"``: confined where the machine
+            allows it, else unconfined with a warning.
         allow_write: with ``sandbox``, paths the command may write too
             (``--allow-write``, relative to ``repo_path``; else
             ``isopatch.allowWrite``, relative to the top of the work tree:
@@ -126,7 +134,7 @@ class CaptureRequest:
     tmpdir: str | None = None
     max_worktrees: int | None = None
     pool: int | None = None
-    sandbox: bool | None = None
+    sandbox: SandboxMode | None = None
     allow_write: tuple[str, ...] | None = None
     allow_network: bool | None = None
     apply: bool = False

@@ -4,8 +4,9 @@
 ``isopatch.tmpdir`` (path), ``isopatch.link`` and ``isopatch.copy``
 (multi-valued paths, from the top of the work tree; an empty value clears
 the values read before it, as git does for ``push.pushOption``) and
-``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``,
-``isopatch.allowNetwork`` and ``isopatch.recurseSubmodules`` (booleans),
+``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``
+(a boolean or ``auto``); ``isopatch.allowNetwork`` and
+``isopatch.recurseSubmodules`` (booleans),
 ``isopatch.allowWrite`` (multi-valued paths); ``isopatch.pool`` (a count, 0
 for no pool).  All are read through
 git's whole chain: system, global, repository and worktree files, and
@@ -42,6 +43,10 @@ DEFAULT_MAX_WORKTREES = 25
 #: A request (:class:`~git_isopatch.request.CaptureRequest`): a frozen
 #: dataclass with a field for each row of :data:`CONFIG_KEYS`.
 Request = TypeVar("Request")
+
+
+#: ``isopatch.sandbox=auto``: confined where the machine allows it.
+AUTO = "auto"
 
 
 class BadValue(ValueError):
@@ -84,6 +89,18 @@ def _bool(key: str, value: str | None, _repository: UserRepository) -> bool:
             return flag
         case Err():
             raise BadValue(f"'{value}' is not a boolean (true/false, yes/no, on/off, 1/0)")
+
+
+def _sandbox(key: str, value: str | None, repository: UserRepository) -> bool | str:
+    """:data:`AUTO` (confined where the machine allows it), or a boolean."""
+    if value is not None and value.strip().lower() == AUTO:
+        return AUTO
+    try:
+        return _bool(key, value, repository)
+    except BadValue:
+        raise BadValue(
+            f"'{value}' is not a boolean (true/false, yes/no, on/off, 1/0) or 'auto'"
+        ) from None
 
 
 def _seconds(_key: str, value: str | None, _repository: UserRepository) -> float:
@@ -184,7 +201,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("link", "configured_links", _include_path, multi=True),
     ConfigKey("copy", "configured_copies", _include_path, multi=True),
     ConfigKey("maxWorktrees", "max_worktrees", _count),
-    ConfigKey("sandbox", "sandbox", _bool),
+    ConfigKey("sandbox", "sandbox", _sandbox),
     ConfigKey("allowWrite", "allow_write", _path, multi=True),
     ConfigKey("allowNetwork", "allow_network", _bool),
     ConfigKey("pool", "pool", _pool_size),

@@ -41,7 +41,7 @@ from .isolation.include import (
 )
 from .isolation.repository import open_repository
 from .request import CaptureRequest, conflicts
-from .settings import ConfigError, complete_request, default_tmpdir
+from .settings import AUTO, ConfigError, complete_request, default_tmpdir
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,10 @@ class Start:
         commit: the commit the worktree starts at.
         includes: the paths to link or copy in, checked.
         sandbox: the confinement plan (:data:`.isolation.confinement.UNCONFINED`
-            without ``--sandbox``).
+            with ``--no-sandbox``, or where ``auto`` found no sandbox).
+        sandboxed_by_default: confined because ``isopatch.sandbox`` is
+            ``auto`` (no ``--sandbox``, no ``true``): a failing command
+            gets a hint that the sandbox may be why.
         environ: the caller's environment; ``git_env``: the one for
             git-isopatch's own git calls.
         output: ``-o`` as an absolute path; ``None``: the run's private folder.
@@ -75,6 +78,7 @@ class Start:
     commit: CommitId
     includes: tuple[Include, ...]
     sandbox: ConfinementPlan
+    sandboxed_by_default: bool
     environ: Mapping[str, str]
     git_env: Mapping[str, str]
     output: str | None
@@ -94,6 +98,38 @@ class Start:
     progress: bool
     diffstat: bool
     terminal_columns: int | None
+
+
+#: The error-code of a sandbox the machine cannot give
+#: (:func:`.isolation.confinement.plan`).
+SANDBOX_UNAVAILABLE = "sandbox-unavailable"
+
+
+def _confinement(
+    request: CaptureRequest, warn: Callable[[str], None]
+) -> tuple[ConfinementPlan, bool]:
+    """The confinement plan of ``request`` (completed), and whether it is
+    confined by ``auto``: where the machine cannot confine, ``auto`` goes
+    on unconfined with one warning, ``True`` fails.
+
+    Raises:
+        IsopatchError: ``sandbox-unavailable`` (``True`` only), or a path
+            of ``allow_write`` that cannot be had.
+    """
+    allow_write, allow_network = request.allow_write or (), bool(request.allow_network)
+    if request.sandbox != AUTO:
+        return confinement.plan(bool(request.sandbox), allow_write, allow_network), False
+    try:
+        return confinement.plan(True, allow_write, allow_network), True
+    except IsopatchError as failure:
+        if failure.code != SANDBOX_UNAVAILABLE:
+            raise
+        why = failure.message.removeprefix("--sandbox is not available: ")
+        warn(
+            f"no sandbox here, the command runs unconfined: {why} "
+            "(isopatch.sandbox=false: unconfined without this warning)"
+        )
+        return confinement.UNCONFINED, False
 
 
 def check(
@@ -127,12 +163,10 @@ def check(
         request = complete_request(request, repository, environ)
     except ConfigError as bad:
         raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
-    if not request.sandbox:
+    sandbox, by_default = _confinement(request, warn)
+    if not sandbox.confined:
         for name in loosened:
             warn(f"{name} has no effect without --sandbox")
-    sandbox = confinement.plan(
-        bool(request.sandbox), request.allow_write or (), bool(request.allow_network)
-    )
     tmp_root = request.tmpdir or "/tmp"
     snapshot = request.include_uncommitted or request.staged
     commit = None if snapshot else resolve_base(repository, request.base, environ)
@@ -149,6 +183,7 @@ def check(
         commit=commit,
         includes=tuple(includes),
         sandbox=sandbox,
+        sandboxed_by_default=by_default,
         environ=environ,
         git_env=git_env,
         output=request.output,
