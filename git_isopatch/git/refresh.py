@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import time
 from collections.abc import Mapping
 
 from .admin_files import common_dir_of, pointer_leads_to, read_admin_file, replace_admin_file
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
+from .sweep import sweep_worktree
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: Files of a worktree's private folder that a fresh ``git worktree add
@@ -181,49 +181,6 @@ def _flagged(entries: list[tuple[bytes, bytes, bytes]]) -> list[bytes]:
     return [path for tag, _, path in entries if tag != b"H"]
 
 
-def _current_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def sweep_worktree(worktree: WorktreePath) -> GitResult[None]:
-    """Make what git does not look at in ``worktree`` as a checkout leaves
-    it: git ignores FIFOs, sockets and devices (``git clean`` and ``git
-    status`` pass them by; a FIFO named ``pyproject.toml`` blocks every tool
-    that reads it) and compares only the executable bit of a file's mode.
-    So every entry that is neither a regular file, a symbolic link nor a
-    folder is deleted, and every file and folder gets the mode a checkout
-    gives (``0666``, ``0777`` when executable, folders ``0777``; less the
-    umask): no world-writable, setuid, setgid or sticky bit survives.  The
-    worktree's ``.git`` file is left alone; nothing is followed through a
-    symbolic link."""
-    mask = _current_umask()
-    file_mode, exec_mode = 0o666 & ~mask, 0o777 & ~mask
-
-    def fix(path: str, mode: int, wanted: int) -> None:
-        if stat.S_IMODE(mode) != wanted:
-            os.chmod(path, wanted, follow_symlinks=False)
-
-    try:
-        fix(worktree, os.lstat(worktree).st_mode, exec_mode)
-        for folder, dirs, files in os.walk(worktree):
-            for name in dirs + files:
-                if folder == worktree and name == ".git":
-                    continue
-                path = os.path.join(folder, name)
-                mode = os.lstat(path).st_mode
-                if stat.S_ISDIR(mode):
-                    fix(path, mode, exec_mode)  # before the walk lists it
-                elif stat.S_ISREG(mode):
-                    fix(path, mode, exec_mode if mode & stat.S_IXUSR else file_mode)
-                elif not stat.S_ISLNK(mode):
-                    os.unlink(path)
-    except OSError as exc:
-        return Err(GitError(reason=f"cannot sweep '{worktree}': {exc}", errno=exc.errno))
-    return Ok(None)
-
-
 def refresh_worktree(
     worktree: WorktreePath,
     admin_dir: GitDirPath,
@@ -248,17 +205,20 @@ def refresh_worktree(
        move to the commit, rewriting only the files whose content, mode or
        stat data changed (git-read-tree(1));
     3. :func:`sweep_worktree`: FIFOs, sockets and devices (which git does
-       not see) go, and files and folders get a checkout's modes; then
-       ``git clean -ffdqx``: untracked and ignored files go, nested
-       repositories too (git-clean(1): ``-f`` twice);
+       not see) go, and files and folders get a checkout's modes;
     4. the index listed (``git ls-files -v -s``); when an entry carries a
        flag that keeps read-tree from rewriting its file (assume-unchanged,
        skip-worktree), the flags are cleared (``git update-index
        --no-assume-unchanged --no-skip-worktree``) and 2-4 run once more;
-    5. the checks, on that last listing: ``.git`` still points at ``admin_dir``; ``git status
-       --porcelain --ignored -uall`` prints nothing; every index entry is
-       plain (``git ls-files -v``); every gitlink's folder is empty; the
-       private folder holds only what a fresh add leaves.
+    5. ``git clean -ffdqx``: untracked and ignored files go, nested
+       repositories too (git-clean(1): ``-f`` twice), and empty folders;
+       skipped when the checks of 6 pass without it and the sweep saw no
+       empty folder (:func:`_clean_and_verify`);
+    6. the checks, on the last listing: ``.git`` still points at
+       ``admin_dir``; ``git status --porcelain --ignored -uall`` prints
+       nothing; every index entry is plain (``git ls-files -v``); every
+       gitlink's folder is empty; the private folder holds only what a
+       fresh add leaves.
 
     Returns:
         ``Ok(None)`` when the worktree now is as fresh; ``Err(GitError)``
@@ -274,14 +234,15 @@ def refresh_worktree(
             return err
         case Ok():
             pass
-    # read-tree, the sweep and clean first, and the index listed once after
-    # them: the check needs that listing anyway, and only when it finds flags
+    # read-tree and the sweep first, and the index listed once after them:
+    # the check needs that listing anyway, and only when it finds flags
     # (which keep read-tree from rewriting a file, or make it refuse: a
     # sparse checkout's) are they cleared and the steps run again, so an
     # index without flags costs one listing, not two
     cleared = False
     while True:
-        failed = _move_to(worktree, admin_dir, commit, env)
+        moved = _move_to(worktree, admin_dir, commit, env)
+        failed = moved if isinstance(moved, Err) else None
         if failed is not None and cleared:
             return failed
         match _index_entries(worktree, admin_dir, env):
@@ -292,7 +253,7 @@ def refresh_worktree(
         if not _flagged(entries) and failed is not None:
             return failed
         if failed is None and (cleared or not _flagged(entries)):
-            return verify_fresh(worktree, admin_dir, env=env, entries=entries)
+            return _clean_and_verify(worktree, admin_dir, env, entries, must_clean=moved is True)
         match _clear_flags(worktree, admin_dir, entries, env):
             case Err() as err:
                 return err
@@ -316,9 +277,10 @@ def _check_pointers(worktree: WorktreePath, admin_dir: GitDirPath) -> GitResult[
 
 def _move_to(
     worktree: WorktreePath, admin_dir: GitDirPath, commit: CommitId, env: Mapping[str, str]
-) -> Err | None:
-    """Steps 3 and 4 of :func:`refresh_worktree`: ``git read-tree --reset
-    -u``, :func:`sweep_worktree`, ``git clean -ffdqx``; the first failure."""
+) -> Err | bool:
+    """Steps 2 and 3 of :func:`refresh_worktree` but ``git clean``: ``git
+    read-tree --reset -u`` and :func:`sweep_worktree`; the first failure,
+    else whether the sweep saw what only ``git clean`` removes."""
     match _git(worktree, admin_dir, ["read-tree", "--reset", "-u", commit], env):
         case Err() as err:
             return err
@@ -327,13 +289,35 @@ def _move_to(
     match sweep_worktree(worktree):
         case Err() as err:
             return err
-        case Ok():
-            pass
+        case Ok(untidy):
+            return untidy
+
+
+def _clean_and_verify(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    env: Mapping[str, str],
+    entries: list[tuple[bytes, bytes, bytes]],
+    *,
+    must_clean: bool,
+) -> GitResult[None]:
+    """``git clean -ffdqx``, then :func:`verify_fresh`; but first the check
+    alone unless ``must_clean``: when ``git status --ignored -uall`` shows
+    nothing there is no untracked or ignored file for clean to remove, and
+    the sweep saw no empty folder (which status does not show), so a
+    worktree the command left as it found it costs no clean."""
+    if not must_clean:
+        match verify_fresh(worktree, admin_dir, env=env, entries=entries):
+            case Ok():
+                return Ok(None)
+            case Err():
+                pass  # something for clean to remove, perhaps: clean, check again
     match _git(worktree, admin_dir, ["clean", "-ffdqx"], env):
         case Err() as err:
             return err
         case Ok():
-            return None
+            pass
+    return verify_fresh(worktree, admin_dir, env=env, entries=entries)
 
 
 def _clear_flags(
@@ -384,7 +368,7 @@ def verify_fresh(
     env: Mapping[str, str],
     entries: list[tuple[bytes, bytes, bytes]] | None = None,
 ) -> GitResult[None]:
-    """Check that ``worktree`` is as a fresh detached add leaves it (step 5
+    """Check that ``worktree`` is as a fresh detached add leaves it (step 6
     of :func:`refresh_worktree`); ``Err`` names the first difference.
     ``entries``: the index as listed (:func:`_index_entries`) after the
     last change to it, if the caller has just listed it.
