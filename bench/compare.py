@@ -8,7 +8,9 @@ bare git sequence (``bench/bare.sh``) and running in place
 (``bench/inplace.sh``), in an order that rotates from round to round, so that
 the load of a shared machine hits every way alike.  It prints each way's
 median and its ratio to bare and to in place, and how many git processes one
-run of each commit starts (counted with ``GIT_TRACE2_EVENT``).
+run of each commit starts (counted with ``GIT_TRACE2_EVENT``).  CPU time
+(user and system of the whole process tree, from ``wait4``) swings less with
+the load than wall time.
 
     python bench/compare.py 2366a8c HEAD --size small --rounds 30 \\
         --workdir /dev/shm/isopatch-compare
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -87,6 +90,24 @@ def git_processes(argv: list[str], repo: Path, env: dict[str, str]) -> list[str]
     return names  # the `git isopatch` that started the tool is _run_dashed_
 
 
+def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall time, CPU time (user and system, the process and all it
+    waited for: ``wait4``) and exit status of one run of ``argv``."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, process.returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/compare.py", description=__doc__)
     parser.add_argument("commits", nargs="+")
@@ -126,26 +147,29 @@ def main(argv: list[str] | None = None) -> int:
         ways[full[:12]] = (["git", *config, "isopatch", *options], tool_env)
         labels[full[:12]] = commit
 
-    def once(name: str) -> float:
+    def once(name: str) -> tuple[float, float]:
         argv_, env_ = ways[name]
-        done = bench.measure(argv_, cwd=repo, env=env_)
-        if done.exit_code != 0:
-            raise SystemExit(f"{name} failed ({done.exit_code}): {done.stderr.strip()}")
+        wall, cpu, code = measure(argv_, repo, env_)
+        if code != 0:
+            raise SystemExit(f"{name} failed ({code})")
         for child in run_tmp.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
-        return done.seconds
+        return wall, cpu
 
     names = list(ways)
     for name in names:  # warm-up: bytecode written, the pool filled
         once(name)
         once(name)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     loads = []
     for index in range(args.rounds):
         loads.append(os.getloadavg()[0])
         order = names[index % len(names) :] + names[: index % len(names)]
         for name in order:
-            samples[name].append(once(name))
+            wall, used = once(name)
+            samples[name].append(wall)
+            cpu[name].append(used)
     counts = {name: git_processes(*ways[name][:1], repo, ways[name][1]) for name in labels}
     if not args.cold:
         subprocess.run(["git", "isopatch", "prune"], cwd=repo, env=ways[names[-1]][1], check=False)
@@ -156,9 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{', --sandbox' if args.sandbox else ''}; load average (1 min) during the rounds "
         f"{min(loads):.1f}-{max(loads):.1f}, median {statistics.median(loads):.1f}"
     )
+    cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
     print(
         f"{'way':14s} {'median ms':>9s} {'q1-q3 ms':>13s} {'/bare':>6s} {'/in place':>9s}"
-        "  git processes"
+        f" {'CPU ms':>7s} {'CPU/bare':>8s}  git processes"
     )
     for name in names:
         q = statistics.quantiles(samples[name], n=4) if len(samples[name]) > 1 else [0, 0, 0]
@@ -166,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{labels.get(name, name):14s} {medians[name] * 1000:9.1f} "
             f"{q[0] * 1000:6.1f}-{q[2] * 1000:6.1f} {medians[name] / medians['bare']:6.2f} "
-            f"{medians[name] / medians['inplace']:9.2f}  {count}"
+            f"{medians[name] / medians['inplace']:9.2f} {cpu_medians[name] * 1000:7.1f} "
+            f"{cpu_medians[name] / cpu_medians['bare']:8.2f}  {count}"
         )
     return 0
 
