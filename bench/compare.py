@@ -15,7 +15,9 @@ the load than wall time.
     python bench/compare.py 2366a8c HEAD --size small --rounds 30 \\
         --workdir /dev/shm/isopatch-compare
 
-``--sandbox`` adds ``--sandbox`` to every tool run; ``--cold`` drops the pool.
+``--sandbox`` adds ``--sandbox`` to every tool run (else ``--no-sandbox``),
+``--cold`` drops the pool; ``<commit>+sandbox``, ``<commit>+cold`` (or both)
+do it for one way, so that ``HEAD HEAD+sandbox`` times what the sandbox costs.
 Standard library only; the repositories are bench/run.py's.
 """
 
@@ -132,20 +134,24 @@ def main(argv: list[str] | None = None) -> int:
     env = bench.hermetic_env(home, run_tmp)
     repo = bench.prepare_repository(bench.SPECS[args.size], workdir, env)
     patch = run_tmp / "isopatch.patch"
-    options = ["-q", "-o", str(patch), *(["--sandbox"] if args.sandbox else []), "--", "true"]
-    config = [] if args.cold else ["-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={pool_tmp}"]
+    warm = ["-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={pool_tmp}"]
 
     ways: dict[str, tuple[list[str], dict[str, str]]] = {
         "bare": (["sh", str(bench.BARE_SCRIPT), "--", "true"], env),
         "inplace": (["sh", str(bench.INPLACE_SCRIPT), "--", "true"], env),
     }
     labels = {}
-    for commit in args.commits:
+    for way in args.commits:
+        commit, *modes = way.split("+")
+        sandbox = ("--sandbox" if "sandbox" in modes or args.sandbox else "--no-sandbox",)
+        cold = "cold" in modes or args.cold
         full, folder = export(commit, workdir / "sources")
         bin_dir = launcher(folder, args.python)
         tool_env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
-        ways[full[:12]] = (["git", *config, "isopatch", *options], tool_env)
-        labels[full[:12]] = commit
+        options = ["-q", "-o", str(patch), *sandbox, "--", "true"]
+        name = "+".join([full[:12], *modes])
+        ways[name] = (["git", *([] if cold else warm), "isopatch", *options], tool_env)
+        labels[name] = way
 
     def once(name: str) -> tuple[float, float]:
         argv_, env_ = ways[name]
@@ -171,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             samples[name].append(wall)
             cpu[name].append(used)
     counts = {name: git_processes(*ways[name][:1], repo, ways[name][1]) for name in labels}
-    if not args.cold:
-        subprocess.run(["git", "isopatch", "prune"], cwd=repo, env=ways[names[-1]][1], check=False)
+    # the warm ways' pool goes: the repository is left as found
+    subprocess.run(["git", "isopatch", "prune"], cwd=repo, env=ways[names[-1]][1], check=False)
 
     medians = {name: statistics.median(values) for name, values in samples.items()}
     print(

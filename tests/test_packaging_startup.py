@@ -19,6 +19,8 @@ PATH_ONLY = {
     "git_isopatch.git.snapshot",  # --include-uncommitted
     "git_isopatch.git.sparse",  # --include-uncommitted in a sparse checkout
     "git_isopatch.git.refresh",  # isopatch.pool
+    "git_isopatch.git.sweep",  # isopatch.pool, a claim
+    "hashlib",  # a path that differed from the base before the command
     "git_isopatch.render",  # a summary, --porcelain, --json, list
     "git_isopatch.manage",  # list, prune
 }

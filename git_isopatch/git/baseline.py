@@ -16,7 +16,6 @@ out of the patch when the command left it as it was
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,8 @@ def fingerprint(worktree: WorktreePath, path: bytes) -> Fingerprint:
     """What ``path`` (from the top) of the worktree is now, read without
     following a symbolic link; any change a patch can hold (content, mode,
     type, a link's target) changes it."""
+    import hashlib  # only when some path differed before the command: a plain run does not
+
     full = os.path.join(os.fsencode(worktree), path)
     try:
         mode = os.lstat(full).st_mode
