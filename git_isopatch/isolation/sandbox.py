@@ -6,12 +6,11 @@ What the command and every process it starts may do under the sandbox:
 
 - read and execute anything, as before;
 - write (create, change, truncate, remove, rename) only beneath the worktree,
-  the private temporary folder it gets as ``TMPDIR``, the worktree's own
-  admin folder (``$GIT_COMMON_DIR/worktrees/<id>``: its ``HEAD``, index,
-  logs), the repository's object store (``objects/``: new loose objects,
-  packs, ``objects/info``; git needs it for ``git commit`` and cannot be told
-  to put new objects elsewhere), the terminal and ``/dev/null``-like devices,
-  the files its standard streams are, and the ``allow_write`` paths;
+  its ``TMPDIR``, its admin folder (``$GIT_COMMON_DIR/worktrees/<id>``), the
+  object store (``objects/``: git cannot be told to put new objects
+  elsewhere), git-lfs's store (``lfs/``: its clean filter writes there), the
+  terminal and ``/dev/null``-like devices, the files its standard streams
+  are, and the ``allow_write`` paths;
 - reach no network but a loopback of its own, unless ``allow_network``;
 - push no input into any terminal (``TIOCSTI``, ``TIOCLINUX``), below.
 
@@ -593,8 +592,9 @@ def prepare(
     try:
         for path in policy.writable():
             _add_rule(ruleset, path, everything)
-        path = os.path.join(policy.common_dir, "objects")
-        _add_rule(ruleset, path, _OBJECT_RIGHTS & everything)
+        for name, rights in (("objects", _OBJECT_RIGHTS & everything), ("lfs", everything)):
+            path = os.path.join(policy.common_dir, name)  # lfs/: git-lfs's clean filter
+            _add_rule(ruleset, path, rights, must_exist=name == "objects")
         device_rights = (FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & everything
         for path in (*DEVICES, *_stream_targets(streams)):
             _add_rule(ruleset, path, device_rights, must_exist=False)
