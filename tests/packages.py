@@ -15,6 +15,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,8 @@ import pytest
 #: contrib/completion/git-completion.bash).
 BASH_COMPLETION = Path("/usr/share/bash-completion/bash_completion")
 GIT_COMPLETION = Path("/usr/share/bash-completion/completions/git")
+#: Where the test environment's programs are (the venv's ``bin``).
+BIN_DIR = Path(sys.executable).parent
 
 
 def _runs(*argv: str) -> bool:
@@ -46,17 +49,35 @@ PACKAGES: dict[str, tuple[str, Callable[[], bool]]] = {
     "git": (f"git's completion script {GIT_COMPLETION}", GIT_COMPLETION.is_file),
     "nodejs": ("the 'node' program", lambda: _runs("node", "--version")),
     "npm": ("the 'npm' program", lambda: _runs("npm", "--version")),
+    "git-lfs": ("the 'git lfs' command", lambda: _runs("git", "lfs", "version")),
+    "cargo": ("the 'cargo' program", lambda: _runs("cargo", "--version")),
+    "rustfmt": ("'cargo fmt'", lambda: _runs("cargo", "fmt", "--version")),
+}
+
+#: Python packages of the ``test`` extra that some tests run as programs
+#: (from the test environment's ``bin``): name -> a check that it is there.
+TEST_EXTRA: dict[str, Callable[[], bool]] = {
+    name: functools.partial(_runs, str(BIN_DIR / name), "--version")
+    for name in ("black", "pre-commit")
 }
 
 
 @functools.cache
 def missing_reason(package: str) -> str | None:
-    """Why a test needing the system package ``package`` cannot run here
-    (the reason names the package), or ``None`` when it is installed.
+    """Why a test needing the system package ``package`` (or the Python
+    package of :data:`TEST_EXTRA`) cannot run here (the reason names the
+    package), or ``None`` when it is installed.
 
     Raises:
-        KeyError: ``package`` is not in :data:`PACKAGES`.
+        KeyError: ``package`` is in neither table.
     """
+    if package in TEST_EXTRA:
+        if TEST_EXTRA[package]():
+            return None
+        return (
+            f"needs the Python package '{package}' (missing from {BIN_DIR}; "
+            "pip install -e '.[test]', as .ci/run does)"
+        )
     what, present = PACKAGES[package]
     if present():
         return None
@@ -68,7 +89,9 @@ def missing_reason(package: str) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "needs(*packages): skip unless these Debian packages are installed"
+        "markers",
+        "needs(*packages): skip unless these Debian packages (or test-extra Python "
+        "packages) are installed",
     )
 
 
