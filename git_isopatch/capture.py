@@ -24,6 +24,7 @@ from .isolation import results
 from .isolation.command import forward_signals
 from .isolation.errors import IsopatchError
 from .isolation.lifecycle import worktree_for_run
+from .isolation.lock import AdminLock, admin_lock_seconds
 from .isolation.provider import WorktreeProvider
 from .isolation.worktree_git import WorktreeGit
 from .populate import populate
@@ -113,8 +114,8 @@ def run(
     started, warn = time.monotonic(), warn or log.warning
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
     plan = start.check(request, os.environ if environ is None else environ, warn)
-    provider = provider or _provider(plan, warn)
     state: dict[str, int | None] = {"received": None}
+    provider = provider or _provider(plan, warn, state)
     with (
         forward_signals(state),
         results.private_folder(plan.tmp_root, plan.repository.common_dir) as private,
@@ -152,13 +153,18 @@ def run(
     return replace(result, duration=time.monotonic() - started)
 
 
-def _provider(run: start.Start, warn: Callable[[str], None]) -> WorktreeProvider:
+def _provider(
+    run: start.Start, warn: Callable[[str], None], state: dict[str, int | None]
+) -> WorktreeProvider:
+    """The worktrees of the run; a signal recorded in ``state`` ends a
+    wait for the worktree lock."""
     return WorktreeProvider(
         run.git_env,
         max_worktrees=run.max_worktrees,
         warn=warn,
         pool=run.pool,
         progress=run.progress,
+        lock=AdminLock(admin_lock_seconds(run.environ), lambda: state["received"]),
     )
 
 

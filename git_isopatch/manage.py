@@ -18,6 +18,7 @@ from .git.run import own_git_environment
 from .isolation import results
 from .isolation.errors import config_failure
 from .isolation.inventory import OwnedWorktree, owned_worktrees
+from .isolation.lock import AdminLock, admin_lock_seconds
 from .isolation.removal import Pruned, prune
 from .isolation.repository import open_repository
 from .isolation.results import ResultFolder
@@ -67,7 +68,8 @@ def prune_worktrees(
     env = own_git_environment(environ)
     cutoff = None if expire is None else _expiry(expire, env)
     repository = open_repository(repo_path, environ)
-    return prune(repository, GitMetadataStore(), env=env, expire=cutoff, dry_run=dry_run)
+    lock = AdminLock(admin_lock_seconds(environ))
+    return prune(repository, GitMetadataStore(), env=env, expire=cutoff, dry_run=dry_run, lock=lock)
 
 
 def _expiry(expire: str, env: Mapping[str, str]) -> float:

@@ -314,7 +314,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         name, prog, args = args[0], f"git isopatch {args[0]}", args[1:]
     command = typer.main.get_command(COMMANDS[name][0])
     try:
-        command.main(args=args, prog_name=prog, standalone_mode=False)
+        # typer turns a KeyboardInterrupt into a returned 130
+        status = command.main(args=args, prog_name=prog, standalone_mode=False)
     except UsageFailure as exc:
         usage_error(str(exc), name)
     except OutputFailure as exc:
@@ -325,6 +326,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except Exception as exc:
+        from .isolation.lock import LockWaitInterrupted
+
+        if isinstance(exc, LockWaitInterrupted):  # a signal ended a wait for a lock
+            raise SystemExit(128 + (exc.signum or 2)) from None
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             # click's UsageError and its kind (typer's parser)
             print_usage_error(usage_message(exc), name)
@@ -334,4 +339,4 @@ def main(argv: list[str] | None = None) -> NoReturn:
         traceback.print_exc()
         stderr_line("hint: this is a bug in git-isopatch; please report it with the output above")
         raise SystemExit(FATAL_STATUS) from None
-    raise SystemExit(0)
+    raise SystemExit(status if isinstance(status, int) else 0)

@@ -16,7 +16,7 @@ from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dir, worktree_admin_dirs
-from .lock import worktree_admin_lock
+from .lock import AdminLock
 from .removal import registered_inside
 from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord
 
@@ -72,7 +72,12 @@ def pooled(
 
 
 def take(
-    repository: UserRepository, store: GitMetadataStore, base: CommitId, command: list[str]
+    repository: UserRepository,
+    store: GitMetadataStore,
+    base: CommitId,
+    command: list[str],
+    *,
+    lock: AdminLock | None = None,
 ) -> tuple[WorktreePath, GitDirPath, WorktreeRecord] | None:
     """Claim a pooled worktree for this process; ``None`` when none waits.
 
@@ -86,7 +91,7 @@ def take(
     other order left one locked as pooled with a record that is not, which
     nothing claimed or pruned.
     """
-    with worktree_admin_lock(repository.common_dir) as locked:
+    with (lock or AdminLock()).held(repository.common_dir) as locked:
         if not locked:
             return None
         waiting = pooled(repository, store)
@@ -137,6 +142,8 @@ def put_back(
     record: WorktreeRecord,
     size: int,
     index: bytes | None,
+    *,
+    lock: AdminLock | None = None,
 ) -> bool:
     """Return the worktree to the pool when fewer than ``size`` wait there.
 
@@ -165,7 +172,7 @@ def put_back(
             pass
         case _:
             return False
-    with worktree_admin_lock(repository.common_dir) as locked:
+    with (lock or AdminLock()).held(repository.common_dir) as locked:
         if not locked or len(pooled(repository, store)) >= size:
             return False
         replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{record.base}\n".encode())

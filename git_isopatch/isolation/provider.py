@@ -3,7 +3,7 @@ with ``git worktree add``) and giving it back (to the pool, kept for the
 user, or removed with the one removal, :func:`.removal.remove_ours`), for
 the life cycle :func:`.lifecycle.worktree_for_run`.  Every change to one of
 our worktrees goes through here or :mod:`.removal`, under
-:func:`worktree_admin_lock`; what exists and in which state is read by
+:class:`.lock.AdminLock`; what exists and in which state is read by
 :mod:`.inventory`.
 
 Design: procedure steps 3 and 7, Architecture.
@@ -11,6 +11,7 @@ Design: procedure steps 3 and 7, Architecture.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
@@ -30,7 +31,7 @@ from ..git.worktree import (
 )
 from . import pool
 from .errors import IsopatchError, known_failure, known_os_failure
-from .lock import worktree_admin_lock
+from .lock import AdminLock, LockWaitInterrupted
 from .placement import place_worktree, remove_tree
 from .removal import make_room, refusal, remove_ours
 from .store import GitMetadataStore, WorktreeRecord
@@ -95,6 +96,8 @@ class WorktreeProvider:
         progress: ``git worktree add`` shows the user what it does and its
             checkout progress on our standard error, a terminal
             (:func:`git_isopatch.git.worktree.add_detached_worktree`).
+        lock: the repository's worktree lock, its bounded wait and the
+            signals that end it (default: :class:`.lock.AdminLock`).
     """
 
     def __init__(
@@ -106,8 +109,10 @@ class WorktreeProvider:
         warn: Callable[[str], None] | None = None,
         pool: int = 0,
         progress: bool = False,
+        lock: AdminLock | None = None,
     ) -> None:
         self.env = dict(env)
+        self.lock = lock or AdminLock()
         self.store = store or GitMetadataStore()
         self.max_worktrees = max_worktrees
         self.warn = warn or log.warning
@@ -165,8 +170,9 @@ class WorktreeProvider:
         is deleted."""
         path = os.path.join(container, _worktree_name(repository))
         record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
-        with worktree_admin_lock(repository.common_dir):
+        with contextlib.ExitStack() as held:
             try:
+                held.enter_context(self.lock.held(repository.common_dir))
                 make_room(
                     repository,
                     self.store,
@@ -215,8 +221,9 @@ class WorktreeProvider:
                 except OSError:
                     poolable = False
         except BaseException:
-            with worktree_admin_lock(repository.common_dir):
-                remove_ours(repository, worktree, None, env=self.env)
+            with contextlib.suppress(IsopatchError, LockWaitInterrupted):
+                with self.lock.held(repository.common_dir):
+                    remove_ours(repository, worktree, None, env=self.env)
             remove_tree(container, warn=self.warn)
             raise
         return Isolation(
@@ -271,7 +278,7 @@ class WorktreeProvider:
         """Claim a pooled worktree (:func:`.pool.take`) and bring it to
         ``base`` (:func:`.pool.bring_to`); ``None`` when none waits, or the
         one claimed could not be brought back (then it is removed)."""
-        taken = pool.take(repository, self.store, base, command)
+        taken = pool.take(repository, self.store, base, command, lock=self.lock)
         if taken is None:
             return None
         worktree, admin_dir, record = taken
@@ -308,6 +315,7 @@ class WorktreeProvider:
                     isolation.record,
                     self.pool,
                     isolation.index,
+                    lock=self.lock,
                 ):
                     return True
             except Exception as exc:  # clean-up never raises
@@ -328,7 +336,7 @@ class WorktreeProvider:
             self.warn(f"not removing worktree '{isolation.worktree}': {why}")
             return False
         try:
-            with worktree_admin_lock(isolation.repository.common_dir):
+            with self.lock.held(isolation.repository.common_dir):
                 reason = remove_ours(
                     isolation.repository,
                     isolation.worktree,
@@ -399,11 +407,15 @@ class WorktreeProvider:
             self.store.save(isolation.admin_dir, isolation.record)
         except OSError as exc:
             log.warning("could not record kept worktree '%s': %s", isolation.worktree, exc)
-        with worktree_admin_lock(isolation.repository.common_dir):
-            match unlock_worktree(isolation.repository.git_dir, isolation.worktree, env=self.env):
-                case Err(error):
-                    log.warning(
-                        "could not unlock worktree '%s': %s", isolation.worktree, error.message()
-                    )
-                case Ok():
-                    pass
+        try:
+            with self.lock.held(isolation.repository.common_dir):
+                unlocked = unlock_worktree(
+                    isolation.repository.git_dir, isolation.worktree, env=self.env
+                )
+        except (IsopatchError, LockWaitInterrupted) as exc:
+            log.warning("could not unlock worktree '%s': %s", isolation.worktree, exc)
+            return
+        if isinstance(unlocked, Err):
+            log.warning(
+                "could not unlock worktree '%s': %s", isolation.worktree, unlocked.error.message()
+            )

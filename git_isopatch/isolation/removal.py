@@ -3,7 +3,7 @@ run: prune (``git isopatch prune``) and eviction at ``isopatch.maxWorktrees``.
 
 :func:`remove_ours` is the removal: the run's giving back
 (:meth:`.provider.WorktreeProvider.remove`), :func:`prune` and
-:func:`make_room` all call it, under :func:`.lock.worktree_admin_lock`.
+:func:`make_room` all call it, under :class:`.lock.AdminLock`.
 
 Design: procedure step 7, Architecture.
 """
@@ -31,7 +31,7 @@ from .inventory import (
     OwnedWorktree,
     owned_worktrees,
 )
-from .lock import worktree_admin_lock
+from .lock import AdminLock
 from .mounts import mount_points_under
 from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
 from .store import GitMetadataStore
@@ -129,7 +129,7 @@ def remove_ours(
     """Remove one of our worktrees (running, kept, pooled or orphaned), the
     folder made for it, and ``also`` (a run's private folder) when its name
     says git-isopatch made it.  The caller holds the worktree lock
-    (:func:`worktree_admin_lock`).
+    (:class:`.lock.AdminLock`).
 
     Nothing is touched when :func:`refusal` refuses.  What ``git worktree
     remove --force --force`` does is done here, by file descriptor
@@ -224,6 +224,7 @@ def prune(
     env: Mapping[str, str],
     expire: float | None = None,
     dry_run: bool = False,
+    lock: AdminLock | None = None,
 ) -> Pruned:
     """Remove our kept and orphaned worktrees (:func:`remove_ours`);
     never a running or locked one, never the one the caller stands in
@@ -233,16 +234,17 @@ def prune(
         expire: remove only those made before this time (seconds since the
             epoch; ``git isopatch prune --expire <time>``); ``None`` for all.
         dry_run: remove nothing, report what would go.
+        lock: the repository's worktree lock and its bounded wait.
 
     Returns:
         :class:`Pruned`: the worktrees removed (or that would be), oldest
         first, and those that could not be, with why.
 
     Raises:
-        IsopatchError: git could not list the worktrees.
+        IsopatchError: git could not list the worktrees; ``lock-timeout``.
     """
     here = os.path.realpath(repository.top)
-    with worktree_admin_lock(repository.common_dir):
+    with (lock or AdminLock()).held(repository.common_dir):
         if not dry_run:
             _mend_our_commondirs(repository, store)
         prunable = [
