@@ -29,7 +29,7 @@ from ..git.worktree import (
     unlock_worktree,
     worktree_admin_dir,
 )
-from . import pool
+from . import kept, pool
 from .errors import IsopatchError, known_failure, known_os_failure
 from .lock import AdminLock, LockWaitInterrupted
 from .placement import place_worktree, remove_tree
@@ -60,6 +60,9 @@ class Isolation:
         index: with a pool, its index as git-isopatch made it, before the
             command ran (:func:`.pool.index_as_made`), put back when it
             returns to the pool.
+        admin_files: its ``commondir``, ``gitdir``, ``config.worktree`` and
+            ``.git`` as git-isopatch made them (:func:`.kept.snapshot`),
+            put back when it is kept.
     """
 
     private_dir: str
@@ -71,6 +74,7 @@ class Isolation:
     container: str
     poolable: bool = False
     index: bytes | None = None
+    admin_files: Mapping[str, bytes | None] | None = None
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -155,7 +159,7 @@ class WorktreeProvider:
             made = self._add(repository, base, private_dir, container, command, tmp_root)
         if self.pool and made.poolable:
             made = replace(made, index=pool.index_as_made(made.admin_dir))
-        return made
+        return replace(made, admin_files=kept.snapshot(made.admin_dir, made.worktree))
 
     def _add(
         self,
@@ -396,12 +400,14 @@ class WorktreeProvider:
         )
 
     def keep(self, isolation: Isolation) -> None:
-        """Keep the worktree for the user: mark it kept in the store and
-        unlock it, so that ``git worktree remove`` works on it.  Best effort;
+        """Keep the worktree for the user: put its administrative files
+        right (:meth:`_put_right`), mark it kept in the store and unlock
+        it, so that ``git worktree remove`` works on it.  Best effort;
         nothing to do once the registration is gone (a removal that deleted
         it but not the whole folder)."""
-        if not os.path.isdir(isolation.admin_dir):
+        if not os.path.isdir(isolation.admin_dir) or os.path.islink(isolation.admin_dir):
             return
+        self._put_right(isolation)
         isolation.record.kept = True
         try:
             self.store.save(isolation.admin_dir, isolation.record)
@@ -419,3 +425,19 @@ class WorktreeProvider:
             log.warning(
                 "could not unlock worktree '%s': %s", isolation.worktree, unlocked.error.message()
             )
+
+    def _put_right(self, isolation: Isolation) -> None:
+        """Make the kept worktree's ``commondir``, ``gitdir``,
+        ``config.worktree`` and ``.git`` what git-isopatch wrote
+        (:func:`.kept.put_right`), and say which the command had changed:
+        a planted ``core.fsmonitor`` or a ``commondir`` leading elsewhere
+        would run on the user's next ``git status`` there."""
+        if isolation.admin_files is None:
+            return
+        try:
+            changed = kept.put_right(isolation.admin_dir, isolation.worktree, isolation.admin_files)
+        except OSError as exc:
+            self.warn(f"could not put back '{isolation.admin_dir}': {exc.strerror or exc}")
+            return
+        for path in changed:
+            self.warn(f"the command rewrote '{path}'; put back")
