@@ -65,12 +65,19 @@ def read_admin_file(path: str, limit: int = 1 << 20) -> bytes:
 #: for the worktree.
 POINTER_FILES = ("commondir", "gitdir")
 
+#: The files :func:`restore_pointers` puts back after the command: the
+#: pointers, and ``config.worktree``, which git reads (with
+#: ``extensions.worktreeConfig``, as ``git sparse-checkout`` sets it) for
+#: git-isopatch's own git calls after the run: a filter or an fsmonitor
+#: the command named there would run outside its sandbox.
+RESTORED_FILES = (*POINTER_FILES, "config.worktree")
+
 
 def read_pointers(admin_dir: str) -> dict[str, bytes | None]:
-    """The content of each of :data:`POINTER_FILES` of ``admin_dir``
+    """The content of each of :data:`RESTORED_FILES` of ``admin_dir``
     (``None`` for one that cannot be read as a regular file)."""
     found: dict[str, bytes | None] = {}
-    for name in POINTER_FILES:
+    for name in RESTORED_FILES:
         try:
             found[name] = read_admin_file(os.path.join(admin_dir, name))
         except OSError:
@@ -79,23 +86,36 @@ def read_pointers(admin_dir: str) -> dict[str, bytes | None]:
 
 
 def restore_pointers(admin_dir: str, before: dict[str, bytes | None]) -> list[str]:
-    """Put back each of :data:`POINTER_FILES` that no longer holds what
+    """Put back each of :data:`RESTORED_FILES` that no longer holds what
     :func:`read_pointers` read into ``before`` (as a regular file, through
-    :func:`replace_admin_file`).
+    :func:`replace_admin_file`); one that was not there before and is a
+    file or a link now is removed.
 
     Returns:
-        The names of those that had changed, in :data:`POINTER_FILES` order.
+        The names of those that had changed, in :data:`RESTORED_FILES` order.
 
     Raises:
         OSError: one could not be put back.
     """
     now = read_pointers(admin_dir)
-    changed = [name for name in POINTER_FILES if now[name] != before.get(name)]
-    for name in changed:
+    changed = [name for name in RESTORED_FILES if now[name] != before.get(name)]
+    for name in RESTORED_FILES:
+        path = os.path.join(admin_dir, name)
         content = before.get(name)
-        if content is not None:
-            replace_admin_file(os.path.join(admin_dir, name), content)
+        if content is not None and name in changed:
+            replace_admin_file(path, content)
+        elif content is None and _is_file_or_link(path):
+            if name not in changed:
+                changed.append(name)
+            os.unlink(path)
     return changed
+
+
+def _is_file_or_link(path: str) -> bool:
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def common_dir_of(admin_dir: str) -> str:
