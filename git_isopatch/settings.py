@@ -7,7 +7,8 @@ the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``
 (a boolean or ``auto``); ``isopatch.allowNetwork`` and
 ``isopatch.recurseSubmodules`` (booleans),
-``isopatch.allowWrite`` (multi-valued paths); ``isopatch.pool`` (a count, 0
+``isopatch.allowWrite`` (multi-valued paths, an empty one is a bad
+value); ``isopatch.pool`` (a count, 0
 for no pool).  All are read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
@@ -181,12 +182,15 @@ class ConfigKey:
             :class:`BadValue` with a hint.  ``value`` is ``None`` for a key
             written without ``=``.
         multi: every value counts (a tuple, in git's order) instead of the last.
+        empty_resets: with ``multi``, an empty value clears the values read
+            before it (:func:`after_last_reset`); else ``parse`` gets it.
     """
 
     name: str
     field: str
     parse: Callable[[str, str | None, UserRepository], Any]
     multi: bool = False
+    empty_resets: bool = True
 
     @property
     def key(self) -> str:
@@ -202,7 +206,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("copy", "configured_copies", _include_path, multi=True),
     ConfigKey("maxWorktrees", "max_worktrees", _count),
     ConfigKey("sandbox", "sandbox", _sandbox),
-    ConfigKey("allowWrite", "allow_write", _path, multi=True),
+    # empty: fatal, as for --allow-write (an unset variable must not make the top writable)
+    ConfigKey("allowWrite", "allow_write", _path, multi=True, empty_resets=False),
     ConfigKey("allowNetwork", "allow_network", _bool),
     ConfigKey("pool", "pool", _pool_size),
     ConfigKey("recurseSubmodules", "recurse_submodules", _bool),
@@ -300,7 +305,7 @@ def _configured(
             continue
         try:
             if row.multi:
-                kept = after_last_reset(raw)
+                kept = after_last_reset(raw) if row.empty_resets else raw
                 values[row.field] = tuple(row.parse(row.key, value, repository) for value in kept)
             else:
                 values[row.field] = row.parse(row.key, raw[-1], repository)

@@ -159,10 +159,13 @@ def check(
         )
         if given
     ]
+    configured_writes = request.allow_write is None
     try:
         request = complete_request(request, repository, environ)
     except ConfigError as bad:
         raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
+    if configured_writes:
+        request = _existing_allowed_writes(request, warn)
     sandbox, by_default = _confinement(request, warn)
     if not sandbox.confined:
         for name in loosened:
@@ -208,13 +211,41 @@ def check(
     )
 
 
+def _existing_allowed_writes(
+    request: CaptureRequest, warn: Callable[[str], None]
+) -> CaptureRequest:
+    """``isopatch.allowWrite`` without the paths that do not exist, each
+    skipped with a warning (when a sandbox may be asked for): a policy in
+    the global configuration names folders not every machine or
+    repository has.  A ``--allow-write`` that names nothing stays fatal
+    (:func:`.isolation.confinement.plan`)."""
+    kept = []
+    for path in request.allow_write or ():
+        if os.path.lexists(path):
+            kept.append(path)
+        elif request.sandbox is not False:
+            warn(f"isopatch.allowWrite: '{path}' does not exist; skipped")
+    return replace(request, allow_write=tuple(kept))
+
+
 def _absolute_paths(request: CaptureRequest) -> CaptureRequest:
     """``-o`` and ``--allow-write`` taken from ``request.repo_path``, as
-    git takes paths on the command line."""
+    git takes paths on the command line.
+
+    Raises:
+        IsopatchError: ``empty-path``: an empty ``--allow-write`` (an unset
+            variable) would make the whole folder writable.
+    """
     if request.output is not None:
         output = os.path.abspath(os.path.join(request.repo_path, request.output))
         request = replace(request, output=output)
     if request.allow_write is not None:
+        if any(path == "" for path in request.allow_write):
+            raise IsopatchError(
+                "empty-path",
+                "--allow-write needs a path, not an empty value",
+                hint='an unset variable in --allow-write "$DIR" gives an empty one',
+            )
         paths = (os.path.abspath(os.path.join(request.repo_path, p)) for p in request.allow_write)
         request = replace(request, allow_write=tuple(paths))
     return request
