@@ -75,7 +75,7 @@ def command_line_entries(environ: Mapping[str, str]) -> Entries | None:
     entries: Entries = []
     count = environ.get("GIT_CONFIG_COUNT")
     if count is not None:
-        if not count.isdigit():
+        if not (count.isascii() and count.isdigit()):
             return None
         for index in range(int(count)):
             key = environ.get(f"GIT_CONFIG_KEY_{index}")
@@ -144,6 +144,42 @@ def _same_files(
     return not system or (etc == "/etc" and environ.get("GIT_EXEC_PATH") in _USR_EXEC_PATHS)
 
 
+def _include_reads_alike(name: str, value: str | None, environ: Mapping[str, str]) -> bool:
+    """False where an include of ``name``/``value`` may read otherwise in
+    libgit2 than in git: a ``gitdir`` pattern that is relative, or whose
+    folder part leads through a symbolic link (git matches it with the
+    links resolved as well, libgit2 does not: a ``$HOME`` that is a link
+    and ``gitdir:~/src/``), and an include path that git refuses (none,
+    empty, a folder) where libgit2 reads on."""
+    if name == "include.path" or (name.startswith("includeif.") and name.endswith(".path")):
+        if not value:
+            return False
+        path = _expand_home(value, environ)
+        if path is not None and os.path.isabs(path) and os.path.isdir(path):
+            return False
+    if name.startswith(_SAME_CONDITIONS) and name.endswith(".path"):
+        pattern = name.partition(":")[2].rpartition(".")[0]
+        expanded = _expand_home(pattern, environ)
+        if expanded is None or not os.path.isabs(expanded):
+            return False
+        literal = re.split(r"[*?\[\\]", expanded, maxsplit=1)[0]
+        folder = literal if literal.endswith("/") else os.path.dirname(literal)
+        folder = folder.rstrip("/") or "/"
+        if os.path.realpath(folder) != os.path.normpath(folder):
+            return False
+    return True
+
+
+def _expand_home(path: str, environ: Mapping[str, str]) -> str | None:
+    """``path`` with a leading ``~/`` made ``$HOME``; ``None`` for
+    ``~user`` (libgit2 and git may look that up otherwise)."""
+    if path == "~" or path.startswith("~/"):
+        return environ.get("HOME", "") + path[1:]
+    if path.startswith("~"):
+        return None
+    return path
+
+
 def read_entries(git_dir: str, environ: Mapping[str, str]) -> Entries | None:
     """Every configuration entry git would read for the repository of
     ``git_dir`` (a ``.git``, or a linked worktree's private folder) under
@@ -169,6 +205,8 @@ def read_entries(git_dir: str, environ: Mapping[str, str]) -> Entries | None:
         for entry in repo.config:
             name = entry.name
             if name.startswith("includeif.") and not name.startswith(_SAME_CONDITIONS):
+                return None
+            if not _include_reads_alike(name, entry.value, environ):
                 return None
             if entry.level not in skipped:
                 entries.append((name, entry.value))
