@@ -114,9 +114,13 @@ UNCOMMITTED_HINT = (
 def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
     """The run started from ``HEAD`` (no snapshot) while the user's work
     tree, as the look before the command saw it, had changes (``None``:
-    not looked at, under ``--sandbox``; an ``Err``: the look failed)."""
+    not looked at, in the sandbox, which the checkout's writes cannot
+    reach: looked at now; an ``Err``: the look failed)."""
     if not start.from_head_alone:
         return False
+    if checkout is None:
+        repository = start.repository
+        checkout = read_checkout(repository.git_dir, repository.top, env=start.git_env)
     match checkout:
         case Ok(state):
             return bool(state.entries)
