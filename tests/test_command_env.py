@@ -79,7 +79,7 @@ def test_repository_variables_never_reach_the_worktree(env, make_repo, tmp_path:
     objects_before = sorted((repo / ".git" / "objects").rglob("*"))
     hostile = {**env, **_hostile_repo_env(repo, tmp_path), "OUT": str(out)}
     command = COMMAND + '; env > "$OUT/command.env"'
-    run = isopatch("--porcelain", "--", "sh", "-c", command, cwd=repo, env=hostile)
+    run = isopatch("--porcelain", "--no-sandbox", "--", "sh", "-c", command, cwd=repo, env=hostile)
     assert run.returncode == 0, run.err
     assert repo_state(repo, env) == before
     fields = run.fields()
@@ -130,7 +130,7 @@ def test_the_command_runs_git_with_hooks(env, make_repo, tmp_path: Path) -> None
     for name in ("pre-commit", "post-commit"):
         script(repo / ".git" / "hooks" / name, f"pwd > {marks}/{name}\n")
     command = "echo made > made.txt; git add made.txt; git commit -qm by-the-command"
-    run = isopatch("--porcelain", "--", "sh", "-c", command, cwd=repo, env=env)
+    run = isopatch("--porcelain", "--no-sandbox", "--", "sh", "-c", command, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert b"+++ b/made.txt" in Path(run.fields()["patch"]).read_bytes()
     for name in ("pre-commit", "post-commit"):  # in the worktree beside the checkout

@@ -20,6 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from repo_helpers import git, isopatch, repo_state, write_tree
 
+
+@pytest.fixture(autouse=True)
+def unconfined(env) -> None:
+    """These tests specify the pool of unconfined runs (commands that leave
+    branches and writes behind for the pool to deal with):
+    ``isopatch.sandbox=false`` in the user's global configuration, the
+    sandbox being the default since issue 19; ``--sandbox`` runs say so
+    (and test_lifecycle_pool_sandbox.py)."""
+    git("config", "--global", "isopatch.sandbox", "false", cwd=Path(env["HOME"]), env=env)
+
+
 FILES = {
     "README": "hello\n",
     "a.txt": "alpha\n",

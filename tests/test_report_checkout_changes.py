@@ -8,7 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from repo_helpers import git, isopatch, repo_state
+
+
+@pytest.fixture(autouse=True)
+def unconfined(env) -> None:
+    """These tests specify unconfined runs, which report what they wrote:
+    ``isopatch.sandbox=false`` in the user's global configuration (the
+    sandbox, the default since issue 19, discards such writes)."""
+    git("config", "--global", "isopatch.sandbox", "false", cwd=Path(env["HOME"]), env=env)
+
 
 HINT = (
     "hint: use --sandbox to keep the command's writes in its worktree; "

@@ -14,8 +14,19 @@ the names, and the ``warning:`` names it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from repo_helpers import git, isopatch
+
+
+@pytest.fixture(autouse=True)
+def unconfined(env) -> None:
+    """These tests specify unconfined runs, which report what they wrote:
+    ``isopatch.sandbox=false`` in the user's global configuration (the
+    sandbox, the default since issue 19, discards such writes)."""
+    git("config", "--global", "isopatch.sandbox", "false", cwd=Path(env["HOME"]), env=env)
+
 
 #: What ``pre-commit install`` does in a linked worktree: a hook in
 #: ``$(git rev-parse --git-common-dir)/hooks``.

@@ -148,18 +148,19 @@ def test_allow_write_from_flag_and_configuration(env, make_repo, tmp_path: Path)
 def test_allow_flags_without_sandbox_warn_that_they_do_nothing(
     env, make_repo, tmp_path: Path
 ) -> None:
-    """--allow-write and --allow-network only loosen --sandbox: without it
-    (no flag, isopatch.sandbox unset or overridden by --no-sandbox) they
-    change nothing, and the user is told so once, whatever the output mode."""
+    """--allow-write and --allow-network only loosen the sandbox: without it
+    (isopatch.sandbox=false, or overridden by --no-sandbox) they change
+    nothing, and the user is told so once, whatever the output mode."""
     repo = make_repo()
     cache = tmp_path / "cache"
     cache.mkdir()
     write = "warning: --allow-write has no effect without --sandbox"
     network = "warning: --allow-network has no effect without --sandbox"
+    off = ("-c", "isopatch.sandbox=false")
     cases = [
-        (("--allow-write", cache), (), [write]),
-        (("--allow-network",), (), [network]),
-        (("--allow-write", cache, "--allow-network", "--porcelain"), (), [write, network]),
+        (("--allow-write", cache), off, [write]),
+        (("--allow-network",), off, [network]),
+        (("--allow-write", cache, "--allow-network", "--porcelain"), off, [write, network]),
         (("--no-sandbox", "--allow-network"), ("-c", "isopatch.sandbox=true"), [network]),
         (("--allow-network",), ("-c", "isopatch.sandbox=false"), [network]),
         # the configuration's keys are there for sandboxed runs: no noise
@@ -323,7 +324,13 @@ def test_programs_the_command_plants_for_the_extraction_stay_confined(
     assert "exit" in run.fields(), run.err
     assert not marker.exists(), Path(run.fields()["stderr"]).read_text() + run.out
     unconfined = isopatch(
-        "--porcelain", "--", "sh", script, cwd=repo, env={**env, "MARKER": str(marker)}
+        "--porcelain",
+        "--no-sandbox",
+        "--",
+        "sh",
+        script,
+        cwd=repo,
+        env={**env, "MARKER": str(marker)},
     )
     assert "exit" in unconfined.fields(), unconfined.err
     assert marker.exists(), "the planted filter does run, unconfined"
@@ -373,7 +380,13 @@ def test_a_submodule_the_command_plants_stays_confined_after_the_command(
     assert "warning: submodule 'sub' has changes that are not in the patch" in run.err
     assert not marker.exists()
     unconfined = isopatch(
-        "--porcelain", "--", "sh", script, cwd=repo, env={**env, "MARKER": str(marker)}
+        "--porcelain",
+        "--no-sandbox",
+        "--",
+        "sh",
+        script,
+        cwd=repo,
+        env={**env, "MARKER": str(marker)},
     )
     assert unconfined.fields()["exit"] == "0", unconfined.err
     assert marker.exists(), "the planted filter does run, unconfined"
