@@ -19,9 +19,11 @@ from typing import IO
 
 from .extract import open_private
 from .git.admin_files import read_pointers, restore_pointers
-from .git.run import command_environment
+from .git.result import Ok
+from .git.run import command_environment, run_git
 from .git.shared_state import read_shared_state
 from .git.status import read_checkout
+from .isolation.command import CommandOutcome
 from .isolation.confinement import Confinement, confine
 from .isolation.errors import known_os_failure
 from .isolation.fidelity import Fidelity, look_before_command
@@ -104,7 +106,8 @@ def command(
             ),
             hints=command_hints(
                 start.command, outcome, repository.top, isolation.worktree, repository.prefix
-            ),
+            )
+            + _signing_hints(start, outcome, paths[1], confinement.confined),
             fidelity=fidelity,
         )
         yield ran, confinement
@@ -122,6 +125,43 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
         exclude=[include.path for include in start.includes],
         warn=warn,
     )
+
+
+#: The advice for a sandboxed command that failed where git signs.
+SIGNING_HINT = (
+    "signing needs your gpg or ssh agent, a credential the sandbox keeps from "
+    "the command: commit unsigned inside (git -c commit.gpgSign=false), sign "
+    "after applying the patch, or use --no-sandbox"
+)
+
+#: What git (or the signing program it runs) says when signing fails.
+SIGNING_FAILURES = (b"failed to sign", b"No private key found", b"gpg failed", b"signing failed")
+
+#: The settings that make git sign on its own.
+SIGNING_KEYS = ("commit.gpgSign", "tag.gpgSign")
+
+
+def _signing_hints(
+    start: Start, outcome: CommandOutcome, stderr: str | None, confined: bool
+) -> tuple[str, ...]:
+    """:data:`SIGNING_HINT` when the sandboxed command failed and signing
+    is why it may have: the repository's configuration signs, or its
+    captured stderr says signing failed (decided on these, never on
+    timing)."""
+    if not confined or outcome.exit_code == 0 or outcome.start_error is not None:
+        return ()
+    if stderr is not None:
+        with contextlib.suppress(OSError), open(stderr, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65536))
+            tail = handle.read()
+            if any(failure in tail for failure in SIGNING_FAILURES):
+                return (SIGNING_HINT,)
+    top = start.repository.top
+    for key in SIGNING_KEYS:
+        said = run_git(["-C", top, "config", "--type=bool", "--get", key], env=start.git_env)
+        if isinstance(said, Ok) and said.value.strip() == b"true":
+            return (SIGNING_HINT,)
+    return ()
 
 
 #: How many paths the warning about discarded outside writes names.

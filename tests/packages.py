@@ -52,6 +52,10 @@ PACKAGES: dict[str, tuple[str, Callable[[], bool]]] = {
     "git-lfs": ("the 'git lfs' command", lambda: _runs("git", "lfs", "version")),
     "cargo": ("the 'cargo' program", lambda: _runs("cargo", "--version")),
     "rustfmt": ("'cargo fmt'", lambda: _runs("cargo", "fmt", "--version")),
+    "openssh-client": (
+        "the 'ssh-agent' and 'ssh-keygen' programs",
+        lambda: shutil.which("ssh-agent") is not None and shutil.which("ssh-keygen") is not None,
+    ),
 }
 
 #: Python packages of the ``test`` extra that some tests run as programs

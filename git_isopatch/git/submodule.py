@@ -172,7 +172,7 @@ def populate_submodules(
     env: Mapping[str, str],
 ) -> GitResult[None]:
     """``git submodule update --checkout -- <paths>`` in the worktree, each
-    submodule cloned from a local repository.
+    submodule cloned from a local repository, sharing no file with it.
 
     Args:
         worktree: the worktree's top folder.
@@ -188,7 +188,11 @@ def populate_submodules(
         return Ok(None)
     config = list(UPDATE_CONFIG)
     for name, source in sources.values():
-        config += [(f"submodule.{name}.url", source), (f"submodule.{name}.update", "checkout")]
+        # a file:// URL: git copies the objects over its transport instead of
+        # hard-linking the user's (a local clone's default), so that no file
+        # of the clone is one of the user's submodule repository
+        url = "file://" + source.replace("%", "%25")
+        config += [(f"submodule.{name}.url", url), (f"submodule.{name}.update", "checkout")]
     result = run_git(
         [
             "--literal-pathspecs",

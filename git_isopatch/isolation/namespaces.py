@@ -545,6 +545,8 @@ def check_available(*, allow_network: bool) -> Bwrap:
     if failure is not None:
         raise unavailable(
             f"bubblewrap cannot make the namespaces here ({failure}); "
-            "unprivileged user namespaces must be allowed"
+            "unprivileged user namespaces must be allowed (sysctl "
+            "user.max_user_namespaces above 0, and where AppArmor restricts them, "
+            "kernel.apparmor_restrict_unprivileged_userns=0 or a profile for bwrap)"
         )
     return found
