@@ -32,7 +32,7 @@ def _setting(make_repo, env, tmp_path: Path, bwrap) -> tuple[Path, Path, namespa
     admin = git("rev-parse", "--absolute-git-dir", cwd=worktree, env=env).decode().strip()
     private = Path(env["TMPDIR"]) / "git-isopatch-private"
     (private / "tmp").mkdir(parents=True)
-    policy = namespaces.run_policy(
+    places = namespaces.RunPlaces(
         worktree=str(worktree),
         admin_dir=admin,
         common_dir=str(repo / ".git"),
@@ -41,6 +41,7 @@ def _setting(make_repo, env, tmp_path: Path, bwrap) -> tuple[Path, Path, namespa
         home=env["HOME"],
         temporary=(env["TMPDIR"],),
     )
+    policy = namespaces.run_policy(places)
     box = namespaces.Namespaces(bwrap, policy, str(private / "layers"), seccomp_filter())
     box.prepare()
     return repo, worktree, box

@@ -398,7 +398,7 @@ def _namespaced(
     for name in namespaces.SESSION_VARIABLES:
         env.pop(name, None)
     assert plan.bwrap is not None
-    policy = namespaces.run_policy(
+    places = namespaces.RunPlaces(
         worktree=own.worktree,
         admin_dir=own.admin_dir,
         common_dir=own.common_dir,
@@ -406,10 +406,13 @@ def _namespaced(
         tmpdir=own.tmpdir,
         home=env.get("HOME"),
         temporary=(temporary,) if temporary and os.path.isabs(temporary) else (),
+        runtime_dir=env.get("XDG_RUNTIME_DIR"),
+    )
+    policy = namespaces.run_policy(
+        places,
         allow_write=plan.allow_write,
         allow_network=plan.allow_network,
         streams=_stream_files(fds),
-        runtime_dir=env.get("XDG_RUNTIME_DIR"),
     )
     spaces = namespaces.Namespaces(plan.bwrap, policy, layers, seccomp_filter())
     spaces.prepare()

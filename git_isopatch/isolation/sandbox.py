@@ -64,17 +64,28 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import os
 import platform
-import socket
 import stat
-import struct
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import IsopatchError
+from .netns import enter_network_namespace as enter_network_namespace
+from .seccomp import _BPF_JEQ_K as _BPF_JEQ_K
+from .seccomp import _BPF_LD_W_ABS as _BPF_LD_W_ABS
+from .seccomp import _BPF_RET_K as _BPF_RET_K
+from .seccomp import _PR_SET_SECCOMP as _PR_SET_SECCOMP
+from .seccomp import _SECCOMP_MODE_FILTER as _SECCOMP_MODE_FILTER
+from .seccomp import _SECCOMP_RET_ALLOW as _SECCOMP_RET_ALLOW
+from .seccomp import _SECCOMP_RET_ERRNO as _SECCOMP_RET_ERRNO
+from .seccomp import REFUSED_IOCTLS as REFUSED_IOCTLS
+from .seccomp import TIOCLINUX as TIOCLINUX
+from .seccomp import TIOCSTI as TIOCSTI
+from .seccomp import _SockFilter as _SockFilter
+from .seccomp import _SockFprog as _SockFprog
+from .seccomp import install_seccomp
+from .seccomp import seccomp_filter as seccomp_filter
 
 #: The stable error-code of every failure of this module.
 UNAVAILABLE = "sandbox-unavailable"
@@ -87,8 +98,6 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _ARCHITECTURES = ("x86_64", "aarch64", "riscv64", "loongarch64", "ppc64le", "s390x")
 
 _PR_SET_NO_NEW_PRIVS = 38
-_PR_SET_SECCOMP = 22
-_SECCOMP_MODE_FILTER = 2
 _LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
 _LANDLOCK_RULE_PATH_BENEATH = 1
 
@@ -149,57 +158,6 @@ DEVICES = (
     "/dev/ptmx",
     "/dev/pts",
 )
-
-_CLONE_NEWNET = 0x40000000
-_CLONE_NEWUSER = 0x10000000
-_SIOCGIFFLAGS = 0x8913
-_SIOCSIFFLAGS = 0x8914
-_IFF_UP = 0x1
-
-
-# Terminal requests that inject input (include/uapi/asm-generic/ioctls.h; the
-# same values on every architecture of _SECCOMP_ARCHITECTURES).
-TIOCSTI = 0x5412
-TIOCLINUX = 0x541C
-#: ioctl requests the command can never make (:func:`seccomp_filter`).
-REFUSED_IOCTLS = (TIOCSTI, TIOCLINUX)
-
-# include/uapi/linux/audit.h and each architecture's syscall table: per
-# machine, the (AUDIT_ARCH_*, ioctl numbers) of every ABI its processes can
-# call the kernel with.  x32 (``__X32_SYSCALL_BIT`` | 514) shares x86_64's
-# AUDIT_ARCH; ``int 0x80`` from a 64-bit process is i386.
-_X32_SYSCALL_BIT = 0x40000000
-_SECCOMP_ARCHITECTURES: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "x86_64": ((0xC000003E, (16, _X32_SYSCALL_BIT | 514)), (0x40000003, (54,))),
-    "aarch64": ((0xC00000B7, (29,)), (0x40000028, (54,))),
-    "riscv64": ((0xC00000F3, (29,)), (0x400000F3, (29,))),
-    "loongarch64": ((0xC0000102, (29,)),),
-    "ppc64le": ((0xC0000015, (54,)), (0x80000015, (54,)), (0x00000014, (54,))),
-    "s390x": ((0x80000016, (54,)), (0x00000016, (54,))),
-}
-_SECCOMP_RET_ALLOW = 0x7FFF0000
-_SECCOMP_RET_ERRNO = 0x00050000
-# Classic BPF (include/uapi/linux/filter.h).
-_BPF_LD_W_ABS = 0x20
-_BPF_JEQ_K = 0x15
-_BPF_RET_K = 0x06
-# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
-_SECCOMP_NR = 0
-_SECCOMP_ARCH = 4
-_SECCOMP_ARG1 = 24
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -279,68 +237,6 @@ class SandboxPolicy:
         return [self.worktree, self.tmpdir, self.admin_dir, *self.allow_write]
 
 
-def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -> bytes:
-    """The classic BPF program that refuses :data:`REFUSED_IOCTLS`.
-
-    For each ABI of ``machine`` (``platform.machine()``): an ``ioctl``
-    whose request's low 32 bits are ``TIOCSTI`` or ``TIOCLINUX`` returns
-    ``EPERM``; every other call is allowed.  A call of an architecture not
-    in the table returns ``EPERM`` whatever it is.
-
-    Returns:
-        the program as ``struct sock_filter`` records (8 bytes each).
-    Raises:
-        KeyError: ``machine`` is not one the sandbox supports.
-    """
-    abis = _SECCOMP_ARCHITECTURES[machine or platform.machine()]
-    # The low half of the 64-bit args[1], where the kernel's unsigned int cmd is.
-    request = _SECCOMP_ARG1 + (4 if byteorder == "big" else 0)
-    deny = _SECCOMP_RET_ERRNO | errno.EPERM
-    # (code, k, jump-if-true label, jump-if-false label) and label positions.
-    code: list[tuple[int, int, str | None, str | None]] = []
-    code.append((_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None))
-    labels: dict[str, int] = {}
-    for index, (arch, _) in enumerate(abis):
-        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
-    code.append((_BPF_RET_K, deny, None, None))  # an architecture we do not know
-    for index, (_, numbers) in enumerate(abis):
-        labels[f"abi{index}"] = len(code)
-        code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
-        for position, number in enumerate(numbers):
-            last = position == len(numbers) - 1
-            code.append((_BPF_JEQ_K, number, "request", "allow" if last else None))
-    labels["request"] = len(code)
-    code.append((_BPF_LD_W_ABS, request, None, None))
-    for position, refused in enumerate(REFUSED_IOCTLS):
-        last = position == len(REFUSED_IOCTLS) - 1
-        code.append((_BPF_JEQ_K, refused, "deny", "allow" if last else None))
-    labels["allow"] = len(code)
-    code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
-    labels["deny"] = len(code)
-    code.append((_BPF_RET_K, deny, None, None))
-    program = bytearray()
-    for at, (op, k, true, false) in enumerate(code):
-        jt = labels[true] - at - 1 if true else 0
-        jf = labels[false] - at - 1 if false else 0
-        program += bytes(_SockFilter(op, jt, jf, k))
-    return bytes(program)
-
-
-def _install_seccomp(program: bytes) -> None:
-    """Install ``program`` (from :func:`seccomp_filter`) on the calling
-    thread; ``PR_SET_NO_NEW_PRIVS`` must be set.
-
-    Raises:
-        OSError: the kernel refused it (no ``CONFIG_SECCOMP_FILTER``).
-    """
-    count = len(program) // ctypes.sizeof(_SockFilter)
-    records = (_SockFilter * count).from_buffer_copy(program)
-    prog = _SockFprog(count, records)
-    if _c().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"cannot install a seccomp filter: {os.strerror(code)}")
-
-
 def _unavailable(message: str) -> IsopatchError:
     return IsopatchError(
         UNAVAILABLE,
@@ -408,67 +304,6 @@ def _stream_targets(fds: Iterable[int]) -> list[str]:
     return paths
 
 
-def _bring_loopback_up() -> None:
-    """``ip link set lo up`` in the current network namespace, without ``ip``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
-
-
-def _unshare(flags: int) -> None:
-    if _c().unshare(ctypes.c_int(flags)) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-
-
-def _write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
-def enter_network_namespace(uid: int, gid: int) -> str:
-    """Move the calling process into a new network namespace with only its
-    own loopback, up.
-
-    Tries ``CLONE_NEWNET`` alone (needs ``CAP_SYS_ADMIN``), then a new user
-    namespace with it, mapping ``uid``/``gid`` to themselves
-    (user_namespaces(7): ``setgroups`` is denied first, as an unprivileged
-    ``gid_map`` requires).
-
-    Returns:
-        ``"netns"`` or ``"userns"``: the way that worked.
-    Raises:
-        OSError: neither worked, or ``lo`` could not be brought up; the
-            message names what failed.
-    """
-    try:
-        _unshare(_CLONE_NEWNET)
-        way = "netns"
-    except OSError as direct:
-        try:
-            _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
-        except OSError as user:
-            raise OSError(
-                user.errno,
-                f"cannot make a network namespace ({direct.strerror}) "
-                f"nor a user namespace for one ({user.strerror})",
-            ) from None
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1\n")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1\n")
-        way = "userns"
-    try:
-        _bring_loopback_up()
-    except OSError as exc:
-        message = f"cannot bring up the loopback interface: {exc.strerror}"
-        raise OSError(exc.errno, message) from None
-    return way
-
-
 @dataclass
 class Sandbox:
     """A ruleset made in the parent, to enforce in the child.
@@ -497,7 +332,7 @@ class Sandbox:
         if _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             code = ctypes.get_errno()
             raise OSError(code, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(code)}")
-        _install_seccomp(self.seccomp)
+        install_seccomp(self.seccomp)
         _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(self.ruleset_fd), ctypes.c_uint32(0))
 
     def close(self) -> None:
