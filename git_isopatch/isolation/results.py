@@ -19,6 +19,7 @@ marker naming this repository, and holds no worktree (a subfolder with a
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -78,6 +79,39 @@ def mark(tmpdir: str, common_dir: str) -> bool:
     return True
 
 
+def hold(folder: str) -> int | None:
+    """A descriptor of ``folder`` holding a shared ``flock`` on it, for as
+    long as it stays open (a run's life; never inherited by the command):
+    :func:`expire` leaves the folder of a run still running alone, as its
+    patch and output are yet to be written.  ``None`` when it cannot be
+    had (best effort: such a folder can expire under ``--expire now``)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _in_use(folder: str) -> bool:
+    """A run holds ``folder`` (:func:`hold`), or it cannot be opened to tell."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 class PrivateFolder:
     """A run's private folder (``path``), made by :func:`private_folder`.
 
@@ -100,7 +134,7 @@ class PrivateFolder:
 @contextlib.contextmanager
 def private_folder(root: str, common_dir: str) -> Iterator[PrivateFolder]:
     """The one owner of a run's private folder: made (``mkdtemp``, mode
-    0700, under ``root``) on entry, marked (:meth:`PrivateFolder.mark`)
+    0700, under ``root``) and held (:func:`hold`) on entry, marked (:meth:`PrivateFolder.mark`)
     once the worktree exists, discarded when the run fails; on success the
     run settles it (:func:`settle`), and what is left expires
     (:func:`expire_automatically`).
@@ -114,6 +148,7 @@ def private_folder(root: str, common_dir: str) -> Iterator[PrivateFolder]:
         where = root or tempfile.gettempdir()
         raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
     folder = PrivateFolder(path, common_dir)
+    hold(path)  # held, and left open, until this process ends
     try:
         yield folder
     except BaseException:  # the worktree is gone, or kept and reported
@@ -221,12 +256,13 @@ def expire(
 ) -> list[ResultFolder]:
     """Remove the result folders of the repository (see
     :func:`result_folders`) last modified before ``before`` (seconds since
-    the epoch).  Never raises.
+    the epoch), but for those a running run holds (:func:`hold`).  Never
+    raises.
 
     Returns:
         The folders removed (or that would be, with ``dry_run``), oldest first.
     """
-    old = result_folders(common_dir, root, before=before)
+    old = [f for f in result_folders(common_dir, root, before=before) if not _in_use(f.path)]
     if dry_run:
         return old
     return [f for f in old if discard(f.path)]
