@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from .extract import Extracted
 from .git.repo import UserRepository
 from .git.result import Err, GitResult, Ok
-from .git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
+from .git.shared_state import SharedWrite
 from .git.status import CheckoutState, changed_paths, read_checkout
 from .isolation.command import CommandOutcome
 from .isolation.errors import IsopatchError
@@ -154,23 +154,6 @@ def checkout_changes(
         if relative != ".." and not relative.startswith("../"):
             inside.append(os.fsencode(relative))
     return tuple(os.fsdecode(p) for p in changed_paths(old, new, ignore=inside))
-
-
-def shared_writes(
-    before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
-) -> tuple[SharedWrite, ...]:
-    """What changed in the refs and configuration the worktree shares with
-    the user's repository since ``before`` (empty when either look fails)."""
-    match before:
-        case Ok(old):
-            pass
-        case Err():
-            return ()
-    match read_shared_state(repository.git_dir, repository.common_dir, env=env):
-        case Ok(new):
-            return tuple(describe_changes(old, new))
-        case Err():
-            return ()
 
 
 @dataclass(frozen=True)

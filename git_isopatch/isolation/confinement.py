@@ -31,6 +31,7 @@ from ..git.result import Err, GitResult, Ok
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
 from .command import CommandOutcome, run_command
 from .errors import known_os_failure
+from .placement import made_by_isopatch
 
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
     from ..git.repo import UserRepository
@@ -42,6 +43,17 @@ NO_MECHANISM = "none"
 #: The command in bubblewrap's namespaces (:mod:`.namespaces`); git-isopatch's
 #: own git calls in the worktree under the Landlock ruleset (:mod:`.sandbox`).
 NAMESPACES = "namespaces"
+
+
+def not_other_runs(writes: Sequence[SharedWrite]) -> list[SharedWrite]:
+    """``writes`` without the worktree registrations of git-isopatch's own
+    worktrees (:func:`.placement.made_by_isopatch`): another run on the
+    same repository adds, pools and removes its worktree while this one's
+    command runs, and naming those as the command's doing would send the
+    user to remove a worktree another run is using.  A command that makes
+    a worktree named like ours unconfined is not told apart; under the
+    sandbox its registration is discarded anyway."""
+    return [w for w in writes if w.where is None or not made_by_isopatch(w.where, None)]
 
 
 @dataclass(frozen=True)
@@ -149,7 +161,7 @@ class Confinement:
                 return ()
         match read_shared_state(repository.git_dir, repository.common_dir, env=env):
             case Ok(new):
-                return tuple(describe_changes(old, new))
+                return tuple(not_other_runs(describe_changes(old, new)))
             case Err():
                 return ()
 
@@ -233,7 +245,9 @@ class Namespaced(Confinement):
         after = _shared_state_in(self.namespaces, repository, old, env)
         if after is None:
             return ()
-        return tuple(replace(w, discarded=True) for w in describe_changes(old, after))
+        return tuple(
+            replace(w, discarded=True) for w in not_other_runs(describe_changes(old, after))
+        )
 
     def outside_writes(self, common_dir: str) -> tuple[str, ...]:
         inside = os.path.realpath(common_dir).rstrip("/") + "/"
