@@ -1,7 +1,10 @@
 """The seccomp filter of the sandbox (:mod:`.sandbox`, :mod:`.namespaces`):
 the command, and all it starts, cannot push input into a terminal
-(``TIOCSTI``, ``TIOCLINUX``), on any ABI its processes can call the kernel
-with.
+(``TIOCSTI``, ``TIOCLINUX``) nor reach the user's kernel keyrings
+(``add_key``, ``request_key``, ``keyctl``: namespaces give no keyring of
+its own, and the session keyring holds credentials; Docker's and
+Flatpak's filters refuse them alike), on any ABI its processes can call
+the kernel with.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -32,17 +35,27 @@ TIOCLINUX = 0x541C
 REFUSED_IOCTLS = (TIOCSTI, TIOCLINUX)
 
 # include/uapi/linux/audit.h and each architecture's syscall table: per
-# machine, the (AUDIT_ARCH_*, ioctl numbers) of every ABI its processes can
-# call the kernel with.  x32 (``__X32_SYSCALL_BIT`` | 514) shares x86_64's
-# AUDIT_ARCH; ``int 0x80`` from a 64-bit process is i386.
+# machine, for every ABI its processes can call the kernel with, its
+# AUDIT_ARCH_*, its ioctl numbers and its add_key, request_key and keyctl
+# numbers.  x32 (``__X32_SYSCALL_BIT`` | n) shares x86_64's AUDIT_ARCH;
+# ``int 0x80`` from a 64-bit process is i386.
 _X32_SYSCALL_BIT = 0x40000000
-_SECCOMP_ARCHITECTURES: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "x86_64": ((0xC000003E, (16, _X32_SYSCALL_BIT | 514)), (0x40000003, (54,))),
-    "aarch64": ((0xC00000B7, (29,)), (0x40000028, (54,))),
-    "riscv64": ((0xC00000F3, (29,)), (0x400000F3, (29,))),
-    "loongarch64": ((0xC0000102, (29,)),),
-    "ppc64le": ((0xC0000015, (54,)), (0x80000015, (54,)), (0x00000014, (54,))),
-    "s390x": ((0x80000016, (54,)), (0x00000016, (54,))),
+_X32 = _X32_SYSCALL_BIT
+_GENERIC_KEYRING = (217, 218, 219)  # include/uapi/asm-generic/unistd.h
+_SECCOMP_ARCHITECTURES: dict[str, tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]] = {
+    "x86_64": (
+        (0xC000003E, (16, _X32 | 514), (248, 249, 250, _X32 | 248, _X32 | 249, _X32 | 250)),
+        (0x40000003, (54,), (286, 287, 288)),
+    ),
+    "aarch64": ((0xC00000B7, (29,), _GENERIC_KEYRING), (0x40000028, (54,), (309, 310, 311))),
+    "riscv64": ((0xC00000F3, (29,), _GENERIC_KEYRING), (0x400000F3, (29,), _GENERIC_KEYRING)),
+    "loongarch64": ((0xC0000102, (29,), _GENERIC_KEYRING),),
+    "ppc64le": (
+        (0xC0000015, (54,), (269, 270, 271)),
+        (0x80000015, (54,), (269, 270, 271)),
+        (0x00000014, (54,), (269, 270, 271)),
+    ),
+    "s390x": ((0x80000016, (54,), (278, 279, 280)), (0x00000016, (54,), (278, 279, 280))),
 }
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _SECCOMP_RET_ERRNO = 0x00050000
@@ -70,11 +83,13 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -> bytes:
-    """The classic BPF program that refuses :data:`REFUSED_IOCTLS`.
+    """The classic BPF program that refuses :data:`REFUSED_IOCTLS` and the
+    keyring calls.
 
     For each ABI of ``machine`` (``platform.machine()``): an ``ioctl``
-    whose request's low 32 bits are ``TIOCSTI`` or ``TIOCLINUX`` returns
-    ``EPERM``; every other call is allowed.  A call of an architecture not
+    whose request's low 32 bits are ``TIOCSTI`` or ``TIOCLINUX``, and every
+    ``add_key``, ``request_key`` and ``keyctl``, return ``EPERM``; every
+    other call is allowed.  A call of an architecture not
     in the table returns ``EPERM`` whatever it is.
 
     Returns:
@@ -90,15 +105,17 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     code: list[tuple[int, int, str | None, str | None]] = []
     code.append((_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None))
     labels: dict[str, int] = {}
-    for index, (arch, _) in enumerate(abis):
+    for index, (arch, _, _) in enumerate(abis):
         code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
     code.append((_BPF_RET_K, deny, None, None))  # an architecture we do not know
-    for index, (_, numbers) in enumerate(abis):
+    for index, (_, ioctls, keyring) in enumerate(abis):
         labels[f"abi{index}"] = len(code)
         code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
-        for position, number in enumerate(numbers):
-            last = position == len(numbers) - 1
-            code.append((_BPF_JEQ_K, number, "request", "allow" if last else None))
+        for number in ioctls:
+            code.append((_BPF_JEQ_K, number, "request", None))
+        for position, number in enumerate(keyring):
+            last = position == len(keyring) - 1
+            code.append((_BPF_JEQ_K, number, "deny", "allow" if last else None))
     labels["request"] = len(code)
     code.append((_BPF_LD_W_ABS, request, None, None))
     for position, refused in enumerate(REFUSED_IOCTLS):
