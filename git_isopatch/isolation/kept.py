@@ -33,7 +33,15 @@ DOTGIT = ".git"
 
 def _paths(admin_dir: str, worktree: str) -> dict[str, str]:
     paths = {name: os.path.join(admin_dir, name) for name in GUARDED}
-    paths[DOTGIT] = os.path.join(worktree, DOTGIT)
+    # only into the worktree's own folder: never through a link the command
+    # put in its place (to the user's checkout), never into a folder it deleted
+    real = os.path.join(os.path.realpath(os.path.dirname(worktree)), os.path.basename(worktree))
+    if (
+        not os.path.islink(worktree)
+        and os.path.isdir(worktree)
+        and os.path.realpath(worktree) == real
+    ):
+        paths[DOTGIT] = os.path.join(worktree, DOTGIT)
     return paths
 
 
@@ -74,6 +82,8 @@ def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -
     """
     changed = []
     for name, path in _paths(admin_dir, worktree).items():
+        if name not in made:
+            continue
         expected = made.get(name)
         try:
             if _content(path) == expected:
