@@ -9,8 +9,10 @@ lowerpath", ``EINVAL``).  Any mount under ``/tmp`` (another program's, a
 test's bind mount) would then make every sandboxed run fail at set-up, for
 as long as it stays mounted.  So :func:`plan_layers` reads the mount table
 and gives each copy-on-write folder that has a mount beneath it another
-layer: a temporary folder becomes a private, empty one (on disk, in the
-run's layers folder); any other is split into its subfolders, each its
+layer: a temporary folder becomes a private one (on disk, in the run's
+layers folder) holding overlays of its subfolders that have no mount
+beneath (a project or virtual environment under ``/tmp`` stays readable),
+its own files hidden; any other is split into its subfolders, each its
 own overlay, down to the mounts (which are lower layers of their own), its
 own files staying read-only.
 
@@ -98,6 +100,7 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
         found.append(Layer(folder, PRIVATE))
         inner = [f for f in plan.folders if f != folder and inside(f, folder)]
         found += _outermost(inner, mounts, plan)
+        found += _readable_subfolders(folder, below, inner)
         return
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -106,6 +109,31 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
     for entry in entries:
         if len(found) < MAX_SPLIT and entry.is_dir(follow_symlinks=False):
             _covering(entry.path, below, plan, found)
+
+
+def _readable_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str]) -> list[Layer]:
+    """Overlays above a private temporary ``folder`` for its subfolders
+    that hold no mount and none of the folders ``taken`` (those have
+    layers of their own), at most :data:`MAX_SPLIT`: a project or a
+    virtual environment under ``/tmp`` stays readable (and copy-on-write)
+    while another program's mount lies elsewhere under it."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return []
+    layers: list[Layer] = []
+    for entry in entries:
+        if len(layers) >= MAX_SPLIT:
+            break
+        path = entry.path
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        if any(inside(m, path) for m in mounts) or any(
+            inside(t, path) or inside(path, t) for t in taken
+        ):
+            continue
+        layers.append(Layer(path))
+    return layers
 
 
 @dataclass(frozen=True)
