@@ -99,7 +99,10 @@ def test_a_leftover_holding_the_lock_does_not_hang_the_run_or_the_next(
     pidfile = tmp_path / "holder.pid"
     leave = (
         f"setsid sh -c 'echo $$ > {pidfile}; exec flock {lock} sleep 600' "
-        "</dev/null >/dev/null 2>&1 &"
+        "</dev/null >/dev/null 2>&1 & "
+        # until the leftover holds the lock, out of the process group the
+        # run's end kills: else, under load, it may die before it holds on
+        f"while [ ! -s {pidfile} ] || flock -n {lock} true; do sleep 0.05; done"
     )
     quick = {**env, "ISOPATCH_LOCK_TIMEOUT": "1"}
     try:
