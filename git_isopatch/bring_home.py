@@ -176,10 +176,8 @@ def apply_result(
             exit_code=128 + received,
         )
     if outcome.error is not None:
-        hints = result.hints
-        if outcome.error.startswith(UNSTAGED_REFUSAL):
-            hints = (*hints, UNSTAGED_HINT)
+        hints = (UNSTAGED_HINT,) if outcome.error.startswith(UNSTAGED_REFUSAL) else ()
         return replace(
-            result, applied=False, error=outcome.error, error_code="apply-failed", hints=hints
+            result, applied=False, error=outcome.error, error_code="apply-failed", apply_hints=hints
         )
-    return replace(result, applied=True)
+    return replace(result, applied=True, applied_to_index=staged)

@@ -97,11 +97,13 @@ def failure_lines(result: CaptureResult, *, from_head: bool = False) -> list[str
     """Why the run failed after the command ran, last on stderr: ``--apply``
     could not apply (the patch is kept; ``from_head``: the run started from
     ``HEAD`` alone, so ``--include-uncommitted`` is named), or extraction
-    failed (the worktree is kept); empty when nothing failed."""
-    if result.error_code == "apply-failed":
+    failed (the worktree is kept); empty when nothing failed.  The apply's
+    own hints (``apply_hints``) come here, after its ``error:``."""
+    if result.error_code == "apply-failed":  # as git apply and git am: error:, then hint:
         lines = [
             f"error: {result.error}",
             f"hint: nothing was written; the patch is kept at '{result.patch_path}'",
+            *(f"hint: {hint}" for hint in result.apply_hints),
         ]
         return lines + ([f"hint: {INCLUDE_UNCOMMITTED_HINT}"] if from_head else [])
     if result.error is not None:

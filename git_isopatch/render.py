@@ -133,7 +133,7 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
         "duration": None if result.duration is None else round(result.duration, 3),
         "error": result.error,
         "error-code": result.error_code,
-        "hint": list(result.hints) or None,
+        "hint": [*result.hints, *result.apply_hints] or None,
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -217,7 +217,8 @@ def summary_lines(
     """The human summary for stderr, after the diffstat (design: "The human
     summary"): ``isopatch: 3 files changed, exit 0, patch <path>`` (without
     the patch when not ``show_patch``: it went to stdout; ``applied to the
-    work tree`` instead with ``--apply``), the kept worktree, and the next
+    work tree`` instead with ``--apply``, ``applied to the index and the
+    work tree`` with ``--staged --apply``), the kept worktree, and the next
     step: the command that applies the patch from ``cwd``
     (:func:`apply_command`), or why ``--apply`` did not apply it."""
     patch = result.patch_path
@@ -227,7 +228,7 @@ def summary_lines(
         f"isopatch: {plural(result.files or 0, 'file', 'files')} changed, exit {result.exit_code}"
     )
     if result.applied:
-        line += ", applied to the work tree"
+        line += f", applied to the {'index and the ' if result.applied_to_index else ''}work tree"
     elif show_patch:
         line += f", patch {patch}"
     yield line

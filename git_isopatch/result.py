@@ -66,6 +66,11 @@ class CaptureResult:
             not: the command did not exit 0, the patch is empty, or it did
             not apply (then ``error_code`` is ``apply-failed``, nothing was
             written, and the patch is kept).
+        applied_to_index: with ``applied``, the patch went into the index
+            as well as the work tree (``--staged --apply``).
+        apply_hints: advice on an ``--apply`` that did not apply, shown
+            after its ``error:`` (the porcelain's ``hint`` records hold
+            them after ``hints``); empty otherwise.
         command: the command that ran, as its argument list.
         command_signal: the signal that ended the command (one it died of,
             or one git-isopatch received and forwarded), else ``None``.
@@ -100,6 +105,8 @@ class CaptureResult:
     top: str | None = None
     diffstat: bytes | None = None
     applied: bool | None = None
+    applied_to_index: bool = False
+    apply_hints: tuple[str, ...] = ()
     checkout_changes: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     command_signal: int | None = None

@@ -1,0 +1,74 @@
+"""Report step, the human summary of ``--staged --apply``: it says what was
+done in git's words (the patch went into the index and the work tree), and
+when the patch does not apply, the messages come as ``git apply`` and
+``git am`` give them: what happened (the diffstat, the summary), then
+``error:``, then the ``hint:`` lines that explain it."""
+
+from __future__ import annotations
+
+from repo_helpers import git, isopatch, write_tree
+
+#: The command: the last line "bad" becomes "good".
+FIX = ("sh", "-c", "sed -i 's/^bad$/good/' f")
+BASE = "".join(f"line {n}\n" for n in range(1, 10))
+STAGED = BASE + "bad\n"
+#: An unstaged edit next to the fix: the fix cannot be merged with it.
+NEXT_TO_FIX = STAGED.replace("line 9\n", "an unstaged edit\n")
+STAGE_HINT = (
+    "hint: stage those files whole (git add) or set their unstaged edits aside, then commit again"
+)
+
+
+def _staged_repo(make_repo, env, unstaged: str | None = None):
+    repo = make_repo({"f": BASE})
+    write_tree(repo, {"f": STAGED})
+    git("add", "f", cwd=repo, env=env)
+    if unstaged is not None:
+        write_tree(repo, {"f": unstaged})
+    return repo
+
+
+def test_staged_apply_says_the_index_and_the_work_tree(env, make_repo) -> None:
+    repo = _staged_repo(make_repo, env)
+    run = isopatch("--no-sandbox", "--staged", "--apply", "--", *FIX, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert git("status", "--porcelain", cwd=repo, env=env) == b"M  f\n"  # index and work tree
+    assert run.err.splitlines()[-1] == (
+        "isopatch: 1 file changed, exit 0, applied to the index and the work tree"
+    )
+
+
+def test_apply_without_staged_says_the_work_tree_alone(env, make_repo) -> None:
+    repo = make_repo({"f": STAGED})
+    run = isopatch("--no-sandbox", "--apply", "--", *FIX, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert git("status", "--porcelain", cwd=repo, env=env) == b" M f\n"  # not the index
+    assert run.err.splitlines()[-1] == "isopatch: 1 file changed, exit 0, applied to the work tree"
+
+
+def test_a_failed_staged_apply_gives_its_hints_after_the_summary_and_error(env, make_repo) -> None:
+    repo = _staged_repo(make_repo, env, unstaged=NEXT_TO_FIX)
+    run = isopatch("--no-sandbox", "--staged", "--apply", "--", *FIX, cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    lines = run.err.splitlines()
+    summary = next(i for i, line in enumerate(lines) if line.startswith("isopatch: "))
+    assert lines[:summary] == [" f | 2 +-", " 1 file changed, 1 insertion(+), 1 deletion(-)"]
+    assert lines[summary].startswith("isopatch: 1 file changed, exit 0, patch ")
+    assert lines[summary + 1].startswith(
+        "error: the fix does not apply on top of your unstaged changes"
+    )
+    assert lines[summary + 2].startswith("hint: nothing was written; the patch is kept at ")
+    assert lines[summary + 3 :] == [STAGE_HINT]
+    assert (repo / "f").read_text() == NEXT_TO_FIX
+
+
+def test_the_porcelain_still_holds_the_apply_hint(env, make_repo) -> None:
+    repo = _staged_repo(make_repo, env, unstaged=NEXT_TO_FIX)
+    run = isopatch(
+        "--no-sandbox", "--porcelain", "--staged", "--apply", "--", *FIX, cwd=repo, env=env
+    )
+    assert run.returncode == 128, run.err
+    records = run.out.splitlines()
+    assert "applied false" in records and "error-code apply-failed" in records
+    assert records[-1] == STAGE_HINT.replace("hint: ", "hint ", 1)
+    assert [line for line in run.err.splitlines() if line.startswith("hint: ")][-1] == STAGE_HINT
