@@ -32,11 +32,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as bench  # noqa: E402  (bench/run.py: repositories, environment, measure)
+import run as bench  # noqa: E402  (bench/run.py: repositories, environment)
+import timing  # noqa: E402  (bench/timing.py: the timing loop run.py shares)
 
 
 def export(commit: str, into: Path) -> tuple[str, Path]:
@@ -92,24 +92,6 @@ def git_processes(argv: list[str], repo: Path, env: dict[str, str]) -> list[str]
     return names  # the `git isopatch` that started the tool is _run_dashed_
 
 
-def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
-    """Wall time, CPU time (user and system, the process and all it
-    waited for: ``wait4``) and exit status of one run of ``argv``."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, process.returncode
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/compare.py", description=__doc__)
     parser.add_argument("commits", nargs="+")
@@ -155,27 +137,19 @@ def main(argv: list[str] | None = None) -> int:
 
     def once(name: str) -> tuple[float, float]:
         argv_, env_ = ways[name]
-        wall, cpu, code = measure(argv_, repo, env_)
-        if code != 0:
-            raise SystemExit(f"{name} failed ({code})")
+        run = timing.measure(argv_, cwd=repo, env=env_)
+        if run.exit_code != 0:
+            raise SystemExit(f"{name} failed ({run.exit_code}): {run.stderr.strip()[-500:]}")
         for child in run_tmp.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
-        return wall, cpu
+        return run.seconds, run.cpu_seconds
 
     names = list(ways)
-    for name in names:  # warm-up: bytecode written, the pool filled
-        once(name)
-        once(name)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
-    loads = []
-    for index in range(args.rounds):
-        loads.append(os.getloadavg()[0])
-        order = names[index % len(names) :] + names[: index % len(names)]
-        for name in order:
-            wall, used = once(name)
-            samples[name].append(wall)
-            cpu[name].append(used)
+    loads: list[float] = []
+    # two untimed rounds: bytecode written, the pool filled
+    timed = timing.interleaved(names, args.rounds, once, warmup=2, loads=loads)
+    samples = {name: [wall for wall, _ in values] for name, values in timed.items()}
+    cpu = {name: [used for _, used in values] for name, values in timed.items()}
     counts = {name: git_processes(*ways[name][:1], repo, ways[name][1]) for name in labels}
     # the warm ways' pool goes: the repository is left as found
     subprocess.run(["git", "isopatch", "prune"], cwd=repo, env=ways[names[-1]][1], check=False)

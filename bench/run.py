@@ -33,6 +33,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+import timing  # noqa: E402  (bench/timing.py: the timing loop compare.py shares)
+
 PROJECT_DIR = BENCH_DIR.parent
 BARE_SCRIPT = BENCH_DIR / "bare.sh"
 INPLACE_SCRIPT = BENCH_DIR / "inplace.sh"
@@ -375,32 +378,9 @@ def repository_summary(spec: RepoSpec, workdir: Path) -> dict[str, object]:
 # Running and measuring
 
 
-@dataclasses.dataclass
-class Measurement:
-    seconds: float
-    exit_code: int
-    max_rss_kb: int  # of the process and its waited-for descendants (wait4)
-    stderr: str
-
-
-def measure(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Measurement:
-    """Run argv to completion; wall time and peak RSS as reported by wait4."""
-    with tempfile.TemporaryFile() as stderr:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        stderr.seek(0)
-        message = stderr.read().decode(errors="replace")
-    return Measurement(seconds, process.returncode, usage.ru_maxrss, message)
+# one timing loop for run.py and compare.py (bench/timing.py)
+Measurement = timing.Measurement
+measure = timing.measure
 
 
 class Tool:
@@ -535,7 +515,9 @@ class Bench:
         # -o: a quiet run without it keeps no patch (nobody is told its path);
         # the alternatives write theirs to a file too
         patch = self.run_tmp / "isopatch.patch"
-        options = ["-q", "-o", str(patch), *(["--sandbox"] if sandboxed else []), "--", *command]
+        # the sandbox named either way: isopatch.sandbox=auto would confine "cold" where it can
+        sandbox = "--sandbox" if sandboxed else "--no-sandbox"
+        options = ["-q", "-o", str(patch), sandbox, "--", *command]
         if implementation in ("warm", "warm-sandbox"):
             return [
                 *("git", "-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={self.pool_tmp}"),
@@ -619,31 +601,30 @@ class Bench:
     def time_captures(
         self, spec: RepoSpec, repo: Path, rounds: int, warmup: int
     ) -> list[dict[str, object]]:
-        """Interleaved rounds: each round runs every scenario both ways, in
-        alternating order, so that drift in the machine hits both alike."""
+        """Interleaved rounds (:func:`timing.interleaved`): each round runs
+        every scenario every way, in an order that rotates from round to
+        round, so that drift in the machine hits every way alike."""
         implementations = [*ALTERNATIVES, *(["tool", "sandbox"] if self.tool else [])]
         if self.tool and self.pool:
             implementations += ["warm", "warm-sandbox"]
             # fill the pool first: the first warm run of the timed rounds must claim
             self.capture("warm", "true", repo, f"{spec.name} filling the pool")
-        samples: dict[tuple[str, str], list[float]] = {
-            (scenario, implementation): []
-            for scenario in SCENARIOS
-            for implementation in implementations
-        }
-        for round_number in range(-warmup, rounds):
-            order = implementations if round_number % 2 == 0 else implementations[::-1]
-            name = "warm-up" if round_number < 0 else f"round {round_number + 1}/{rounds}"
-            timings = []
-            for scenario in SCENARIOS:
-                for implementation in order:
-                    label = f"{spec.name} {scenario} {implementation}"
-                    seconds = self.capture(implementation, scenario, repo, label)
-                    if seconds is not None:
-                        timings.append(f"{scenario}/{implementation} {seconds:.3f}s")
-                        if round_number >= 0:
-                            samples[scenario, implementation].append(seconds)
-            progress(f"{spec.name} {name}: {', '.join(timings)}")
+        ways = [(scenario, way) for scenario in SCENARIOS for way in implementations]
+
+        def once(key: tuple[str, str]) -> float | None:
+            scenario, implementation = key
+            return self.capture(
+                implementation, scenario, repo, f"{spec.name} {scenario} {implementation}"
+            )
+
+        def after_round(index: int, timed: list[tuple[tuple[str, str], float]]) -> None:
+            name = "warm-up" if index < 0 else f"round {index + 1}/{rounds}"
+            times = ", ".join(
+                f"{scenario}/{way} {seconds:.3f}s" for (scenario, way), seconds in timed
+            )
+            progress(f"{spec.name} {name}: {times}")
+
+        samples = timing.interleaved(ways, rounds, once, warmup=warmup, after_round=after_round)
 
         if self.tool and self.pool:  # empty the pool: the repository is left as found
             assert self.tool is not None
