@@ -354,7 +354,7 @@ def prune_command(
         bool, typer.Option("-n", "--dry-run", help="remove nothing, show what would go")
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("-v", "--verbose", help="show each worktree removed")
+        bool, typer.Option("-v", "--verbose", help="report pruned worktrees and result folders")
     ] = False,
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
