@@ -21,9 +21,8 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .diff import DIFF_CONFIG, exclude_pathspecs
-from .result import Err, GitResult, Ok
-from .run import run_git
+from .diff import exclude_pathspecs, worktree_output
+from .result import GitResult
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: What a path is, for :func:`fingerprint`: ``None`` when it does not
@@ -81,13 +80,10 @@ def read_baseline(
     then a fingerprint of each.  Right after a checkout the list is empty
     but for conversions that do not give the blob back; that one git call
     is what every run pays."""
-    listed = run_git(
+    return worktree_output(
+        worktree,
         [
             "--no-pager",
-            f"--git-dir={git_dir}",
-            f"--work-tree={worktree}",
-            "-C",
-            worktree,
             "diff",
             "--name-only",
             "-z",
@@ -99,17 +95,13 @@ def read_baseline(
             "--",
             *exclude_pathspecs(exclude),
         ],
+        lambda output: Baseline(
+            {path: fingerprint(worktree, path) for path in output.split(b"\0") if path}
+        ),
+        git_dir=git_dir,
         env=env,
-        config=DIFF_CONFIG,
         preexec_fn=preexec_fn,
     )
-    match listed:
-        case Err() as err:
-            return err
-        case Ok(output):
-            pass
-    paths = [path for path in output.split(b"\0") if path]
-    return Ok(Baseline({path: fingerprint(worktree, path) for path in paths}))
 
 
 def untouched_paths(baseline: Baseline, worktree: WorktreePath) -> list[str]:

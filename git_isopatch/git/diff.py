@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO
+from typing import IO, TypeVar
 
 from .result import Err, GitResult, Ok
 from .run import run_git, stream_git
 from .types import CommitId, GitDirPath, WorktreePath
+
+T = TypeVar("T")
 
 #: ``-c`` settings for the diff that have no command-line option (git-config(1)).
 #: ``core.fsmonitor`` is off: a file system monitor hook (a stale watcher)
@@ -95,6 +97,31 @@ def worktree_args(worktree: WorktreePath, git_dir: GitDirPath) -> list[str]:
     have rewritten ``<worktree>/.git`` to point at the user's repository,
     and our calls must not follow it (found by attacking git-isopatch)."""
     return [f"--git-dir={git_dir}", f"--work-tree={worktree}", "-C", worktree]
+
+
+def worktree_output(
+    worktree: WorktreePath,
+    args: Sequence[str],
+    parse: Callable[[bytes], T],
+    *,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    preexec_fn: Callable[[], None] | None = None,
+) -> GitResult[T]:
+    """``parse`` of what ``git <args>`` prints in the worktree, named
+    explicitly (:func:`worktree_args`), with the pinned configuration
+    (:data:`DIFF_CONFIG`); ``preexec_fn`` confines git
+    (:func:`.run.run_git`).  The one way our look-ups in a worktree ask git."""
+    match run_git(
+        [*worktree_args(worktree, git_dir), *args],
+        env=env,
+        config=DIFF_CONFIG,
+        preexec_fn=preexec_fn,
+    ):
+        case Err() as err:
+            return err
+        case Ok(output):
+            return Ok(parse(output))
 
 
 #: ``git apply`` refuses a patch of this many bytes or more ("git apply:

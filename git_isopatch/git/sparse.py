@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .diff import DIFF_CONFIG
+from .diff import DIFF_CONFIG, worktree_args
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath, RepoPath, WorktreePath
@@ -44,7 +44,7 @@ def check_out_present_skipped(
     Returns:
         ``Ok(number of paths checked out)`` or ``Err(GitError)``.
     """
-    args = [f"--git-dir={git_dir}", f"--work-tree={worktree}", "-C", worktree]
+    args = worktree_args(worktree, git_dir)
     match run_git([*args, "ls-files", "-t", "-z", "--full-name"], env=env, config=DIFF_CONFIG):
         case Err() as err:
             return err

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from .diff import DIFF_CONFIG, write_binary_diff
+from .diff import DIFF_CONFIG, worktree_args, worktree_output, write_binary_diff
 from .intent_to_add import mark_untracked_intent_to_add
 from .result import Err, GitResult, Ok
 from .run import run_git
@@ -74,10 +74,6 @@ class Submodule:
     git_dir: GitDirPath
 
 
-def _args(worktree: str, git_dir: str) -> list[str]:
-    return [f"--git-dir={git_dir}", f"--work-tree={worktree}", "-C", worktree]
-
-
 def list_gitlinks(
     worktree: WorktreePath,
     *,
@@ -95,24 +91,30 @@ def list_gitlinks(
         subprocess.SubprocessError: ``preexec_fn`` failed."""
     if not os.path.lexists(os.path.join(worktree, ".gitmodules")):
         return Ok([])
-    listed = run_git(
-        [*_args(worktree, git_dir), "ls-files", "-s", "-z", "--full-name"],
+    return worktree_output(
+        worktree,
+        ["ls-files", "-s", "-z", "--full-name"],
+        lambda listing: [
+            Gitlink(path, CommitId(commit))
+            for path, commit, stage in _gitlinks(listing)
+            if stage == b"0"
+        ],
+        git_dir=git_dir,
         env=env,
-        config=DIFF_CONFIG,
         preexec_fn=preexec_fn,
     )
-    match listed:
-        case Err() as err:
-            return err
-        case Ok(output):
-            pass
+
+
+def _gitlinks(listing: bytes) -> list[tuple[str, str, bytes]]:
+    """(path, commit id, stage) of each gitlink (mode 160000) of ``git
+    ls-files -s -z``."""
     links = []
-    for entry in output.split(b"\0"):
+    for entry in listing.split(b"\0"):
         info, _, path = entry.partition(b"\t")
         fields = info.split()
-        if len(fields) == 3 and fields[0] == GITLINK_MODE and fields[2] == b"0":
-            links.append(Gitlink(os.fsdecode(path), CommitId(fields[1].decode("ascii"))))
-    return Ok(links)
+        if len(fields) == 3 and fields[0] == GITLINK_MODE:
+            links.append((os.fsdecode(path), fields[1].decode("ascii"), fields[2]))
+    return links
 
 
 def submodule_names(worktree: WorktreePath, *, env: Mapping[str, str]) -> GitResult[dict[str, str]]:
@@ -196,7 +198,7 @@ def populate_submodules(
     result = run_git(
         [
             "--literal-pathspecs",
-            *_args(worktree, git_dir),
+            *worktree_args(worktree, git_dir),
             "submodule",
             "update",
             "--checkout",
@@ -241,34 +243,37 @@ def changed_submodules(
             populated.append(link.path)
         elif os.path.isdir(folder) and not os.path.islink(folder) and os.listdir(folder):
             changed.append(link.path)
-    if populated:
-        result = run_git(
-            [
-                "--literal-pathspecs",
-                *_args(worktree, git_dir),
-                "status",
-                "--porcelain=2",
-                "-z",
-                "--ignore-submodules=none",
-                "--untracked-files=no",
-                "--",
-                *populated,
-            ],
-            env=env,
-            config=DIFF_CONFIG,
-            preexec_fn=preexec_fn,
-        )
-        match result:
-            case Err() as err:
-                return err
-            case Ok(output):
-                pass
-        for record in output.split(b"\0"):
-            fields = record.split(b" ", 8)
-            if len(fields) == 9 and fields[0] == b"1" and fields[2].startswith(b"S"):
-                if fields[2] != b"S...":
-                    changed.append(os.fsdecode(fields[8]))
-    return Ok(sorted(set(changed)))
+    if not populated:
+        return Ok(sorted(set(changed)))
+    return worktree_output(
+        worktree,
+        [
+            "--literal-pathspecs",
+            "status",
+            "--porcelain=2",
+            "-z",
+            "--ignore-submodules=none",
+            "--untracked-files=no",
+            "--",
+            *populated,
+        ],
+        lambda status: sorted({*changed, *_changed_in_status(status)}),
+        git_dir=git_dir,
+        env=env,
+        preexec_fn=preexec_fn,
+    )
+
+
+def _changed_in_status(status: bytes) -> list[str]:
+    """The submodules ``git status --porcelain=2 -z`` reports with modified
+    or untracked content or another commit (``S`` state other than ``S...``)."""
+    changed = []
+    for record in status.split(b"\0"):
+        fields = record.split(b" ", 8)
+        if len(fields) == 9 and fields[0] == b"1" and fields[2].startswith(b"S"):
+            if fields[2] != b"S...":
+                changed.append(os.fsdecode(fields[8]))
+    return changed
 
 
 def write_submodule_diff(
@@ -333,10 +338,10 @@ def still_checked_out(
     submodules).  ``preexec_fn`` confines git."""
     if not submodules:
         return Ok([])
-    listed = run_git(
+    listed = worktree_output(
+        worktree,
         [
             "--literal-pathspecs",
-            *_args(worktree, git_dir),
             "ls-files",
             "-s",
             "-z",
@@ -344,21 +349,16 @@ def still_checked_out(
             "--",
             *(submodule.path for submodule in submodules),
         ],
+        lambda listing: {path for path, _, _ in _gitlinks(listing)},
+        git_dir=git_dir,
         env=env,
-        config=DIFF_CONFIG,
         preexec_fn=preexec_fn,
     )
     match listed:
         case Err() as err:
             return err
-        case Ok(output):
+        case Ok(gitlinks):
             pass
-    gitlinks = set()
-    for entry in output.split(b"\0"):
-        info, _, path = entry.partition(b"\t")
-        fields = info.split()
-        if len(fields) == 3 and fields[0] == GITLINK_MODE:
-            gitlinks.add(os.fsdecode(path))
     kept = []
     for submodule in submodules:
         folder = os.path.join(worktree, submodule.path)
