@@ -10,13 +10,11 @@ kept worktree."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from leftover_helpers import leftover_script, stop_leftover
 from repo_helpers import git, isopatch, repo_state
 
 pytestmark = pytest.mark.hostile
@@ -79,7 +77,8 @@ def test_what_the_command_plants_does_not_survive_keep(env, make_repo, tmp_path:
 #: command, then points it at its own repository and plants
 #: ``config.worktree`` and ``.git``, once.  argv: fake repository,
 #: program, pid file.
-LEFTOVER = r"""
+LEFTOVER = leftover_script(
+    r"""
 import os, sys, time
 fake, program, pidfile = sys.argv[1:4]
 top = os.getcwd()
@@ -87,13 +86,8 @@ admin = open(os.path.join(top, ".git")).read().split(": ", 1)[1].strip()
 commondir = os.path.join(admin, "commondir")
 original = open(commondir).read()
 open(commondir, "w").write(fake + "\n")
-if os.fork():
-    sys.exit(0)
-os.setsid()
-fd = os.open(os.devnull, os.O_RDWR)
-for target in (0, 1, 2):
-    os.dup2(fd, target)
-open(pidfile, "w").write(str(os.getpid()))
+""",
+    r"""
 deadline = time.monotonic() + 20
 while time.monotonic() < deadline:
     try:
@@ -105,7 +99,8 @@ while time.monotonic() < deadline:
 open(commondir, "w").write(fake + "\n")
 open(os.path.join(admin, "config.worktree"), "w").write(f"[core]\n\tfsmonitor = {program}\n")
 open(os.path.join(top, ".git"), "w").write(f"gitdir: {fake}\n")
-"""
+""",
+)
 
 
 def test_a_leftover_planting_after_the_run_put_commondir_back(
@@ -131,14 +126,7 @@ def test_a_leftover_planting_after_the_run_put_commondir_back(
             env=env,
         )
     finally:
-        for _ in range(200):
-            if pidfile.exists() and pidfile.read_text():
-                break
-            time.sleep(0.05)
-        try:
-            os.kill(int(pidfile.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, FileNotFoundError):
-            pass
+        stop_leftover(pidfile)
     assert "Traceback" not in run.err
     kept = Path(run.fields()["worktree"])
     admin = next((repo / ".git" / "worktrees").iterdir())

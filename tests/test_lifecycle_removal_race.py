@@ -9,13 +9,11 @@ deletes nothing outside the worktree."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from leftover_helpers import leftover_script, stop_leftover
 from repo_helpers import git, isopatch, repo_state
 
 pytestmark = pytest.mark.hostile
@@ -28,7 +26,8 @@ pytestmark = pytest.mark.hostile
 #: (``renameat2(RENAME_EXCHANGE)``).  A walk by path that opened the real
 #: folder then deletes ``<folder>/.git/...`` through the link: the
 #: checkout's own.  argv: checkout, pid file, seconds.
-ATTACK = r"""
+ATTACK = leftover_script(
+    r"""
 import ctypes, os, sys, time
 checkout, pidfile, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 exchange = ctypes.CDLL(None, use_errno=True).renameat2
@@ -40,34 +39,14 @@ for name in os.listdir(checkout):
 for k in range(2000):
     open(os.path.join(real, f"f{k}"), "w").close()
 os.symlink(checkout, link)
-if os.fork():
-    sys.exit(0)
-os.setsid()
-fd = os.open(os.devnull, os.O_RDWR)
-for target in (0, 1, 2):
-    os.dup2(fd, target)
-with open(pidfile, "w") as handle:
-    handle.write(str(os.getpid()))
+""",
+    r"""
 deadline = time.monotonic() + seconds
 while time.monotonic() < deadline:
     exchange(-100, real.encode(), -100, link.encode(), 2)  # AT_FDCWD, RENAME_EXCHANGE
     time.sleep(0.002)
-"""
-
-
-def _stop(pidfile: Path) -> None:
-    """End the leftover (it was started by the test's command)."""
-    for _ in range(100):
-        if pidfile.exists() and pidfile.read_text():
-            break
-        time.sleep(0.05)
-    else:
-        return
-    pid = int(pidfile.read_text())
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
+""",
+)
 
 
 @pytest.mark.parametrize("attempt", range(5))
@@ -93,7 +72,7 @@ def test_a_leftover_swapping_folders_for_links_deletes_nothing_outside(
             env=env,
         )
     finally:
-        _stop(pidfile)
+        stop_leftover(pidfile)
     assert run.returncode == 0, run.err
     assert "Traceback" not in run.err
     assert (repo / ".git" / "HEAD").is_file(), "the user's .git is intact"
