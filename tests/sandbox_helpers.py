@@ -15,8 +15,11 @@ import ctypes
 import errno
 import platform
 import socket
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 # the seccomp structures and constants git-isopatch's own filter uses
 from git_isopatch.isolation.sandbox import (
@@ -30,6 +33,9 @@ from git_isopatch.isolation.sandbox import (
     _SockFilter,
     _SockFprog,
 )
+
+if TYPE_CHECKING:
+    from git_isopatch.isolation.namespaces import Namespaces
 
 #: Generic syscall numbers; ``unshare`` differs between architectures.
 SYSCALLS = {
@@ -97,3 +103,23 @@ def loopback_server(reply: bytes = b"hello from outside\n") -> Iterator[int]:
         stop.set()
         thread.join(2)
         server.close()
+
+
+def run_wrapped(
+    box: Namespaces, script: str, cwd: Path, **kwargs
+) -> tuple[subprocess.CompletedProcess[bytes], dict[str, int]]:
+    """``sh -c script`` in ``cwd``, confined by ``box`` (prepared), through
+    the mechanism itself (``kwargs`` go to :func:`subprocess.run`): what it
+    did, and bubblewrap's JSON status once its namespace is gone."""
+    with box.wrap(["sh", "-c", script], cwd=str(cwd)) as wrapped:
+        done = subprocess.run(
+            wrapped.argv,
+            pass_fds=wrapped.pass_fds,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+            **kwargs,
+        )
+        status = wrapped.finish()
+    return done, status

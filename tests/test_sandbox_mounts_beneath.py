@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import isopatch
+from sandbox_helpers import run_wrapped
 
 from git_isopatch.isolation import layers, namespaces
 from git_isopatch.isolation.sandbox import seccomp_filter
@@ -117,16 +118,7 @@ def test_a_split_home_keeps_its_warm_caches_and_discards_writes(tmp_path: Path) 
             f"cat {home}/.cache/warm {mnt}/data; echo new > {home}/.cache/new; "
             f"echo changed > {mnt}/data; echo ok > {work}/out"
         )
-        with box.wrap(["sh", "-c", script], cwd=str(work)) as wrapped:
-            done = subprocess.run(
-                wrapped.argv,
-                pass_fds=wrapped.pass_fds,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                timeout=60,
-                check=False,
-            )
-            status = wrapped.finish()
+        done, status = run_wrapped(box, script, work)
         assert done.returncode == 0, done.stderr
         assert status.get("exit-code") == 0
         assert done.stdout == b"warm\ndata\n"

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import run_wrapped
 
 from git_isopatch.isolation import namespaces
 from git_isopatch.isolation.namespaces import NamespacePolicy, Namespaces
@@ -60,18 +61,9 @@ def _box(bwrap, places: dict[str, Path], **policy) -> Namespaces:
 def _run(box: Namespaces, script: str, cwd: Path, **kwargs) -> tuple[int, str, dict[str, int]]:
     """``sh -c script`` confined by ``box``: its status, output, and
     bwrap's JSON status, once its namespace is gone."""
-    with box.wrap(["sh", "-c", script], cwd=str(cwd)) as wrapped:
-        done = subprocess.run(
-            wrapped.argv,
-            pass_fds=wrapped.pass_fds,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-            check=False,
-            env=namespaces.command_environment(os.environ),
-            **kwargs,
-        )
-        status = wrapped.finish()
+    done, status = run_wrapped(
+        box, script, cwd, env=namespaces.command_environment(os.environ), **kwargs
+    )
     assert not namespaces._alive(status["child-pid"])
     return done.returncode, (done.stdout + done.stderr).decode(), status
 
