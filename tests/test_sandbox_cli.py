@@ -293,18 +293,44 @@ def test_no_namespaces_stops_with_or_without_the_network(env, make_repo, tmp_pat
     assert not marker.exists()
 
 
-NESTED_FILTER = textwrap.dedent(
-    """\
-    # a repository inside the worktree whose own configuration names a
-    # program, for the git that later inspects it (git-isopatch's diff)
-    mkdir nested && cd nested && git init -q -b main
-    git config filter.evil.clean "sh -c 'touch \\"$MARKER\\"; cat'"
-    echo '* filter=evil' > .gitattributes
-    echo data > f
-    git add . 2>/dev/null; git commit -q -m x
-    echo datb > f  # the same size: git compares the content, through the filter
-    """
-)
+def _filter_trap(folder: str) -> str:
+    """A script that makes ``folder`` of the worktree a repository whose own
+    configuration names a program (a clean filter that touches
+    ``$MARKER``), with a changed file, for the git that later looks at it."""
+    return textwrap.dedent(
+        f"""\
+        mkdir -p {folder} && cd {folder} && git init -q -b main
+        git config filter.evil.clean "sh -c 'touch \\"$MARKER\\"; cat'"
+        echo '* filter=evil' > .gitattributes
+        echo data > f
+        git add . 2>/dev/null; git commit -q -m x
+        echo datb > f  # the same size: git compares the content, through the filter
+        """
+    )
+
+
+def _planted(
+    script_text: str,
+    marker: Path,
+    mode: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    git_options: tuple[str, ...] = (),
+) -> Run:
+    """``sh <script>`` run by ``git isopatch --porcelain <mode>``, with
+    ``$MARKER`` naming ``marker`` (what the planted program touches)."""
+    script = marker.parent / f"{marker.name}.sh"
+    script.write_text(script_text)
+    return isopatch(
+        "--porcelain", mode, "--", "sh", script,
+        cwd=cwd, env={**env, "MARKER": str(marker)}, git_options=git_options,
+    )  # fmt: skip
+
+
+#: A repository inside the worktree whose own configuration names a
+#: program, for the git that later inspects it (git-isopatch's diff).
+NESTED_FILTER = _filter_trap("nested")
 
 
 def test_programs_the_command_plants_for_the_extraction_stay_confined(
@@ -315,23 +341,10 @@ def test_programs_the_command_plants_for_the_extraction_stay_confined(
     the command cannot write through git-isopatch."""
     repo = make_repo()
     marker = tmp_path / "written-through-the-extraction"
-    script = tmp_path / "plant.sh"
-    script.write_text(NESTED_FILTER)
-    run = isopatch(
-        "--porcelain", "--sandbox", "--", "sh", script,
-        cwd=repo, env={**env, "MARKER": str(marker)},
-    )  # fmt: skip
+    run = _planted(NESTED_FILTER, marker, "--sandbox", cwd=repo, env=env)
     assert "exit" in run.fields(), run.err
     assert not marker.exists(), Path(run.fields()["stderr"]).read_text() + run.out
-    unconfined = isopatch(
-        "--porcelain",
-        "--no-sandbox",
-        "--",
-        "sh",
-        script,
-        cwd=repo,
-        env={**env, "MARKER": str(marker)},
-    )
+    unconfined = _planted(NESTED_FILTER, marker, "--no-sandbox", cwd=repo, env=env)
     assert "exit" in unconfined.fields(), unconfined.err
     assert marker.exists(), "the planted filter does run, unconfined"
 
@@ -341,16 +354,7 @@ def test_programs_the_command_plants_for_the_extraction_stay_confined(
 #: configuration names a program, run by any ``git status`` that recurses
 #: into submodules (git-isopatch's look for changed submodules, the pool's
 #: check of a used worktree).
-SUBMODULE_TRAP = textwrap.dedent(
-    """\
-    cd sub && git init -q -b main
-    git config filter.evil.clean "sh -c 'touch \\"$MARKER\\"; cat'"
-    echo '* filter=evil' > .gitattributes
-    echo data > f
-    git add . 2>/dev/null; git commit -q -m x
-    echo datb > f  # the same size: git compares the content, through the filter
-    """
-)
+SUBMODULE_TRAP = _filter_trap("sub")
 
 
 def _superproject(make_repo, tmp_path: Path, env: dict[str, str]) -> Path:
@@ -370,24 +374,11 @@ def test_a_submodule_the_command_plants_stays_confined_after_the_command(
     them, which runs what their configuration names: under the sandbox."""
     repo = _superproject(make_repo, tmp_path, env)
     marker = tmp_path / "written-through-the-submodule-look"
-    script = tmp_path / "plant.sh"
-    script.write_text(SUBMODULE_TRAP)
-    run = isopatch(
-        "--porcelain", "--sandbox", "--", "sh", script,
-        cwd=repo, env={**env, "MARKER": str(marker)},
-    )  # fmt: skip
+    run = _planted(SUBMODULE_TRAP, marker, "--sandbox", cwd=repo, env=env)
     assert run.fields()["exit"] == "0", run.err + _output(run, "stderr")
     assert "warning: submodule 'sub' has changes that are not in the patch" in run.err
     assert not marker.exists()
-    unconfined = isopatch(
-        "--porcelain",
-        "--no-sandbox",
-        "--",
-        "sh",
-        script,
-        cwd=repo,
-        env={**env, "MARKER": str(marker)},
-    )
+    unconfined = _planted(SUBMODULE_TRAP, marker, "--no-sandbox", cwd=repo, env=env)
     assert unconfined.fields()["exit"] == "0", unconfined.err
     assert marker.exists(), "the planted filter does run, unconfined"
 
@@ -399,13 +390,8 @@ def test_a_trap_left_in_a_pooled_worktree_is_not_sprung_by_the_next_claim(
     sandboxed or not, must not run what that command planted in it."""
     repo = _superproject(make_repo, tmp_path, env)
     marker = tmp_path / "written-through-the-pool"
-    script = tmp_path / "plant.sh"
-    script.write_text(SUBMODULE_TRAP)
     pool = ("-c", "isopatch.pool=1")
-    planted = isopatch(
-        "--porcelain", "--sandbox", "--", "sh", script,
-        cwd=repo, env={**env, "MARKER": str(marker)}, git_options=pool,
-    )  # fmt: skip
+    planted = _planted(SUBMODULE_TRAP, marker, "--sandbox", cwd=repo, env=env, git_options=pool)
     assert planted.fields()["exit"] == "0", planted.err
     assert not marker.exists()
     for args in (("--sandbox",), ()):
@@ -446,13 +432,8 @@ def test_a_forged_commondir_in_a_pooled_worktree_is_not_followed(
     run git through a ``commondir`` the command rewrote."""
     repo = make_repo({"top": "t\n"})
     marker = tmp_path / "written-through-commondir"
-    script = tmp_path / "forge.sh"
-    script.write_text(FORGED_COMMONDIR)
     pool = ("-c", "isopatch.pool=1")
-    forged = isopatch(
-        "--porcelain", "--sandbox", "--", "sh", script,
-        cwd=repo, env={**env, "MARKER": str(marker)}, git_options=pool,
-    )  # fmt: skip
+    forged = _planted(FORGED_COMMONDIR, marker, "--sandbox", cwd=repo, env=env, git_options=pool)
     assert forged.fields()["exit"] == "0", forged.err + _output(forged, "stderr")
     marker.unlink(missing_ok=True)  # what the extraction ran is confined, see above
     later = isopatch(
