@@ -1,0 +1,52 @@
+"""An unknown option of a subcommand (design: "Command line") is answered as
+git answers one (``git worktree add --bogus``): ``error: unknown option
+'<name>'``, then the usage of that subcommand alone, exactly what its
+``-h`` prints, on stderr, nothing on stdout, exit 129.  Checked against
+real git's own subcommands, so that the rule is git's and not ours."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from repo_helpers import isopatch
+
+
+def _quoted_alike(text: str) -> str:
+    """git 2.39 quotes the option as `bogus', later gits as 'bogus'."""
+    return re.sub(r"`(\w[\w-]*)'", r"'\1'", text)
+
+
+@pytest.mark.parametrize("sub", ["add", "list", "prune"])
+def test_git_answers_an_unknown_option_of_a_subcommand_with_its_usage(
+    env, make_repo, sub: str
+) -> None:
+    """The rule, as git itself follows it."""
+    repo = make_repo()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "worktree", sub, *args], cwd=repo, env=env, capture_output=True, text=True
+        )
+
+    bogus, short_help = run("--bogus"), run("-h")
+    assert bogus.returncode == short_help.returncode == 129
+    assert bogus.stdout == ""
+    assert _quoted_alike(bogus.stderr) == "error: unknown option 'bogus'\n" + short_help.stdout
+
+
+@pytest.mark.parametrize("sub", ["list", "prune", "mcp"])
+@pytest.mark.parametrize("option", ["--bogus", "-Y"])
+def test_an_unknown_option_of_a_subcommand_prints_its_usage_alone(
+    env, make_repo, sub: str, option: str
+) -> None:
+    repo = make_repo()
+    bogus = isopatch(sub, option, cwd=repo, env=env)
+    short_help = isopatch(sub, "-h", cwd=repo, env=env)
+    assert bogus.returncode == short_help.returncode == 129
+    assert bogus.out == ""
+    what = "option 'bogus'" if option == "--bogus" else "switch 'Y'"
+    assert bogus.err == f"error: unknown {what}\n" + short_help.out
+    assert short_help.out.startswith(f"usage: git isopatch {sub} ")
+    assert "   or: " not in short_help.out, "the other commands' forms are not shown"
