@@ -15,6 +15,10 @@ from pathlib import Path
 
 from repo_helpers import ISOPATCH, git, isopatch
 
+from git_isopatch.isolation import results
+
+DAY = 24 * 3600
+
 
 def _users_worktree(repo: Path, env: dict[str, str], tmp_path: Path) -> tuple[Path, Path]:
     """The user's own linked worktree with uncommitted work, and its
@@ -125,3 +129,51 @@ def _users_worktrees(repo: Path, env: dict[str, str], tmp_path: Path) -> bytes:
 
 def _user_entries(listing: bytes, tmp_path: Path) -> list[bytes]:
     return [e for e in listing.split(b"\n\n") if str(tmp_path / "user-").encode() in e]
+
+
+def _age(path: Path, days: float) -> None:
+    then = time.time() - days * DAY
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def _old_result_folder(tmp: Path, common_dir: Path, name: str, days: float = 15) -> Path:
+    """A result folder as a run leaves it, last modified ``days`` ago."""
+    folder = tmp / f"git-isopatch-{name}"
+    folder.mkdir(mode=0o700)
+    (folder / "isopatch.patch").write_text("")
+    results.mark(str(folder), str(common_dir))
+    _age(folder, days)
+    return folder
+
+
+#: The command's forgery: a link inside its worktree named ``{name}`` (as
+#: git-isopatch's folder is named), leading to ``$VICTIM_PARENT``, and a
+#: ``gitdir`` and a record naming a worktree behind it.
+_FORGED_LINK = """\
+A=$(git rev-parse --git-dir); W=$PWD
+ln -s "$VICTIM_PARENT" "$W/{name}"
+echo "$W/{name}/precious/.git" > "$A/gitdir"
+record='{{"pid":999999,"host":"%s","start_ticks":1,"created":1,'
+record="$record"'"tmpdir":"%s","base":"x","kept":true}}'
+printf "$record" "$(hostname)" "$W/{name}" > "$A/isopatch.json"
+"""
+
+
+def _prune_after_a_link_named(
+    name: str, make_repo, env: dict[str, str], tmp_path: Path, extra: str = ""
+) -> Path:
+    """A victim folder ``precious`` holding ``f``; a sandboxed command that
+    plants :data:`_FORGED_LINK` named ``name`` (then runs ``extra``); then
+    ``list`` and ``prune``.  Returns the victim, for the test to check."""
+    victim = tmp_path / "victim" / "precious"
+    victim.mkdir(parents=True)
+    (victim / "f").write_text("data\n")
+    repo = make_repo({"a": "a\n"})
+    forge = _FORGED_LINK.format(name=name) + extra
+    isopatch(
+        "--porcelain", "--sandbox", "--", "sh", "-c", forge,
+        cwd=repo, env={**env, "VICTIM_PARENT": str(victim.parent)},
+    )  # fmt: skip
+    isopatch("list", cwd=repo, env=env)
+    isopatch("prune", cwd=repo, env=env)
+    return victim

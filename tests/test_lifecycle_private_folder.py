@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hostile import admin_dirs
+from lifecycle_helpers import _age, _old_result_folder
 from output_helpers import BIG_OUTPUT, _assert_kept, _run_with_umask
 from repo_helpers import ISOPATCH, git, isopatch, repo_state, tmpfs
 
@@ -23,30 +24,12 @@ from git_isopatch.isolation import results
 CHANGE = ("sh", "-c", "echo changed >> README")
 
 
-DAY = 24 * 3600
-
-
 def _folders(env: dict[str, str]) -> list[Path]:
     return sorted(Path(env["TMPDIR"]).glob("git-isopatch-*"))
 
 
-def _age(path: Path, days: float) -> None:
-    then = time.time() - days * DAY
-    os.utime(path, (then, then), follow_symlinks=False)
-
-
 def _stamp(repo: Path) -> Path:
     return repo / ".git" / results.STAMP
-
-
-def _old_result_folder(tmp: Path, common_dir: Path, name: str, days: float = 15) -> Path:
-    """A result folder as a run leaves it, last modified ``days`` ago."""
-    folder = tmp / f"git-isopatch-{name}"
-    folder.mkdir(mode=0o700)
-    (folder / "isopatch.patch").write_text("")
-    results.mark(str(folder), str(common_dir))
-    _age(folder, days)
-    return folder
 
 
 def test_private_files_stay_private_whatever_the_umask(env, make_repo) -> None:

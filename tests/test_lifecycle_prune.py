@@ -5,19 +5,19 @@ and ``--expire`` reads as git's."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
-import time
 from pathlib import Path
 
 import pytest
 from lifecycle_helpers import (
+    _age,
     _dead_pid,
     _forge_record,
     _git_list,
     _kept,
     _listed,
+    _old_result_folder,
     _orphan,
     _start,
     _user_entries,
@@ -32,24 +32,6 @@ from git_isopatch.isolation import results
 
 
 CHANGE = ("sh", "-c", "echo changed >> README")
-
-
-DAY = 24 * 3600
-
-
-def _age(path: Path, days: float) -> None:
-    then = time.time() - days * DAY
-    os.utime(path, (then, then), follow_symlinks=False)
-
-
-def _old_result_folder(tmp: Path, common_dir: Path, name: str, days: float = 15) -> Path:
-    """A result folder as a run leaves it, last modified ``days`` ago."""
-    folder = tmp / f"git-isopatch-{name}"
-    folder.mkdir(mode=0o700)
-    (folder / "isopatch.patch").write_text("")
-    results.mark(str(folder), str(common_dir))
-    _age(folder, days)
-    return folder
 
 
 @pytest.mark.parametrize("kept", [True, False], ids=["kept", "orphaned"])
