@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
+from lifecycle_helpers import _prune_after_a_link_named
 from repo_helpers import git, isopatch
 
 from git_isopatch.isolation.placement import made_by_isopatch, place_worktree
@@ -104,26 +104,7 @@ def test_prune_never_deletes_through_a_link_named_like_our_visible_folder(
     """As for the older name (test_sandbox_admin): a link the command plants
     inside its worktree, named as our folder is, and a ``gitdir`` and a
     record naming a worktree behind it."""
-    victim = tmp_path / "victim" / "precious"
-    victim.mkdir(parents=True)
-    (victim / "f").write_text("data\n")
-    repo = make_repo({"a": "a\n"})
-    forge = textwrap.dedent(
-        """\
-        A=$(git rev-parse --git-dir); W=$PWD
-        ln -s "$VICTIM_PARENT" "$W/precious.isopatch-abcdefgh"
-        echo "$W/precious.isopatch-abcdefgh/precious/.git" > "$A/gitdir"
-        record='{"pid":999999,"host":"%s","start_ticks":1,"created":1,'
-        record="$record"'"tmpdir":"%s","base":"x","kept":true}'
-        printf "$record" "$(hostname)" "$W/precious.isopatch-abcdefgh" > "$A/isopatch.json"
-        """
-    )
-    isopatch(
-        "--porcelain", "--sandbox", "--", "sh", "-c", forge,
-        cwd=repo, env={**env, "VICTIM_PARENT": str(victim.parent)},
-    )  # fmt: skip
-    isopatch("list", cwd=repo, env=env)
-    isopatch("prune", cwd=repo, env=env)
+    victim = _prune_after_a_link_named("precious.isopatch-abcdefgh", make_repo, env, tmp_path)
     assert (victim / "f").read_text() == "data\n"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from lifecycle_helpers import _prune_after_a_link_named
 from repo_helpers import git, isopatch, repo_state
 
 #: git-isopatch's own ``git ls-files`` after the command (the look for
@@ -138,27 +139,13 @@ def test_prune_never_deletes_through_a_link_named_like_our_folder(
     """A link inside the worktree named like git-isopatch's folder, a
     ``gitdir`` and a record naming a worktree behind it: ``prune`` must not
     delete the folder the link leads to."""
-    victim = tmp_path / "victim" / "precious"
-    victim.mkdir(parents=True)
-    (victim / "f").write_text("data\n")
-    repo = make_repo({"a": "a\n"})
-    forge = textwrap.dedent(
-        """\
-        A=$(git rev-parse --git-dir); W=$PWD
-        ln -s "$VICTIM_PARENT" "$W/.git-isopatch-abcdefgh"
-        echo "$W/.git-isopatch-abcdefgh/precious/.git" > "$A/gitdir"
-        record='{"pid":999999,"host":"%s","start_ticks":1,"created":1,'
-        record="$record"'"tmpdir":"%s","base":"x","kept":true}'
-        printf "$record" "$(hostname)" "$W/.git-isopatch-abcdefgh" > "$A/isopatch.json"
-        mkdir "$A/isopatch.json.tmp"; echo junk > "$A/index"
-        """
+    victim = _prune_after_a_link_named(
+        ".git-isopatch-abcdefgh",
+        make_repo,
+        env,
+        tmp_path,
+        extra='mkdir "$A/isopatch.json.tmp"; echo junk > "$A/index"\n',
     )
-    isopatch(
-        "--porcelain", "--sandbox", "--", "sh", "-c", forge,
-        cwd=repo, env={**env, "VICTIM_PARENT": str(victim.parent)},
-    )  # fmt: skip
-    isopatch("list", cwd=repo, env=env)
-    isopatch("prune", cwd=repo, env=env)
     assert (victim / "f").read_text() == "data\n"
 
 
