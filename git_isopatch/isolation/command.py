@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import IsopatchError
+from .launcher import Report, signals_blocked
 from .terminal import set_foreground, stopped, terminal_fd, terminal_modes
 
 if TYPE_CHECKING:  # the sandbox modules load only for --sandbox
@@ -263,13 +264,12 @@ def run_command(
     if sandbox is None or not hasattr(sandbox, "wrap"):
         preexec = sandbox.confine if sandbox is not None else None  # type: ignore[union-attr]
         return _run(argv, _Launch(list(argv), preexec=preexec), cwd, env, streams, timeout, state)
-    unrunnable = _unrunnable(argv[0], cwd, env)
-    if unrunnable is not None:
-        return replace(unrunnable, received_signal=state["received"])
-    with sandbox.wrap(argv, cwd=cwd) as wrapped:
-        launch = _Launch(wrapped.argv, wrapped.pass_fds, spawned=wrapped.spawned)
+    with sandbox.wrap(argv, cwd=cwd, env=env) as wrapped:
+        launch = _Launch(wrapped.argv, wrapped.pass_fds, spawned=wrapped.spawned, blocked=True)
         outcome = _run(argv, launch, cwd, env, streams, timeout, state)
         status = wrapped.finish()
+    if wrapped.report is not None:
+        return _reported(argv, outcome, wrapped.report)
     set_up = "exit-code" in status or outcome.start_error is not None or outcome.exit_code <= 0
     if not set_up and not outcome.timed_out and state["received"] is None:
         from .namespaces import unavailable
@@ -280,6 +280,21 @@ def run_command(
             + (f": {said}" if said else " (see its 'bwrap:' message)")
         )
     return outcome
+
+
+def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> CommandOutcome:
+    """``outcome`` (of bubblewrap) told as the launcher saw the command
+    end: what :func:`_run` tells of a command it started itself."""
+    if outcome.timed_out:
+        return outcome
+    if report.exec_errno is not None:
+        code = NOT_FOUND_EXIT if report.exec_errno == errno.ENOENT else NOT_EXECUTABLE_EXIT
+        why = f"cannot run '{argv[0]}': {os.strerror(report.exec_errno)}"
+        return replace(outcome, exit_code=code, start_error=why, died_of=None)
+    returncode = os.waitstatus_to_exitcode(report.wait_status or 0)
+    if returncode < 0:
+        return replace(outcome, exit_code=128 - returncode, died_of=-returncode)
+    return replace(outcome, exit_code=returncode, died_of=None)
 
 
 def _bwrap_said(stderr: int | IO[bytes] | None) -> str | None:
@@ -299,30 +314,6 @@ def _bwrap_said(stderr: int | IO[bytes] | None) -> str | None:
     return lines[-1][len(b"bwrap: ") :].decode("utf-8", "replace") if lines else None
 
 
-def _unrunnable(program: str, cwd: str, env: Mapping[str, str]) -> CommandOutcome | None:
-    """127 or 126 for a ``program`` that cannot be run, as ``Popen`` finds
-    out (bubblewrap would only say so on stderr and exit 1); ``None``
-    when it can be."""
-    if os.sep in program:
-        candidates = [os.path.join(cwd, program)]
-    else:
-        search = env.get("PATH", os.defpath).split(os.pathsep)
-        candidates = [os.path.join(cwd, d, program) for d in search]
-    found = None
-    for path in candidates:
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return None
-        if found is None and os.path.exists(path):
-            found = path
-    if found is None:
-        reason = os.strerror(errno.ENOENT)
-        return CommandOutcome(NOT_FOUND_EXIT, start_error=f"cannot run '{program}': {reason}")
-    code = errno.EISDIR if os.path.isdir(found) else errno.EACCES
-    return CommandOutcome(
-        NOT_EXECUTABLE_EXIT, start_error=f"cannot run '{program}': {os.strerror(code)}"
-    )
-
-
 @dataclass(frozen=True)
 class _Launch:
     """What :func:`_run` starts: the argument list, the descriptors the
@@ -333,6 +324,9 @@ class _Launch:
     pass_fds: tuple[int, ...] = ()
     preexec: Callable[[], None] | None = None
     spawned: Callable[[], None] | None = None
+    #: Started with :data:`.launcher.BLOCKED_SIGNALS` blocked (bubblewrap's
+    #: monitor must outlive a signal meant for the command).
+    blocked: bool = False
 
 
 def _start(
@@ -344,17 +338,19 @@ def _start(
     state: dict[str, Any],
 ) -> subprocess.Popen[bytes] | CommandOutcome:
     """``launch`` started in its own process group, or why it could not be."""
+    blocked = signals_blocked() if launch.blocked else contextlib.nullcontext()
     try:
-        return subprocess.Popen(
-            launch.argv,
-            pass_fds=launch.pass_fds,
-            cwd=cwd,
-            env=dict(env),
-            stdout=streams[0],
-            stderr=streams[1],
-            process_group=0,
-            preexec_fn=launch.preexec,
-        )
+        with blocked:
+            return subprocess.Popen(
+                launch.argv,
+                pass_fds=launch.pass_fds,
+                cwd=cwd,
+                env=dict(env),
+                stdout=streams[0],
+                stderr=streams[1],
+                process_group=0,
+                preexec_fn=launch.preexec,
+            )
     except subprocess.SubprocessError as exc:  # only preexec_fn raises it
         from .sandbox import UNAVAILABLE
 

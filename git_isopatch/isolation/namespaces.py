@@ -36,7 +36,11 @@ What the command sees (each line one or more of bwrap's options):
   namespace and could remount what is read-only); no nested user namespace
   (``--disable-userns``);
 - the seccomp filter of :func:`.sandbox.seccomp_filter` (terminal input
-  injection), given as ``--seccomp <fd>``.
+  injection), given as ``--seccomp <fd>``;
+- with ``env`` given to :meth:`Namespaces.wrap`, the command started by the
+  launcher (:mod:`.launcher`), which reports its wait status: bubblewrap
+  says ``128+N`` both for a command killed by signal N and for one that
+  exited ``128+N``.
 
 Nothing the command starts outlives it: the PID namespace ends when its
 first process does, the kernel kills every other process in it, and
@@ -45,9 +49,8 @@ waits, after bwrap itself, until the namespace's first process is gone,
 which the kernel lets happen only once every process in it is.
 
 Landlock is not used under this mechanism: a Landlock domain forbids
-``mount(2)`` to the process it restricts, so it cannot wrap bwrap, and
-applying it inside would need a program of ours between bwrap and the
-command; the read-only mount already denies every path-based write and the
+``mount(2)`` to the process it restricts, so it cannot wrap bwrap; the
+read-only mount already denies every path-based write and the
 metadata changes Landlock cannot see, and the PID and network namespaces
 take signals and abstract sockets out of reach.
 
@@ -69,6 +72,7 @@ from .bwrap import UNAVAILABLE as UNAVAILABLE
 from .bwrap import Bwrap as Bwrap
 from .bwrap import _first_error, unavailable
 from .bwrap import find_bwrap as find_bwrap
+from .launcher import launcher_argv
 from .layers import (
     OVERLAY,
     Layer,
@@ -275,6 +279,15 @@ def bwrap_arguments(
     return args
 
 
+def _pipe(opened: list[int]) -> tuple[int, int]:
+    """A pipe whose read end the child does not inherit; both ends are
+    added to ``opened``."""
+    read_end, write_end = os.pipe()
+    opened += [read_end, write_end]
+    os.set_inheritable(read_end, False)
+    return read_end, write_end
+
+
 def _seccomp_fd(program: bytes) -> int:
     """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
     it to its end, so each spawn needs its own)."""
@@ -309,16 +322,25 @@ class Namespaces:
         make_layers(self.plan, self.layers)
 
     @contextlib.contextmanager
-    def wrap(self, argv: Sequence[str], *, cwd: str | None = None) -> Iterator[Wrapped]:
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Iterator[Wrapped]:
         """``argv`` run in the namespaces: one spawn's :class:`Wrapped`,
-        valid inside the block."""
-        status_read, status_write = os.pipe()
-        os.set_inheritable(status_read, False)
+        valid inside the block.  With ``env`` (the command's environment)
+        ``argv`` runs through the launcher (:mod:`.launcher`), and
+        :attr:`Wrapped.report` holds its wait status after the run."""
+        fds: list[int] = []
         try:
+            status_read, status_write = _pipe(fds)
+            report_read, report_write = _pipe(fds) if env is not None else (None, None)
             seccomp = _seccomp_fd(self.seccomp) if self.seccomp is not None else None
         except OSError:
-            os.close(status_read)
-            os.close(status_write)
+            for fd in fds:
+                os.close(fd)
             raise
         options = bwrap_arguments(
             self.policy,
@@ -330,8 +352,10 @@ class Namespaces:
         )
         if seccomp is not None:
             options += ["--seccomp", str(seccomp)]
-        child = (status_write,) if seccomp is None else (status_write, seccomp)
-        wrapped = Wrapped([self.bwrap.path, *options, "--", *argv], child, status_read)
+        child = tuple(fd for fd in (status_write, seccomp, report_write) if fd is not None)
+        if report_write is not None and env is not None:
+            argv = launcher_argv(argv, report_write, env)
+        wrapped = Wrapped([self.bwrap.path, *options, "--", *argv], child, status_read, report_read)
         try:
             yield wrapped
         finally:

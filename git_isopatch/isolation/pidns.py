@@ -12,6 +12,8 @@ import json
 import os
 import time
 
+from .launcher import Report, read_report
+
 #: How long :func:`wait_gone` waits for the namespace to empty.
 GONE_TIMEOUT_SECONDS = 10.0
 
@@ -22,13 +24,25 @@ class Wrapped:
 
     Call :meth:`spawned` right after the child has started (the parent's
     copies of the child's descriptors are closed, so that the status reads
-    to its end), and :meth:`finish` once bwrap has exited."""
+    to its end), and :meth:`finish` once bwrap has exited.  With a
+    launcher (:mod:`.launcher`), :attr:`report` is the command's wait
+    status after :meth:`finish`."""
 
-    def __init__(self, argv: list[str], child_fds: tuple[int, ...], status_fd: int) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        child_fds: tuple[int, ...],
+        status_fd: int,
+        report_fd: int | None = None,
+    ) -> None:
         self.argv = argv
         self.pass_fds = child_fds
         self._status_fd = status_fd
+        self._report_fd = report_fd
         self._open = list(child_fds)
+        #: The launcher's report (:mod:`.launcher`), once :meth:`finish` has
+        #: read it; ``None`` without a launcher, or when it said nothing.
+        self.report: Report | None = None
 
     def spawned(self) -> None:
         """Close the parent's copies of the child's descriptors."""
@@ -42,12 +56,16 @@ class Wrapped:
         self.spawned()
         status = read_status(self._status_fd)
         wait_gone(status.get("child-pid"))
+        if self._report_fd is not None:
+            self.report = read_report(self._report_fd)
         return status
 
     def close(self) -> None:
         self.spawned()
-        with contextlib.suppress(OSError):
-            os.close(self._status_fd)
+        for fd in (self._status_fd, self._report_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def read_status(fd: int) -> dict[str, int]:

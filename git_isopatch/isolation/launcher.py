@@ -1,0 +1,133 @@
+"""The small program between bubblewrap and the command (:mod:`.namespaces`):
+it reports the command's wait status, which bubblewrap cannot.
+
+bubblewrap exits ``128+N`` for a command killed by signal N, and its
+``--json-status-fd`` carries that same number (``propagate_exit_status``
+in bubblewrap.c, 0.8 to 0.11), so a command that ``exit 143`` and one that
+SIGTERM killed look alike.  The launcher, started by bubblewrap in the
+namespaces in place of the command, forks the command, waits for it and
+writes one line to an inherited descriptor: ``wait <status>`` (the raw
+``waitpid`` status) or ``exec <errno>`` (the command could not be run);
+git-isopatch reads it after the run (:func:`read_report`).
+
+What the command gets is what it gets unconfined:
+
+- the same process group (the launcher makes none), so job control, the
+  terminal's foreground group and the signals git-isopatch forwards reach
+  it as before; the launcher blocks every signal for itself, so a signal
+  for the command's group never ends the launcher first;
+- the signal dispositions and mask it would inherit: git-isopatch blocks
+  the forwarded signals (and SIGQUIT) while it starts bubblewrap, so that
+  bubblewrap's monitor, a member of the group, survives a Ctrl-C or a
+  forwarded SIGTERM meant for the command (it would otherwise die and take
+  the namespace with it); the launcher unblocks exactly those in the
+  command, and puts back ``SIGPIPE`` and ``SIGXFSZ``, which Python ignores,
+  to their default, as :class:`subprocess.Popen` does;
+- the environment as given (Python's C locale coercion, PEP 538, would
+  add ``LC_CTYPE``: the launcher is told its original value);
+- the seccomp filter bubblewrap installs before it runs the launcher;
+- ``PATH`` looked up as :class:`subprocess.Popen` does (``os.execvpe``).
+
+It runs on this interpreter, isolated (``-I -S``: no site, no user
+variables); its cost is measured in ``bench/README.md``.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+#: Signals git-isopatch blocks while it starts bubblewrap: the ones it
+#: forwards and the ones a terminal sends to the foreground group.
+BLOCKED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
+
+#: The launcher's program: ``-c`` argv is ``fd ctype signals argv...``.
+PROGRAM = """\
+import os, signal, sys
+fd, ctype, sigs, *argv = sys.argv[1:]
+fd = int(fd)
+os.set_inheritable(fd, False)
+env = dict(os.environ)
+if ctype == "-":
+    env.pop("LC_CTYPE", None)
+else:
+    env["LC_CTYPE"] = ctype[1:]
+inherited = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+unblocked = inherited - {int(s) for s in sigs.split(",") if s}
+pid = os.fork()
+if pid == 0:
+    code = 126
+    try:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+        os.execvpe(argv[0], argv, env)
+    except OSError as exc:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        os.write(fd, b"exec %d\\n" % (exc.errno or 0))
+    finally:
+        os._exit(code)
+while True:
+    try:
+        status = os.waitpid(pid, 0)[1]
+        break
+    except InterruptedError:
+        continue
+os.write(fd, b"wait %d\\n" % status)
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
+def launcher_argv(argv: Sequence[str], fd: int, env: Mapping[str, str]) -> list[str]:
+    """``argv`` run through the launcher, which reports to ``fd``; ``env``
+    is the command's environment (its ``LC_CTYPE`` is passed on as is)."""
+    ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
+    sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
+    python = os.path.realpath(sys.executable)
+    return [python, "-I", "-S", "-c", PROGRAM, str(fd), ctype, sigs, *argv]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the launcher said: the command's raw wait status, or the
+    ``errno`` of its failed ``exec``."""
+
+    wait_status: int | None = None
+    exec_errno: int | None = None
+
+
+def read_report(fd: int) -> Report | None:
+    """The launcher's report from ``fd`` (its read end, read to its end:
+    call once every process of the namespace has ended), or ``None`` when
+    the launcher said nothing (it never ran, or was killed)."""
+    chunks = []
+    with contextlib.suppress(OSError):
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    for line in b"".join(chunks).splitlines():
+        kind, _, number = line.partition(b" ")
+        with contextlib.suppress(ValueError):
+            if kind == b"wait":
+                return Report(wait_status=int(number))
+            if kind == b"exec":
+                return Report(exec_errno=int(number))
+    return None
+
+
+@contextlib.contextmanager
+def signals_blocked() -> object:
+    """:data:`BLOCKED_SIGNALS` blocked in this thread for the block (a
+    child started inside inherits the mask); what arrives meanwhile is
+    delivered when it ends."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
