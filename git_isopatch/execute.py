@@ -114,16 +114,25 @@ def command(
 
 
 def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]) -> Fidelity:
-    """The worktree just before the command (:mod:`.isolation.fidelity`)."""
+    """The worktree just before the command (:mod:`.isolation.fidelity`).
+    A worktree claimed from the pool was proved fresh by its claim; what
+    step 4 checks out after it (the sparse files of
+    ``--include-uncommitted``, submodules) and a tracked ``.gitattributes``
+    are why its proof may not hold, and then git is asked.  Linked and copied paths are never
+    tracked (:func:`.isolation.include.refuse_tracked`): they change no
+    tracked path."""
     return look_before_command(
         isolation.worktree,
         isolation.admin_dir,
         start.commit,
-        top=isolation.repository.top,
-        prefix=isolation.repository.prefix,
+        repository=isolation.repository,
         env=start.git_env,
         exclude=[include.path for include in start.includes],
         warn=warn,
+        proved_fresh=isolation.proved_fresh
+        and not isolation.tracks_attributes
+        and not start.include_uncommitted
+        and not start.recurse_submodules,
     )
 
 

@@ -85,12 +85,13 @@ def file_system_ignores_case(folder: str) -> bool | None:
 HOOKS_PATH = "core.hookspath"
 IGNORE_CASE = "core.ignorecase"
 RECURSE = "submodule.recurse"
-_SETTINGS = frozenset({HOOKS_PATH, IGNORE_CASE, RECURSE})
+ATTRIBUTES_FILE = "core.attributesfile"
+_SETTINGS = frozenset({HOOKS_PATH, IGNORE_CASE, RECURSE, ATTRIBUTES_FILE})
 
 
 def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str | None]:
-    """``core.hooksPath``, ``core.ignoreCase`` and ``submodule.recurse`` as
-    git reads them for the repository of ``git_dir`` (the worktree's
+    """``core.hooksPath``, ``core.ignoreCase``, ``submodule.recurse`` and
+    ``core.attributesFile`` as git reads them for the repository of ``git_dir`` (the worktree's
     private folder: its whole configuration chain), in one ``git config``;
     the last value of each wins; a key without ``=`` is ``None`` (true).
     Empty when none is set or git cannot read them.  In process where
@@ -98,7 +99,7 @@ def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str 
     entries = read_entries(git_dir, env)
     if entries is not None:  # in process, where libgit2 reads what git does
         return {key.lower(): value for key, value in entries if key.lower() in _SETTINGS}
-    pattern = r"^(core\.(hookspath|ignorecase)|submodule\.recurse)$"
+    pattern = r"^(core\.(hookspath|ignorecase|attributesfile)|submodule\.recurse)$"
     match run_git(
         [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern],
         env=env,

@@ -187,7 +187,7 @@ def refresh_worktree(
     commit: CommitId,
     *,
     env: Mapping[str, str],
-) -> GitResult[None]:
+) -> GitResult[list[bytes]]:
     """Make the used linked worktree ``worktree`` (private folder
     ``admin_dir``) what a fresh ``git worktree add --detach <worktree>
     <commit>`` leaves, then check it.
@@ -221,8 +221,9 @@ def refresh_worktree(
        fresh add leaves.
 
     Returns:
-        ``Ok(None)`` when the worktree now is as fresh; ``Err(GitError)``
-        saying why not (the caller must not use it then).
+        ``Ok(paths)`` when the worktree now is as fresh, with the paths of
+        its index (the last listing); ``Err(GitError)`` saying why not (the
+        caller must not use it then).
     """
     match _check_pointers(worktree, admin_dir):
         case Err() as err:
@@ -300,16 +301,18 @@ def _clean_and_verify(
     entries: list[tuple[bytes, bytes, bytes]],
     *,
     must_clean: bool,
-) -> GitResult[None]:
+) -> GitResult[list[bytes]]:
     """``git clean -ffdqx``, then :func:`verify_fresh`; but first the check
     alone unless ``must_clean``: when ``git status --ignored -uall`` shows
     nothing there is no untracked or ignored file for clean to remove, and
     the sweep saw no empty folder (which status does not show), so a
-    worktree the command left as it found it costs no clean."""
+    worktree the command left as it found it costs no clean.  The paths
+    of ``entries`` when the check passes."""
+    paths = [path for _, _, path in entries]
     if not must_clean:
         match verify_fresh(worktree, admin_dir, env=env, entries=entries):
             case Ok():
-                return Ok(None)
+                return Ok(paths)
             case Err():
                 pass  # something for clean to remove, perhaps: clean, check again
     match _git(worktree, admin_dir, ["clean", "-ffdqx"], env):
@@ -317,7 +320,11 @@ def _clean_and_verify(
             return err
         case Ok():
             pass
-    return verify_fresh(worktree, admin_dir, env=env, entries=entries)
+    match verify_fresh(worktree, admin_dir, env=env, entries=entries):
+        case Err() as err:
+            return err
+        case Ok():
+            return Ok(paths)
 
 
 def _clear_flags(

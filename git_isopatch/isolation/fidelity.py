@@ -11,18 +11,22 @@ and :func:`settle_attributes`.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..git.admin_files import common_dir_of
 from ..git.attributes import attributes_changed, look_again_at_every_file
 from ..git.baseline import Baseline, read_baseline, untouched_paths, untouched_warning
 from ..git.pinned import (
+    ATTRIBUTES_FILE,
     HOOKS_PATH,
     ignore_case_setting,
     read_settings,
     recurse_setting,
     with_config,
 )
+from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.submodule import list_gitlinks
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -73,16 +77,24 @@ def look_before_command(
     admin_dir: GitDirPath,
     base: CommitId,
     *,
-    top: str,
-    prefix: str,
+    repository: UserRepository,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
     warn: Callable[[str], None],
+    proved_fresh: bool = False,
 ) -> Fidelity:
     """Look at the worktree just before the command (after includes and
-    submodules are in); warn when the repository's hooks are not there.
+    submodules are in) of ``repository``'s worktree; warn when the repository's hooks are not there.
     Best effort: a look git cannot make is left out (logged at debug
-    level), as the run did without it."""
+    level), as the run did without it.
+
+    ``proved_fresh``: no tracked path differs from ``base`` as git sees
+    it now (a claim's check found none, nothing was checked out since, no
+    ``.gitattributes`` is tracked); when no other attributes file applies
+    either (:func:`_attributes_may_apply`), the baseline is empty without
+    asking git.  With attributes it is asked: a command that changes them
+    has git read every file again (:func:`settle_attributes`), and a path
+    whose checkout alone changes it would then show."""
     settings = read_settings(admin_dir, env)
     own = tuple(ignore_case_setting(worktree, settings))
     paths: list[str] = []
@@ -93,16 +105,37 @@ def look_before_command(
             log.debug("no submodule list: %s", error.message())
     command = own + tuple(recurse_setting(worktree, paths, settings))
     pinned = with_config(env, own)
-    said = missing_hooks_warning(worktree, top, settings.get(HOOKS_PATH), prefix)
+    said = missing_hooks_warning(
+        worktree, repository.top, settings.get(HOOKS_PATH), repository.prefix
+    )
     if said is not None:
         warn(said)
     baseline = Baseline()
+    if proved_fresh and not _attributes_may_apply(admin_dir, settings, env):
+        return Fidelity(baseline, own, command)
     match read_baseline(worktree, base, git_dir=admin_dir, env=pinned, exclude=exclude):
         case Ok(baseline):
             pass
         case Err(error):
             log.debug("no look before the command: %s", error.message())
     return Fidelity(baseline, own, command)
+
+
+def _attributes_may_apply(
+    admin_dir: GitDirPath, settings: Mapping[str, str | None], env: Mapping[str, str]
+) -> bool:
+    """Whether an attributes file outside the tree may apply to the
+    worktree (gitattributes(5)): ``core.attributesFile`` set, the default
+    global one (``$XDG_CONFIG_HOME/git/attributes``, else
+    ``$HOME/.config/git/attributes``) or ``info/attributes`` present."""
+    if ATTRIBUTES_FILE in settings:
+        return True
+    candidates = [os.path.join(admin_dir, "info", "attributes")]
+    xdg = env.get("XDG_CONFIG_HOME") or (env.get("HOME") and os.path.join(env["HOME"], ".config"))
+    if xdg:
+        candidates.append(os.path.join(xdg, "git", "attributes"))
+    candidates += [os.path.join(common_dir_of(admin_dir), "info", "attributes")]
+    return any(os.path.lexists(path) for path in candidates)
 
 
 def settle_attributes(

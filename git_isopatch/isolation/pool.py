@@ -111,18 +111,18 @@ def take(
 
 def bring_to(
     worktree: WorktreePath, admin_dir: GitDirPath, base: CommitId, env: dict[str, str]
-) -> bool:
+) -> list[bytes] | None:
     """Bring a claimed worktree to ``base`` (:func:`..git.refresh.refresh_worktree`,
     outside the lock) and empty its folder of what a command left there;
-    False when it cannot be vouched for."""
+    the paths of its index, or ``None`` when it cannot be vouched for."""
     from ..git.refresh import refresh_worktree  # only with a pool
 
     refreshed = refresh_worktree(worktree, admin_dir, base, env=env)
     if isinstance(refreshed, Ok) and empty_container(os.path.dirname(worktree), worktree):
-        return True
+        return refreshed.value
     if isinstance(refreshed, Err):
         log.debug("pooled worktree '%s' not used: %s", worktree, refreshed.error.message())
-    return False
+    return None
 
 
 def index_as_made(admin_dir: GitDirPath) -> bytes | None:

@@ -18,12 +18,12 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from ..git.attributes import is_attributes_file
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import (
     add_detached_worktree,
-    checkout_size,
     discovered_top,
     set_worktree_config,
     unlock_worktree,
@@ -34,6 +34,7 @@ from .errors import IsopatchError, known_failure, known_os_failure
 from .lock import AdminLock, LockWaitInterrupted
 from .placement import place_worktree, remove_tree
 from .removal import make_room, refusal, remove_ours
+from .space import no_space
 from .store import GitMetadataStore, WorktreeRecord
 
 log = logging.getLogger("git_isopatch")
@@ -63,6 +64,13 @@ class Isolation:
         admin_files: its ``commondir``, ``gitdir``, ``config.worktree`` and
             ``.git`` as git-isopatch made them (:func:`.kept.snapshot`),
             put back when it is kept.
+        proved_fresh: claimed from the pool and proved as a fresh add
+            leaves it (:func:`..git.refresh.verify_fresh`: ``git status
+            --ignored -uall`` printed nothing, no index entry flagged), so
+            that no tracked path differs from ``base`` as git sees it now.
+        tracks_attributes: its index holds a ``.gitattributes`` (known
+            when ``proved_fresh``; else taken as true): git may see a path
+            differ from ``base`` once it reads the file again.
     """
 
     private_dir: str
@@ -75,6 +83,8 @@ class Isolation:
     poolable: bool = False
     index: bytes | None = None
     admin_files: Mapping[str, bytes | None] | None = None
+    proved_fresh: bool = False
+    tracks_attributes: bool = True
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -201,7 +211,7 @@ class WorktreeProvider:
                 remove_tree(container, warn=self.warn)
                 failure = known_failure(f"could not create worktree at '{path}'", error)
                 if failure.code == "checkout-failed":
-                    failure = self._no_space(repository, base, path, tmp_root, failure)
+                    failure = no_space(repository, base, path, tmp_root, failure, env=self.env)
                 raise failure
             case Ok(worktree):
                 pass
@@ -241,41 +251,6 @@ class WorktreeProvider:
             poolable=poolable,
         )
 
-    def _no_space(
-        self,
-        repository: UserRepository,
-        base: CommitId,
-        path: str,
-        tmp_root: str | None,
-        failure: IsopatchError,
-    ) -> IsopatchError:
-        """A failed checkout (git: "unable to write file", without a reason)
-        becomes ``no-space`` when the checkout needs more room or more
-        files than the file system under ``tmp_root`` offers (statvfs(3));
-        else ``failure`` as it was."""
-        try:
-            fs = os.statvfs(tmp_root or tempfile.gettempdir())
-        except OSError:
-            return failure
-        block = fs.f_frsize or fs.f_bsize or 4096
-        match checkout_size(repository.git_dir, base, block=block, env=self.env):
-            case Ok((needed, files)):
-                pass
-            case Err():
-                return failure
-        free = fs.f_bavail * block
-        if needed > free:
-            why = f"the checkout needs {needed} bytes, {free} are free"
-        elif fs.f_files and files > fs.f_favail:
-            why = f"the checkout needs {files} files, {fs.f_favail} inodes are free"
-        else:
-            return failure
-        return IsopatchError(
-            "no-space",
-            f"could not create worktree at '{path}': No space left on device ({why})",
-            hint=f"git said: {failure.message.split(': ', 1)[-1]}",
-        )
-
     def _claim(
         self, repository: UserRepository, base: CommitId, private_dir: str, command: list[str]
     ) -> Isolation | None:
@@ -296,8 +271,10 @@ class WorktreeProvider:
             container=os.path.dirname(worktree),
             poolable=True,
         )
-        if pool.bring_to(worktree, admin_dir, base, self.env):
-            return isolation
+        paths = pool.bring_to(worktree, admin_dir, base, self.env)
+        if paths is not None:
+            attributes = any(is_attributes_file(path) for path in paths)
+            return replace(isolation, proved_fresh=True, tracks_attributes=attributes)
         self.remove(isolation)
         return None
 
