@@ -28,7 +28,7 @@ from .isolation.lock import AdminLock, admin_lock_seconds
 from .isolation.provider import WorktreeProvider
 from .isolation.worktree_git import WorktreeGit
 from .populate import populate
-from .report import Ran, report
+from .report import CheckoutLook, Ran, report
 from .request import CaptureRequest
 from .result import CaptureResult
 
@@ -114,6 +114,7 @@ def run(
     started, warn = time.monotonic(), warn or log.warning
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
     plan = start.check(request, os.environ if environ is None else environ, warn)
+    look = CheckoutLook(plan)  # the user's checkout, looked at while the worktree is got
     state: dict[str, int | None] = {"received": None}
     provider = provider or _provider(plan, warn, state)
     with (
@@ -133,7 +134,7 @@ def run(
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
             submodules = populate(lease.isolation, plan, warn)
             # 5. Run the command, confined; the confinement lasts through extraction.
-            with execute.command(plan, lease.isolation, state, warn) as (ran, confinement):
+            with execute.command(plan, lease.isolation, state, warn, look) as (ran, confinement):
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
                 lease.keep_on_failure()
                 git = WorktreeGit(

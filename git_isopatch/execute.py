@@ -22,25 +22,29 @@ from .git.admin_files import read_pointers, restore_pointers
 from .git.result import Ok
 from .git.run import command_environment, run_git
 from .git.shared_state import read_shared_state
-from .git.status import read_checkout
 from .isolation.command import CommandOutcome
 from .isolation.confinement import Confinement, confine
 from .isolation.errors import known_os_failure
 from .isolation.fidelity import Fidelity, look_before_command
 from .isolation.placement import enter_prefix
 from .isolation.provider import Isolation
-from .report import Ran, checkout_changes, command_hints
+from .report import CheckoutLook, Ran, checkout_changes, command_hints
 from .start import Start
 
 
 @contextlib.contextmanager
 def command(
-    start: Start, isolation: Isolation, state: dict[str, int | None], warn: Callable[[str], None]
+    start: Start,
+    isolation: Isolation,
+    state: dict[str, int | None],
+    warn: Callable[[str], None],
+    checkout: CheckoutLook,
 ) -> Iterator[tuple[Ran, Confinement]]:
     """Run the command; yield what it did and the confinement, alive for
     the body (git-isopatch's own git calls in the worktree run confined
     too), then closed.  ``state`` carries a signal received
-    (:func:`.isolation.command.forward_signals`).
+    (:func:`.isolation.command.forward_signals`); ``checkout`` is the look
+    at the user's checkout before the command, under way.
 
     Raises:
         IsopatchError: the sandbox could not be entered, or a file or
@@ -54,12 +58,8 @@ def command(
             cwd = enter_prefix(isolation.worktree, repository.prefix)
             fidelity = _look_before(start, isolation, warn)
             env = fidelity.command_env(env)
-            # under --sandbox the checkout cannot change through the command
-            checkout_before = (
-                None
-                if start.sandbox.confined
-                else read_checkout(repository.git_dir, repository.top, env=start.git_env)
-            )
+            # under --sandbox the checkout cannot change through the command: None
+            checkout_before = checkout.result()
             stdout, stderr, paths = _output(start, isolation.private_dir, stack)
             confinement = stack.enter_context(
                 confine(

@@ -127,6 +127,44 @@ def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | Non
     return False
 
 
+class CheckoutLook:
+    """The look at the user's checkout before the command (unconfined
+    runs: under the sandbox the command's writes cannot reach it), started
+    in a thread as soon as the run is checked, so that its ``git status``
+    of the whole checkout overlaps getting the worktree (a claim's three
+    git processes, or ``git worktree add``) instead of coming after it.
+    Nothing that changes the checkout is git-isopatch's, so an earlier
+    look sees what a later one would, and what the user changes meanwhile
+    is reported as changed during the run."""
+
+    def __init__(self, start: Start) -> None:
+        self._result: GitResult[CheckoutState] | BaseException | None = None
+        self._thread = None
+        if start.sandbox.confined:
+            return
+        import threading  # subprocess has imported it already
+
+        repository = start.repository
+        args = (repository.git_dir, repository.top, start.git_env)
+        self._thread = threading.Thread(target=self._look, args=args, name="checkout-look")
+        self._thread.start()
+
+    def _look(self, git_dir: str, top: str, env: Mapping[str, str]) -> None:
+        try:
+            self._result = read_checkout(git_dir, top, env=env)
+        except BaseException as exc:  # handed to the caller of result()
+            self._result = exc
+
+    def result(self) -> GitResult[CheckoutState] | None:
+        """The look (``None``: not taken, the run is sandboxed); waits for it."""
+        if self._thread is None:
+            return None
+        self._thread.join()
+        if isinstance(self._result, BaseException):
+            raise self._result
+        return self._result
+
+
 def checkout_changes(
     before: GitResult[CheckoutState] | None,
     repository: UserRepository,
