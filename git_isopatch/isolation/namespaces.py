@@ -67,6 +67,8 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import availability
+from .availability import file_id
 from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
 from .bwrap import Bwrap as Bwrap
@@ -406,21 +408,34 @@ def _probe(bwrap: Bwrap, allow_network: bool) -> str | None:
     return _first_error(done.stderr)
 
 
+#: What :func:`check_available` says where bubblewrap cannot make them.
+NO_NAMESPACES = (
+    "bubblewrap cannot make the namespaces here ({}); "
+    "unprivileged user namespaces must be allowed (sysctl "
+    "user.max_user_namespaces above 0, and where AppArmor restricts them, "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or a profile for bwrap)"
+)
+
+
 def check_available(*, allow_network: bool) -> Bwrap:
-    """The ``bwrap`` to use, once it has made the namespaces here.
+    """The ``bwrap`` to use, once it has made the namespaces here (the
+    answer is kept for later runs: :mod:`.availability`).
 
     Raises:
         IsopatchError: ``sandbox-unavailable``, naming what is missing.
     """
+    check = f"bwrap-{'net' if allow_network else 'nonet'}"
+    kept = availability.recall(check)
+    if isinstance(kept, dict) and kept.get("failure"):
+        raise unavailable(NO_NAMESPACES.format(kept["failure"]))
+    if isinstance(kept, dict) and file_id(kept.get("path")) == kept.get("file"):
+        return Bwrap(str(kept["path"]), tuple(kept["version"]), str(kept["origin"]))
     found = find_bwrap()
     if isinstance(found, str):
         raise unavailable(found)
     failure = _probe(found, allow_network)
+    answer = {"path": found.path, "version": list(found.version), "origin": found.origin}
+    availability.remember(check, {**answer, "file": file_id(found.path), "failure": failure})
     if failure is not None:
-        raise unavailable(
-            f"bubblewrap cannot make the namespaces here ({failure}); "
-            "unprivileged user namespaces must be allowed (sysctl "
-            "user.max_user_namespaces above 0, and where AppArmor restricts them, "
-            "kernel.apparmor_restrict_unprivileged_userns=0 or a profile for bwrap)"
-        )
+        raise unavailable(NO_NAMESPACES.format(failure))
     return found

@@ -70,6 +70,7 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from . import availability
 from .errors import IsopatchError
 from .netns import enter_network_namespace as enter_network_namespace
 from .seccomp import _BPF_JEQ_K as _BPF_JEQ_K
@@ -368,13 +369,21 @@ def _probe_child(action: Callable[[], None]) -> str | None:
 def check_available(*, allow_network: bool) -> int:
     """Check, before anything is made, that the sandbox can be enforced
     here: Landlock ABI :data:`MINIMUM_ABI` or later, a child that can be
-    restricted, and (without ``allow_network``) a network namespace.
+    restricted, and (without ``allow_network``) a network namespace; the
+    ABI in use, kept for later runs (:mod:`.availability`).
 
-    Returns:
-        the Landlock ABI version in use.
     Raises:
         IsopatchError: ``sandbox-unavailable``, naming what is missing.
     """
+    check = f"landlock-{'net' if allow_network else 'nonet'}"
+    kept = availability.recall(check)
+    if not isinstance(kept, int) or kept < MINIMUM_ABI:
+        kept = _check_available(allow_network)
+        availability.remember(check, kept)
+    return kept
+
+
+def _check_available(allow_network: bool) -> int:
     abi = landlock_abi()
     if abi == 0:
         raise _unavailable("the kernel offers no Landlock (Linux 6.2 or later, 'landlock' in lsm=)")

@@ -1,0 +1,165 @@
+"""What the sandbox's availability checks found, kept for the runs after
+(:func:`.namespaces.check_available`, :func:`.sandbox.check_available`).
+
+Each check starts a process (bubblewrap making its namespaces, a child
+entering the Landlock domain and a network namespace): some 15 to 70 ms a
+run on a loaded machine.  Their answer depends only on the machine and on
+the process that asks, so it is kept in ``$XDG_RUNTIME_DIR/git-isopatch/``
+(the user's own folder, emptied at each boot) under a key of everything it
+depends on (:func:`context`): the kernel's boot, the user, the namespaces
+git-isopatch runs in, the sysctls that allow user namespaces, the seccomp
+filters and no-new-privileges of this process, and the ``bwrap`` that
+would be found (its path and file).  A change of any of them asks again.
+Without ``$XDG_RUNTIME_DIR`` (or where it is not the user's own 0700
+folder) nothing is kept: every run checks.
+
+An answer that turns out wrong (bubblewrap fails to set up where it was
+kept as working) is forgotten (:func:`forget`) and the run fails as
+``--sandbox`` does where namespaces cannot be had.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+#: The file, in ``$XDG_RUNTIME_DIR/git-isopatch/``.
+FILE_NAME = "sandbox-checks.json"
+
+#: The sysctls that decide whether an unprivileged user may make user
+#: namespaces (upstream, Debian's, Ubuntu's AppArmor restriction).
+SYSCTLS = (
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_unconfined",
+)
+
+#: The lines of ``/proc/self/status`` that decide what this process may do.
+STATUS_LINES = (b"NoNewPrivs:", b"Seccomp:", b"Seccomp_filters:", b"CapEff:", b"CapBnd:")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4096).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+
+
+def file_id(path: str | None) -> list[object] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def context(environ: Mapping[str, str] | None = None) -> str:
+    """Everything the checks' answers depend on, as one string."""
+    environ = os.environ if environ is None else environ
+    status = (_read("/proc/self/status") or "").encode()
+    lines = [line for line in status.splitlines() if line.startswith(STATUS_LINES)]
+    namespaces = []
+    for kind in ("user", "mnt", "pid", "net", "ipc", "cgroup"):
+        with contextlib.suppress(OSError):
+            namespaces.append(os.readlink(f"/proc/self/ns/{kind}"))
+    found = shutil.which("bwrap", path=environ.get("PATH"))
+    value = {
+        "boot": _read("/proc/sys/kernel/random/boot_id"),
+        "ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid()],
+        "namespaces": namespaces,
+        "sysctls": [_read(path) for path in SYSCTLS],
+        "status": [line.decode("ascii", "replace") for line in lines],
+        "bwrap": file_id(found),
+    }
+    return json.dumps(value, sort_keys=True)
+
+
+def _folder(environ: Mapping[str, str]) -> str | None:
+    """``$XDG_RUNTIME_DIR/git-isopatch``, when ``$XDG_RUNTIME_DIR`` is an
+    absolute folder of this user's, mode 0700; else ``None``."""
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if not runtime or not os.path.isabs(runtime):
+        return None
+    try:
+        st = os.stat(runtime)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return os.path.join(runtime, "git-isopatch")
+
+
+_loaded: dict[str, dict[str, Any]] | None = None
+
+
+def _load(folder: str) -> dict[str, dict[str, Any]]:
+    global _loaded
+    if _loaded is None:
+        _loaded = {}
+        with contextlib.suppress(OSError, ValueError):
+            with open(os.path.join(folder, FILE_NAME), "rb") as handle:
+                value = json.loads(handle.read(65536))
+            if isinstance(value, dict):
+                _loaded = {k: v for k, v in value.items() if isinstance(v, dict)}
+    return _loaded
+
+
+def recall(check: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The answer kept for ``check`` in this context, or ``None``."""
+    environ = os.environ if environ is None else environ
+    folder = _folder(environ)
+    if folder is None:
+        return None
+    kept = _load(folder).get(check)
+    if kept is None or kept.get("context") != context(environ):
+        return None
+    return kept.get("answer")
+
+
+def remember(check: str, answer: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Keep ``answer`` (JSON) for ``check`` in this context (best effort)."""
+    environ = os.environ if environ is None else environ
+    folder = _folder(environ)
+    if folder is None:
+        return
+    kept = dict(_load(folder))
+    kept[check] = {"context": context(environ), "answer": answer}
+    _store(folder, kept)
+
+
+def forget(environ: Mapping[str, str] | None = None) -> None:
+    """Forget every kept answer (one turned out wrong)."""
+    global _loaded
+    environ = os.environ if environ is None else environ
+    _loaded = {}
+    folder = _folder(environ)
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, FILE_NAME))
+
+
+def _store(folder: str, kept: dict[str, dict[str, Any]]) -> None:
+    global _loaded
+    _loaded = kept
+    with contextlib.suppress(OSError):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".checks-", dir=folder)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(kept, handle)
+            os.replace(temporary, os.path.join(folder, FILE_NAME))
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)

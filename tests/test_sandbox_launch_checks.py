@@ -1,0 +1,159 @@
+"""The sandbox's availability checks, kept between runs
+(``git_isopatch.isolation.availability``): a run checks once per boot,
+user and context that bubblewrap makes the namespaces, the next runs
+launch the command straight away; a kept answer that turns out wrong is
+forgotten and the run fails as an unavailable sandbox does.
+
+A ``bwrap`` on ``PATH`` (preferred to the wheel's) that logs each call and
+runs the real one, then one that fails as where the kernel refuses user
+namespaces.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from repo_helpers import isopatch, repo_state
+
+from git_isopatch.isolation import namespaces
+
+#: Logs its arguments' first word, then is the real bubblewrap.
+LOGGING = """\
+#!/bin/sh
+echo "${{1:-none}}" >> {log}
+exec {real} "$@"
+"""
+
+#: Fails as bubblewrap does where the kernel refuses user namespaces.
+REFUSED = """\
+#!/bin/sh
+if [ "$1" = --version ]; then exec {real} --version; fi
+echo "bwrap: No permissions to create a new namespace" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def setting(env, tmp_path: Path):
+    """The environment of a user with ``$XDG_RUNTIME_DIR`` and a logging
+    ``bwrap`` first on ``PATH``; the log's path; the folder of the bwrap."""
+    found = namespaces.find_bwrap()
+    assert not isinstance(found, str), found
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "bwrap.log"
+    (bin_dir / "bwrap").write_text(_sized(LOGGING.format(log=log, real=found.path)))
+    (bin_dir / "bwrap").chmod(0o755)
+    user = {**env, "XDG_RUNTIME_DIR": str(runtime), "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+    return user, log, bin_dir, found.path
+
+
+def _sized(script: str) -> str:
+    """``script`` padded to one size: a wrapper rewritten stays the same
+    file as far as its size and times tell."""
+    assert len(script) < 2048
+    return script + "#" * (2048 - len(script)) + "\n"
+
+
+def _calls(log: Path) -> list[str]:
+    calls = log.read_text().split() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return calls
+
+
+def _launches(calls: list[str]) -> int:
+    return sum(1 for call in calls if call == "--die-with-parent")
+
+
+def test_the_second_run_launches_without_checking(setting, make_repo, no_leftovers) -> None:
+    user, log, _, _ = setting
+    repo = make_repo()
+    first = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", "echo x > f", cwd=repo, env=user)
+    assert first.returncode == 0, first.err
+    calls = _calls(log)
+    assert "--version" in calls and _launches(calls) == 2, calls  # the check, the command
+    kept = Path(user["XDG_RUNTIME_DIR"]) / "git-isopatch" / "sandbox-checks.json"
+    assert kept.is_file() and os.stat(kept.parent).st_mode & 0o777 == 0o700
+    for _ in range(2):
+        again = isopatch(
+            "--porcelain", "--sandbox", "--", "sh", "-c", "echo x > f", cwd=repo, env=user
+        )
+        assert again.returncode == 0, again.err
+        assert again.fields()["files"] == "1"
+        assert _calls(log) == ["--die-with-parent"]  # the command's launch alone
+
+
+def test_a_changed_bwrap_is_checked_again(setting, make_repo, no_leftovers) -> None:
+    user, log, bin_dir, _ = setting
+    repo = make_repo()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    _calls(log)
+    wrapper = bin_dir / "bwrap"
+    wrapper.write_text(wrapper.read_text() + "# changed\n")
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    assert "--version" in _calls(log)
+
+
+def test_a_kept_answer_proved_wrong_is_forgotten(setting, make_repo, tmp_path: Path) -> None:
+    """bubblewrap fails where it was kept as working (the same file, made
+    to fail: as a sysctl changed without a reboot would): the run is
+    ``sandbox-unavailable`` and the command does not run; the next run
+    checks again and stops before anything is made."""
+    user, log, bin_dir, real = setting
+    repo = make_repo()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    wrapper = bin_dir / "bwrap"
+    stat = wrapper.stat()
+    wrapper.write_text(_sized(REFUSED.format(real=real)))
+    os.utime(wrapper, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same file, as far as kept
+    marker = tmp_path / "ran"
+    before = repo_state(repo, env=user)
+    run = isopatch("--porcelain", "--sandbox", "--", "touch", marker, cwd=repo, env=user)
+    assert run.returncode == 128, run.err
+    assert run.fields()["error-code"] == "sandbox-unavailable"
+    assert "No permissions to create a new namespace" in run.err
+    assert not marker.exists()
+    assert not (Path(user["XDG_RUNTIME_DIR"]) / "git-isopatch" / "sandbox-checks.json").exists()
+    again = isopatch("--porcelain", "--sandbox", "--", "touch", marker, cwd=repo, env=user)
+    assert again.returncode == 128
+    assert again.err.startswith(
+        "fatal: --sandbox is not available: bubblewrap cannot make the namespaces here "
+        "(No permissions to create a new namespace"
+    ), again.err
+    assert not marker.exists()
+    assert repo_state(repo, env=user) == before
+
+
+def test_a_refusal_is_kept_too(setting, make_repo) -> None:
+    """Where bubblewrap cannot make namespaces, the next run knows it
+    without asking, and says what is missing in the same words."""
+    user, log, bin_dir, real = setting
+    (bin_dir / "bwrap").write_text(REFUSED.format(real=real))
+    repo = make_repo()
+    said = []
+    for _ in range(2):
+        run = isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user)
+        assert run.returncode == 128
+        said.append(run.err.splitlines()[0])
+    assert said[0] == said[1] and "No permissions to create a new namespace" in said[0]
+
+
+@pytest.mark.parametrize("mode", [0o755, None], ids=["not-private", "unset"])
+def test_nothing_is_kept_without_a_private_runtime_folder(
+    setting, make_repo, no_leftovers, mode
+) -> None:
+    user, log, _, _ = setting
+    runtime = Path(user["XDG_RUNTIME_DIR"])
+    if mode is None:
+        del user["XDG_RUNTIME_DIR"]
+    else:
+        runtime.chmod(mode)
+    repo = make_repo()
+    for _ in range(2):
+        assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+        assert "--version" in _calls(log)
+    assert not (runtime / "git-isopatch").exists()
