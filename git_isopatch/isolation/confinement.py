@@ -13,7 +13,7 @@ that runs in the worktree goes through it: the command
 down to the git layer as an opaque ``preexec_fn``).
 
 A new mechanism is one more ``mechanism`` name in :func:`plan`, one
-subclass of :class:`Confinement` (its ``run_command`` and ``hook``) and one
+subclass of :class:`Confinement` (its ``command_sandbox`` and ``hook``) and one
 branch in :func:`confine`; nothing else changes.
 """
 
@@ -132,7 +132,8 @@ class Confinement:
         timeout: float | None,
         signal_state: dict[str, Any],
     ) -> CommandOutcome:
-        """:func:`.command.run_command`, confined as this value says."""
+        """:func:`.command.run_command`, confined as this value says
+        (:attr:`command_sandbox`)."""
         return run_command(
             argv,
             cwd=cwd,
@@ -141,7 +142,14 @@ class Confinement:
             stderr=stderr,
             timeout=timeout,
             signal_state=signal_state,
+            sandbox=self.command_sandbox,
         )
+
+    @property
+    def command_sandbox(self) -> Namespaces | None:
+        """What :func:`.command.run_command` confines the command in
+        (its ``sandbox``); ``None`` unconfined."""
+        return None
 
     def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
         """The environment of git-isopatch's own git calls in the worktree
@@ -202,27 +210,9 @@ class Namespaced(Confinement):
         nested repository's filter)."""
         return self.box.confine
 
-    def run_command(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: str,
-        env: Mapping[str, str],
-        stdout: int | IO[bytes] | None,
-        stderr: IO[bytes] | None,
-        timeout: float | None,
-        signal_state: dict[str, Any],
-    ) -> CommandOutcome:
-        return run_command(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdout=stdout,
-            stderr=stderr,
-            timeout=timeout,
-            signal_state=signal_state,
-            sandbox=self.namespaces,
-        )
+    @property
+    def command_sandbox(self) -> Namespaces:
+        return self.namespaces
 
     def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
         """``env`` with the objects the command added (in its layer of the
@@ -242,7 +232,9 @@ class Namespaced(Confinement):
                 pass
             case Err():
                 return ()
-        after = _shared_state_in(self.namespaces, repository, old, env)
+        from .layer_state import shared_state_in
+
+        after = shared_state_in(self.namespaces, repository, old, env)
         if after is None:
             return ()
         return tuple(
@@ -254,84 +246,6 @@ class Namespaced(Confinement):
         return tuple(
             p for p in self.namespaces.outside_writes() if not (p + "/").startswith(inside)
         )
-
-
-def _shared_state_in(
-    box: Namespaces, repository: UserRepository, old: SharedState, env: Mapping[str, str]
-) -> SharedState | None:
-    """The shared state as the command left it in its layers: the refs
-    listed by git in the namespaces, the files read through the layer."""
-    import stat
-    import subprocess
-
-    from ..git.shared_state import CONFIG, HOOKS, WATCHED_FILES, read_entry
-
-    argv = ["git", f"--git-dir={repository.git_dir}", "for-each-ref",
-            "--format=%(objectname) %(refname)"]  # fmt: skip
-    with box.wrap(argv, cwd="/") as wrapped:
-        try:
-            done = subprocess.run(
-                wrapped.argv,
-                pass_fds=wrapped.pass_fds,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                env=dict(env),
-                timeout=120,
-                check=False,
-                process_group=0,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        wrapped.finish()
-    if done.returncode != 0:
-        return None
-    refs = {}
-    for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
-        oid, _, name = line.partition(" ")
-        refs[name] = oid
-    common = os.path.realpath(repository.common_dir)
-
-    def through(name: str) -> str | None:
-        layer = box.layer_of(os.path.join(common, name))
-        if layer is not None and os.path.lexists(layer):
-            st = os.lstat(layer)
-            if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout: removed
-                return None
-            return layer
-        return os.path.join(common, name)
-
-    names = set(WATCHED_FILES) | set(old.files)
-    for folder in (os.path.join(common, HOOKS), box.layer_of(os.path.join(common, HOOKS))):
-        if folder is not None:
-            with contextlib.suppress(OSError):
-                names |= {f"{HOOKS}/{n}" for n in os.listdir(folder)}
-    files = {}
-    for name in sorted(names):
-        path = through(name)
-        entry = read_entry(path) if path is not None else None
-        if entry is not None:
-            files[name] = entry
-    config = None
-    config_path = through(CONFIG)
-    if config_path is not None:
-        with contextlib.suppress(OSError), open(config_path, "rb") as handle:
-            config = handle.read()
-    worktrees = {}
-    registered = set(old.worktrees)
-    layer = box.layer_of(os.path.join(common, "worktrees"))
-    if layer is not None:
-        with contextlib.suppress(OSError):
-            registered |= {f"worktrees/{n}" for n in os.listdir(layer)}
-    for name in sorted(registered):
-        gitdir = through(f"{name}/gitdir")
-        if gitdir is None:
-            continue
-        with contextlib.suppress(OSError), open(gitdir, "rb") as handle:
-            dotgit = handle.read().decode("utf-8", "surrogateescape").strip()
-            if dotgit:
-                admin = os.path.join(common, name)
-                worktrees[name] = os.path.normpath(os.path.dirname(os.path.join(admin, dotgit)))
-    return SharedState(refs, config, files, worktrees)
 
 
 def _fileno(stream: int | IO[bytes] | None, default: int) -> int:
