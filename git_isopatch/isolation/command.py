@@ -265,7 +265,13 @@ def run_command(
         preexec = sandbox.confine if sandbox is not None else None  # type: ignore[union-attr]
         return _run(argv, _Launch(list(argv), preexec=preexec), cwd, env, streams, timeout, state)
     with sandbox.wrap(argv, cwd=cwd, env=env) as wrapped:
-        launch = _Launch(wrapped.argv, wrapped.pass_fds, spawned=wrapped.spawned, blocked=True)
+        launch = _Launch(
+            wrapped.argv,
+            wrapped.pass_fds,
+            spawned=wrapped.spawned,
+            blocked=True,
+            ended=wrapped.finish,
+        )
         outcome = _run(argv, launch, cwd, env, streams, timeout, state)
         status = wrapped.finish()
     if wrapped.report is not None:
@@ -329,6 +335,9 @@ class _Launch:
     #: Started with :data:`.launcher.BLOCKED_SIGNALS` blocked (bubblewrap's
     #: monitor must outlive a signal meant for the command).
     blocked: bool = False
+    #: Run once it has ended, before what it left is looked for (the
+    #: namespace's wait until its last process is gone).
+    ended: Callable[[], object] | None = None
 
 
 def _start(
@@ -402,6 +411,8 @@ def _run(
             timed_out = True
             _stop_group(process, pgid, KILL_GRACE_SECONDS)
             returncode = process.wait()
+        if launch.ended is not None:
+            launch.ended()
         _reap_leftovers(process, pgid)
     finally:
         state["pgid"] = None

@@ -29,7 +29,8 @@ What the command gets is what it gets unconfined:
 - ``PATH`` looked up as :class:`subprocess.Popen` does (``os.execvpe``).
 
 It runs on this interpreter, isolated (``-I -S``: no site, no user
-variables); its cost is measured in ``bench/README.md``.
+variables), on ``_signal`` (``signal`` would import ``enum``: some 5 ms);
+its cost is measured in ``bench/README.md``.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -49,7 +50,7 @@ BLOCKED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 
 #: The launcher's program: ``-c`` argv is ``fd ctype signals argv...``.
 PROGRAM = """\
-import os, signal, sys
+import _signal as signal, os, sys
 fd, ctype, sigs, *argv = sys.argv[1:]
 fd = int(fd)
 os.set_inheritable(fd, False)

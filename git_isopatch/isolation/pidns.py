@@ -43,6 +43,7 @@ class Wrapped:
         #: The launcher's report (:mod:`.launcher`), once :meth:`finish` has
         #: read it; ``None`` without a launcher, or when it said nothing.
         self.report: Report | None = None
+        self._status: dict[str, int] | None = None
 
     def spawned(self) -> None:
         """Close the parent's copies of the child's descriptors."""
@@ -52,13 +53,14 @@ class Wrapped:
 
     def finish(self) -> dict[str, int]:
         """bwrap's status (:func:`read_status`), once every process of the
-        namespace has ended (:func:`wait_gone`)."""
-        self.spawned()
-        status = read_status(self._status_fd)
-        wait_gone(status.get("child-pid"))
-        if self._report_fd is not None:
-            self.report = read_report(self._report_fd)
-        return status
+        namespace has ended (:func:`wait_gone`); read once, the same after."""
+        if self._status is None:
+            self.spawned()
+            self._status = read_status(self._status_fd)
+            wait_gone(self._status.get("child-pid"))
+            if self._report_fd is not None:
+                self.report = read_report(self._report_fd)
+        return self._status
 
     def close(self) -> None:
         self.spawned()
