@@ -65,7 +65,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import platform
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -200,7 +199,8 @@ def landlock_abi() -> int:
         1 or more; 0 when the kernel has no Landlock (``ENOSYS``, an
         unknown architecture) or it is disabled at boot (``EOPNOTSUPP``).
     """
-    if platform.system() != "Linux" or platform.machine() not in _ARCHITECTURES:
+    system = os.uname()  # platform.uname() would import platform: some ms a run
+    if system.sysname != "Linux" or system.machine not in _ARCHITECTURES:
         return 0
     try:
         return _syscall(

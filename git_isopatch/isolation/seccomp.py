@@ -15,7 +15,6 @@ import ctypes
 import errno
 import functools
 import os
-import platform
 import sys
 
 _PR_SET_SECCOMP = 22
@@ -86,7 +85,7 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     """The classic BPF program that refuses :data:`REFUSED_IOCTLS` and the
     keyring calls.
 
-    For each ABI of ``machine`` (``platform.machine()``): an ``ioctl``
+    For each ABI of ``machine`` (``os.uname().machine``): an ``ioctl``
     whose request's low 32 bits are ``TIOCSTI`` or ``TIOCLINUX``, and every
     ``add_key``, ``request_key`` and ``keyctl``, return ``EPERM``; every
     other call is allowed.  A call of an architecture not
@@ -97,7 +96,7 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     Raises:
         KeyError: ``machine`` is not one the sandbox supports.
     """
-    abis = _SECCOMP_ARCHITECTURES[machine or platform.machine()]
+    abis = _SECCOMP_ARCHITECTURES[machine or os.uname().machine]
     # The low half of the 64-bit args[1], where the kernel's unsigned int cmd is.
     request = _SECCOMP_ARG1 + (4 if byteorder == "big" else 0)
     deny = _SECCOMP_RET_ERRNO | errno.EPERM
