@@ -65,8 +65,9 @@ def _calls(log: Path) -> list[str]:
     return calls
 
 
-def _launches(calls: list[str]) -> int:
-    return sum(1 for call in calls if call == "--die-with-parent")
+#: The first word of the command's launch (the launcher is the namespace's
+#: init), and of the check's (bubblewrap's own init runs ``true``).
+LAUNCH, CHECK = "--as-pid-1", "--die-with-parent"
 
 
 def test_the_second_run_launches_without_checking(setting, make_repo, no_leftovers) -> None:
@@ -75,7 +76,7 @@ def test_the_second_run_launches_without_checking(setting, make_repo, no_leftove
     first = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", "echo x > f", cwd=repo, env=user)
     assert first.returncode == 0, first.err
     calls = _calls(log)
-    assert "--version" in calls and _launches(calls) == 2, calls  # the check, the command
+    assert sorted(calls) == sorted(["--version", CHECK, LAUNCH]), calls
     kept = Path(user["XDG_RUNTIME_DIR"]) / "git-isopatch" / "sandbox-checks.json"
     assert kept.is_file() and os.stat(kept.parent).st_mode & 0o777 == 0o700
     for _ in range(2):
@@ -84,7 +85,7 @@ def test_the_second_run_launches_without_checking(setting, make_repo, no_leftove
         )
         assert again.returncode == 0, again.err
         assert again.fields()["files"] == "1"
-        assert _calls(log) == ["--die-with-parent"]  # the command's launch alone
+        assert _calls(log) == [LAUNCH]  # the command's launch alone
 
 
 def test_a_changed_bwrap_is_checked_again(setting, make_repo, no_leftovers) -> None:

@@ -270,7 +270,7 @@ def run_command(
             wrapped.pass_fds,
             spawned=wrapped.spawned,
             blocked=True,
-            ended=wrapped.finish,
+            ended=lambda: bool(wrapped.finish() is not None and wrapped.gone),
         )
         outcome = _run(argv, launch, cwd, env, streams, timeout, state)
         status = wrapped.finish()
@@ -335,9 +335,9 @@ class _Launch:
     #: Started with :data:`.launcher.BLOCKED_SIGNALS` blocked (bubblewrap's
     #: monitor must outlive a signal meant for the command).
     blocked: bool = False
-    #: Run once it has ended, before what it left is looked for (the
-    #: namespace's wait until its last process is gone).
-    ended: Callable[[], object] | None = None
+    #: Run once it has ended; true when nothing it started can be left
+    #: (its PID namespace is gone), so none is looked for.
+    ended: Callable[[], bool] | None = None
 
 
 def _start(
@@ -411,9 +411,8 @@ def _run(
             timed_out = True
             _stop_group(process, pgid, KILL_GRACE_SECONDS)
             returncode = process.wait()
-        if launch.ended is not None:
-            launch.ended()
-        _reap_leftovers(process, pgid)
+        if launch.ended is None or not launch.ended():
+            _reap_leftovers(process, pgid)
     finally:
         state["pgid"] = None
         escalation = state.pop("escalation", None)

@@ -4,9 +4,11 @@ it reports the command's wait status, which bubblewrap cannot.
 bubblewrap exits ``128+N`` for a command killed by signal N, and its
 ``--json-status-fd`` carries that same number (``propagate_exit_status``
 in bubblewrap.c, 0.8 to 0.11), so a command that ``exit 143`` and one that
-SIGTERM killed look alike.  The launcher, started by bubblewrap in the
-namespaces in place of the command, forks the command, waits for it and
-writes one line to an inherited descriptor: ``wait <status>`` (the raw
+SIGTERM killed look alike.  The launcher, started by bubblewrap as the
+first process of the PID namespace (``--as-pid-1``, in place of
+bubblewrap's own init: it reaps the orphans as that one does, and when it
+ends the kernel ends every other process of the namespace), forks the
+command, waits for it and writes one line to an inherited descriptor: ``wait <status>`` (the raw
 ``waitpid`` status) or ``exec <errno>`` (the command could not be run);
 git-isopatch reads it after the run (:func:`read_report`).
 
@@ -76,10 +78,11 @@ if pid == 0:
         os._exit(code)
 while True:
     try:
-        status = os.waitpid(pid, 0)[1]
-        break
+        done, status = os.waitpid(-1, 0)
     except InterruptedError:
         continue
+    if done == pid:
+        break
 os.write(fd, b"wait %d\\n" % status)
 code = os.waitstatus_to_exitcode(status)
 os._exit(code if code >= 0 else 128 - code)

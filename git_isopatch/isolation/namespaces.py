@@ -357,6 +357,7 @@ class Namespaces:
         child = tuple(fd for fd in (status_write, seccomp, report_write) if fd is not None)
         if report_write is not None and env is not None:
             argv = launcher_argv(argv, report_write, env)
+            options.insert(0, "--as-pid-1")  # the launcher is the namespace's init
         wrapped = Wrapped([self.bwrap.path, *options, "--", *argv], child, status_read, report_read)
         try:
             yield wrapped

@@ -44,6 +44,8 @@ class Wrapped:
         #: read it; ``None`` without a launcher, or when it said nothing.
         self.report: Report | None = None
         self._status: dict[str, int] | None = None
+        #: Every process of the namespace has ended (after :meth:`finish`).
+        self.gone = False
 
     def spawned(self) -> None:
         """Close the parent's copies of the child's descriptors."""
@@ -57,7 +59,7 @@ class Wrapped:
         if self._status is None:
             self.spawned()
             self._status = read_status(self._status_fd)
-            wait_gone(self._status.get("child-pid"))
+            self.gone = wait_gone(self._status.get("child-pid"))
             if self._report_fd is not None:
                 self.report = read_report(self._report_fd)
         return self._status
