@@ -122,17 +122,17 @@ def isopatch(
         bool | None,
         typer.Option(
             "--sandbox/--no-sandbox",
-            help="confine the command: writes only to its worktree, no network",
+            help="confine the command (the default where the machine allows it)",
         ),
     ] = None,
     allow_write: Annotated[
         list[str] | None,
         typer.Option(
-            "--allow-write", metavar="<path>", help="with --sandbox: <path> is writable too"
+            "--allow-write", metavar="<path>", help="in the sandbox: <path> is really writable"
         ),
     ] = None,
     allow_network: Annotated[
-        bool, typer.Option("--allow-network", help="with --sandbox: keep the network")
+        bool, typer.Option("--allow-network", help="in the sandbox: keep the network")
     ] = False,
     keep: Annotated[
         bool | None,

@@ -89,7 +89,7 @@ class CaptureRequest:
             where the machine cannot (``--sandbox``,
             ``isopatch.sandbox=true``); ``False``: unconfined
             (``--no-sandbox``); ``"auto"``: confined where the machine
-            allows it, else unconfined with a warning.
+            allows it, else unconfined with a warning (the default).
         allow_write: with ``sandbox``, paths the command may write too
             (``--allow-write``, relative to ``repo_path``; else
             ``isopatch.allowWrite``, relative to the top of the work tree:

@@ -5,7 +5,7 @@
 (multi-valued paths, from the top of the work tree; an empty value clears
 the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.maxWorktrees`` (a count, 0 for no limit); ``isopatch.sandbox``
-(a boolean or ``auto``); ``isopatch.allowNetwork`` and
+(a boolean or ``auto``, the default); ``isopatch.allowNetwork`` and
 ``isopatch.recurseSubmodules`` (booleans),
 ``isopatch.allowWrite`` (multi-valued paths, an empty one is a bad
 value); ``isopatch.pool`` (a count, 0
@@ -232,7 +232,7 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "configured_copies": (),
         "max_worktrees": DEFAULT_MAX_WORKTREES,
         "pool": 0,
-        "sandbox": False,
+        "sandbox": AUTO,
         "allow_write": (),
         "allow_network": False,
         "recurse_submodules": False,

@@ -1,6 +1,6 @@
 """Start-up: a run imports only what its path uses.  ``-h`` and
-``--version`` load nothing beyond the parser; a plain capture leaves the
-sandbox, the snapshot, the sparse checkout, the pool's refresh, rendering
+``--version`` load nothing beyond the parser; a plain unconfined capture
+leaves the sandbox, the snapshot, the sparse checkout, the pool's refresh, rendering
 and ``list``/``prune`` unloaded.  Found with ``python -X importtime``, which
 names every module a process imports; no time is asserted."""
 
@@ -14,7 +14,7 @@ import pytest
 
 #: Modules only some paths need.
 PATH_ONLY = {
-    "git_isopatch.isolation.sandbox",  # --sandbox
+    "git_isopatch.isolation.sandbox",  # the sandbox (the default; not --no-sandbox)
     "ctypes",  # the sandbox's system calls
     "git_isopatch.git.snapshot",  # --include-uncommitted
     "git_isopatch.git.sparse",  # --include-uncommitted in a sparse checkout
@@ -66,7 +66,7 @@ def test_help_and_version_load_nothing_beyond_the_parser(env, make_repo, option)
 
 
 def test_a_plain_run_loads_only_what_it_uses(env, make_repo) -> None:
-    loaded = imported(["-q", "--", "true"], make_repo(), env)
+    loaded = imported(["-q", "--no-sandbox", "--", "true"], make_repo(), env)
     assert "pygit2" in loaded and "git_isopatch.capture" in loaded
     assert loaded & PATH_ONLY == set()
 
@@ -79,6 +79,7 @@ def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
         ["-q", "--include-uncommitted", "--", "true"], repo, env
     )
     assert "git_isopatch.render" in imported(["--porcelain", "--", "true"], repo, env)
+    assert "git_isopatch.isolation.sandbox" in imported(["-q", "--", "true"], repo, env)
     imported(["-q", "--", "true"], repo, env, config="'isopatch.pool=1'")
     assert "git_isopatch.git.refresh" in imported(
         ["-q", "--", "true"], repo, env, config="'isopatch.pool=1'"

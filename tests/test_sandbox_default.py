@@ -1,4 +1,4 @@
-"""``isopatch.sandbox=auto`` (issue 19, "Then make it the default";
+"""``isopatch.sandbox=auto``, the default (issue 19, "Then make it the default";
 design: "What it does", ``isopatch.sandbox``): ``auto`` confines where the
 machine allows it and otherwise goes on unconfined with one ``warning:``
 (``isopatch.sandbox=false`` silences it); ``--sandbox`` and
@@ -213,3 +213,25 @@ def test_the_api_takes_auto(env, make_repo) -> None:
         ["sh", "-c", f"echo x > '{repo}/outside'"], repo_path=str(repo), sandbox="auto"
     )
     assert result.error is None and not (repo / "outside").exists()
+
+
+def test_auto_is_the_default(env, make_repo, no_leftovers) -> None:
+    """No flag, no configuration: confined; a failure gets the hint."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+    run = _run("--porcelain", "--", *_write_outside(repo), cwd=repo, env=env, config="")
+    assert run.fields()["files"] == "1", run.err
+    assert not (repo / "outside").exists()
+    assert repo_state(repo, env) == before
+    failed = _run("--", "sh", "-c", "exit 3", cwd=repo, env=env, config="")
+    assert _lines(failed, "hint:") == [SANDBOX_HINT], failed.err
+
+
+def test_without_namespaces_the_default_runs_unconfined_with_one_warning(
+    env, make_repo, no_leftovers
+) -> None:
+    repo = make_repo()
+    run = _without_namespaces("-q", "--", "true", cwd=repo, env=env, config="")
+    assert run.returncode == 0, run.err
+    assert len(run.err.splitlines()) == 1, run.err
+    assert run.err.startswith("warning: no sandbox here, the command runs unconfined: ")
