@@ -68,7 +68,8 @@ def _start(repo: Path, env: dict[str, str], where: Path) -> Running:
     script = f"echo $$ > '{pidfile}.tmp' && mv '{pidfile}.tmp' '{pidfile}'; "
     script += f"while [ ! -e '{release}' ]; do sleep 0.05; done"
     process = subprocess.Popen(
-        [ISOPATCH, "-q", "--", "sh", "-c", script],
+        # unconfined: the pid file is written outside, and the pid is signalled
+        [ISOPATCH, "-q", "--no-sandbox", "--", "sh", "-c", script],
         cwd=repo,
         env=env,
         stdin=subprocess.DEVNULL,

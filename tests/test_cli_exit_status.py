@@ -171,6 +171,7 @@ def test_usage_error_exits_129_and_creates_nothing(env, make_repo) -> None:
 )
 def test_exit_code_option(env, make_repo, script: str, expected: int) -> None:
     repo = make_repo()
-    run = isopatch("-q", "--exit-code", "--", "sh", "-c", script, cwd=repo, env=env)
+    # unconfined: a command failing in the default sandbox gets its hint
+    run = isopatch("-q", "--exit-code", "--no-sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
     assert run.returncode == expected, run.err
     assert run.err == ""

@@ -63,7 +63,11 @@ def test_porcelain_z_bytes_are_raw(env, make_repo, tmp_path: Path) -> None:
     odd_env = _odd_tmpdir(env, tmp_path)
     repo = make_repo(name=f"{ODD_NAME}/repo")  # the worktree goes beside it
     head = git("rev-parse", "HEAD", cwd=repo, env=env).strip()
-    run = isopatch("--porcelain", "-z", "--keep", "--", "sh", "-c", "exit 3", cwd=repo, env=odd_env)
+    # unconfined: the default sandbox adds its hint record to a failing command's
+    run = isopatch(
+        "--porcelain", "-z", "--keep", "--no-sandbox", "--", "sh", "-c", "exit 3",
+        cwd=repo, env=odd_env,
+    )  # fmt: skip
     assert run.returncode == 3, run.err
     folder = re.escape((tmp_path / ODD_NAME).as_posix().encode()) + rb"/git-isopatch-[a-z0-9_]+"
     expected = (
@@ -122,8 +126,9 @@ def test_shared_writes_then_checkout_changes_then_nothing_else(env, make_repo) -
     repo = make_repo()
     script = 'git tag v1 && git config x.y 1 && echo x > "$1/b" && echo y > "$1/a"'
     run = isopatch(
-        "--porcelain", "--keep", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env
-    )
+        "--porcelain", "--keep", "--no-sandbox", "--", "sh", "-c", script, "sh", str(repo),
+        cwd=repo, env=env,
+    )  # fmt: skip
     assert run.returncode == 0, run.err
     keys = [line.split(" ", 1)[0] for line in run.out.splitlines()]
     assert keys == [
@@ -134,7 +139,9 @@ def test_shared_writes_then_checkout_changes_then_nothing_else(env, make_repo) -
     ]  # fmt: skip
     assert "\ncheckout-change a\ncheckout-change b\nduration " in run.out
     script = 'git tag v2 && echo z >> "$1/a"'
-    run = isopatch("--json", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env)
+    run = isopatch(
+        "--json", "--no-sandbox", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env
+    )
     fields = json.loads(run.stdout)
     assert list(fields)[-4:] == ["shared-write", "checkout-change", "duration", "hint"]
     assert fields["shared-write"] == ["refs/tags/v2 created"]
@@ -167,7 +174,9 @@ def test_shared_writes_are_records_in_order(env, make_repo) -> None:
     repo = make_repo()
     git("branch", "gone", cwd=repo, env=env)
     git("branch", "moved", cwd=repo, env=env)
-    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", SHARED_WRITES, cwd=repo, env=env)
+    run = isopatch(
+        "--porcelain", "--keep", "--no-sandbox", "--", "sh", "-c", SHARED_WRITES, cwd=repo, env=env
+    )
     assert run.returncode == 0, run.err
     tail = run.stdout.split(b"\nworktree ", 1)[1].split(b"\n", 1)[1]
     tail = tail.rsplit(b"duration ", 1)[0]
@@ -178,14 +187,17 @@ def test_shared_writes_are_records_in_order(env, make_repo) -> None:
         b"shared-write refs/tags/v9 created\n"
         b"shared-write config changed\n"
     )
-    raw = isopatch("--porcelain", "-z", "--", "sh", "-c", "git branch -D 'café'", cwd=repo, env=env)
+    raw = isopatch(
+        "--porcelain", "-z", "--no-sandbox", "--", "sh", "-c", "git branch -D 'café'",
+        cwd=repo, env=env,
+    )  # fmt: skip
     assert b"\0shared-write refs/heads/caf\xc3\xa9 deleted\0duration " in raw.stdout
 
 
 def test_shared_writes_in_json_are_an_array(env, make_repo) -> None:
     repo = make_repo()
     script = "git tag v9; git config user.name Mallory"
-    run = isopatch("--json", "--", "sh", "-c", script, cwd=repo, env=env)
+    run = isopatch("--json", "--no-sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
     fields = json.loads(run.stdout)
     assert list(fields)[-2:] == ["shared-write", "duration"]
     assert fields["shared-write"] == ["refs/tags/v9 created", "config changed"]

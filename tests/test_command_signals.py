@@ -41,7 +41,9 @@ wait
 def _start(repo: Path, env: dict[str, str], tmp_path: Path, *args: str, trap: str = ""):
     pids, ready = tmp_path / "pids", tmp_path / "ready"
     process = subprocess.Popen(
-        [ISOPATCH, "--porcelain", *args, "--", "sh", "-c", COMMAND],
+        # unconfined: $PIDS and $READY are written outside, and the pids are
+        # looked for here (the sandbox's own promises: test_sandbox_launch*)
+        [ISOPATCH, "--porcelain", "--no-sandbox", *args, "--", "sh", "-c", COMMAND],
         cwd=repo,
         env={**env, "PIDS": str(pids), "READY": str(ready), "TRAP": trap},
         stdin=subprocess.DEVNULL,
@@ -119,7 +121,8 @@ def test_ctrl_c_during_extraction_does_not_break_git(
     repo = make_repo()
     before = repo_state(repo, env)
     done = subprocess.run(
-        [ISOPATCH, "--porcelain", "--", "sh", "-c", "echo x > new.txt"],
+        # unconfined: in the sandbox the worktree's git runs inside it
+        [ISOPATCH, "--porcelain", "--no-sandbox", "--", "sh", "-c", "echo x > new.txt"],
         cwd=repo,
         env={**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"},
         stdin=subprocess.DEVNULL,
@@ -224,9 +227,10 @@ def test_what_the_command_leaves_running_is_stopped(env, make_repo, tmp_path: Pa
         'while [ "$(wc -l < "$PIDS")" -lt 2 ]; do sleep 0.02; done; '
         "echo done > done.txt"
     )
-    run = isopatch(
-        "--porcelain", "--", "sh", "-c", command, cwd=repo, env={**env, "PIDS": str(pids)}
-    )
+    run = isopatch(  # unconfined: in the sandbox the daemon does not outlive the run
+        "--porcelain", "--no-sandbox", "--", "sh", "-c", command,
+        cwd=repo, env={**env, "PIDS": str(pids)},
+    )  # fmt: skip
     job, daemon = _command_pids(pids)
     try:
         assert run.returncode == 0, run.err

@@ -51,6 +51,7 @@ def test_no_space_for_the_commands_output_and_patch(env, make_repo, tmp_path: Pa
     with tmpfs(tmp_path / "small", "128k") as small:
         run = isopatch(
             "--porcelain",
+            "--no-sandbox",  # the default sandbox adds its hint for the failing command
             "--",
             "sh",
             "-c",
@@ -152,16 +153,18 @@ def test_stdout_leaves_nothing(env, make_repo) -> None:
 @pytest.mark.parametrize(("command", "status"), [(CHANGE, 1), (("true",), 0), (("false",), 1)])
 def test_exit_code_quiet_leaves_nothing(env, make_repo, command, status: int) -> None:
     repo = make_repo()
-    run = isopatch("--exit-code", "-q", "--", *command, cwd=repo, env=env)
+    # unconfined: a command failing in the default sandbox gets its hint
+    run = isopatch("--exit-code", "-q", "--no-sandbox", "--", *command, cwd=repo, env=env)
     assert (run.returncode, run.err) == (status, "")
     assert _folders(env) == []
 
 
 @pytest.mark.parametrize(("command", "status"), [(CHANGE, 0), (("false",), 1)])
 def test_quiet_leaves_nothing(env, make_repo, command, status: int) -> None:
-    """Nothing names the patch of a ``-q`` run, so nothing of it stays."""
+    """Nothing names the patch of a ``-q`` run, so nothing of it stays.
+    (Unconfined: a command failing in the default sandbox gets its hint.)"""
     repo = make_repo()
-    run = isopatch("-q", "--", *command, cwd=repo, env=env)
+    run = isopatch("-q", "--no-sandbox", "--", *command, cwd=repo, env=env)
     assert (run.returncode, run.err) == (status, "")
     assert _folders(env) == []
 

@@ -21,7 +21,8 @@ def _registered(repo: Path, env: dict[str, str]) -> list[str]:
 def test_a_worktree_the_command_adds_beside_its_own_stays(env, make_repo) -> None:
     repo = make_repo()
     command = "git worktree add -q -b feat ../agent && echo work > ../agent/made-by-agent"
-    run = isopatch("--porcelain", "--", "sh", "-c", command, cwd=repo, env=env)
+    # unconfined: in the sandbox the registration is made in a discarded layer
+    run = isopatch("--porcelain", "--no-sandbox", "--", "sh", "-c", command, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     records = [line for line in run.out.splitlines() if line.startswith("shared-write ")]
     assert "shared-write worktrees/agent created" in records
@@ -41,7 +42,8 @@ def test_a_worktree_the_command_adds_beside_its_own_stays(env, make_repo) -> Non
 def test_a_worktree_the_command_adds_inside_its_own_is_not_deleted(env, make_repo) -> None:
     repo = make_repo()
     command = "git worktree add -q --detach nested && echo work > nested/made-by-agent"
-    run = isopatch("--porcelain", "--", "sh", "-c", command, cwd=repo, env=env)
+    # unconfined: in the sandbox the registration is made in a discarded layer
+    run = isopatch("--porcelain", "--no-sandbox", "--", "sh", "-c", command, cwd=repo, env=env)
     nested = next(Path(p) for p in _registered(repo, env) if p.endswith("/nested"))
     assert (nested / "made-by-agent").read_text() == "work\n"
     assert "shared-write worktrees/nested created" in run.out.splitlines()

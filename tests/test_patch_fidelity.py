@@ -281,8 +281,9 @@ def test_autocrlf_patch_holds_the_content_git_stores(env, make_repo, tmp_path, l
     command = "od -c t.txt > \"$OUT\"; printf 'c\\r\\n' >> t.txt; printf 'new\\r\\n' > n.txt; "
     command += "printf 'x\\n' > u.txt"
     seen = tmp_path / "seen"
+    seen.touch()  # written outside the worktree: really writable in the sandbox
     run = isopatch(
-        "--keep", "--porcelain", "--", "sh", "-c", command,
+        "--keep", "--porcelain", "--allow-write", seen, "--", "sh", "-c", command,
         cwd=repo, env={**crlf_env, "OUT": str(seen)},
     )  # fmt: skip
     assert run.returncode == 0, run.err

@@ -139,7 +139,7 @@ def _check_roundtrip(
     spec.write_text(json.dumps({"changes": changes}))
     manifest_file = root / "manifest.json"
     manifest_file.touch()
-    if "--sandbox" in options:  # the manifest is written outside the worktree
+    if "--no-sandbox" not in options:  # the manifest is written outside the worktree
         options = (*options, "--allow-write", str(manifest_file))
     before = repo_state(repo, env)
     run = isopatch(
@@ -206,7 +206,8 @@ def test_patch_reproduces_the_worktree_and_repository_is_untouched(
 ) -> None:
     changes = data.draw(change_lists(tree))
     with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
-        _check_roundtrip(Path(root), env, tree, changes)
+        # unconfined; the default sandbox: test_round_trip_under_the_sandbox
+        _check_roundtrip(Path(root), env, tree, changes, options=("--no-sandbox",))
 
 
 @settings(
@@ -225,7 +226,11 @@ def test_round_trip_under_the_sandbox(
         _check_roundtrip(Path(root), env, tree, changes, options=("--sandbox",))
 
 
-@pytest.mark.parametrize("options", [(), ("--sandbox",)], ids=["plain", "sandbox"])
+@pytest.mark.parametrize(
+    "options",
+    [(), ("--no-sandbox",), ("--sandbox",)],
+    ids=["plain", "unconfined", "sandbox"],
+)
 def test_every_kind_of_change_round_trips(
     env: dict[str, str], tmp_path: Path, options: tuple[str, ...]
 ) -> None:

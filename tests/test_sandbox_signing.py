@@ -57,7 +57,9 @@ COMMIT = "echo b > b; git add b; git commit -q -m b"
 def test_a_signed_commit_under_the_sandbox_fails_with_a_hint(make_repo, agent) -> None:
     env, public = agent
     repo = _signing_repo(make_repo, env, public)
-    unconfined = isopatch("--porcelain", "--", "sh", "-c", COMMIT, cwd=repo, env=env)
+    unconfined = isopatch(
+        "--porcelain", "--no-sandbox", "--", "sh", "-c", COMMIT, cwd=repo, env=env
+    )
     assert unconfined.returncode == 0, unconfined.err
     assert HINT not in unconfined.err
     for mode in ("--porcelain", "-q"):  # stderr captured, and on the user's stderr

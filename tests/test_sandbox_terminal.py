@@ -179,7 +179,7 @@ def test_without_the_sandbox_the_same_command_types_into_the_shell(
     reason = _attack_is_real()
     if reason:
         pytest.skip(reason)
-    results, pending, other_pending = _attack(env, make_repo, tmp_path)
+    results, pending, other_pending = _attack(env, make_repo, tmp_path, "--no-sandbox")
     x32 = results.get("x32") == "injected"  # ENOSYS: a kernel without x32
     int80 = _int80_works()
     assert pending == b"stdin;devtty;ptypath;highbits;" + (b"x32;" if x32 else b"") + (

@@ -185,7 +185,9 @@ def test_isopatch_in_a_shell_alias(env, make_repo, tmp_path: Path, cd_to_prefix:
     git(
         "config",
         "alias.fmt",
-        f'!{cd}git isopatch --porcelain -o "$OUT/alias.patch" -- sh -c {shell(inner)}',
+        # $OUT is outside the worktree: really writable in the sandbox
+        f'!{cd}git isopatch --porcelain --allow-write "$OUT" -o "$OUT/alias.patch" '
+        f"-- sh -c {shell(inner)}",
         cwd=repo,
         env=env,
     )

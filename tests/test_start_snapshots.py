@@ -160,10 +160,13 @@ def test_unmerged_entries_are_refused_as_git_commit_refuses_them(env, make_repo,
 def test_the_worktree_holds_what_git_commit_would_commit(env, make_repo) -> None:
     repo = _staged_work(make_repo, env)
     seen = repo.parent / "seen"
+    seen.touch()  # outside the worktree: really writable in the sandbox
     before = repo_state(repo, env)
     run = isopatch(
         "--porcelain",
         "--staged",
+        "--allow-write",
+        str(seen),
         "--",
         "sh",
         "-c",
