@@ -30,6 +30,14 @@ What the command gets is what it gets unconfined:
 - the seccomp filter bubblewrap installs before it runs the launcher;
 - ``PATH`` looked up as :class:`subprocess.Popen` does (``os.execvpe``).
 
+The command cannot speak for it: as the namespace's init the kernel keeps
+the namespace's signals from it (``SIGSTOP`` and ``SIGKILL`` included),
+and it makes itself not dumpable (``PR_SET_DUMPABLE``, through
+``_ctypes``: ``ctypes`` costs some 5 ms more), so that its report
+descriptor, its memory and ``ptrace`` are out of the command's reach
+through ``/proc``.  :func:`read_report` takes only a status some process
+can end with.
+
 It runs on this interpreter, isolated (``-I -S``: no site, no user
 variables), on ``_signal`` (``signal`` would import ``enum``: some 5 ms);
 its cost is measured in ``bench/README.md``.
@@ -53,6 +61,12 @@ BLOCKED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 #: The launcher's program: ``-c`` argv is ``fd ctype signals argv...``.
 PROGRAM = """\
 import _signal as signal, os, sys
+try:
+    import _ctypes
+    _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
+except (ImportError, AttributeError):
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 fd, ctype, sigs, *argv = sys.argv[1:]
 fd = int(fd)
 os.set_inheritable(fd, False)
@@ -117,10 +131,11 @@ def read_report(fd: int) -> Report | None:
             chunks.append(chunk)
     for line in b"".join(chunks).splitlines():
         kind, _, number = line.partition(b" ")
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, OverflowError):
             if kind == b"wait":
+                os.waitstatus_to_exitcode(int(number))  # raises for no real ending
                 return Report(wait_status=int(number))
-            if kind == b"exec":
+            if kind == b"exec" and 0 <= int(number) < 4096:
                 return Report(exec_errno=int(number))
     return None
 
