@@ -64,6 +64,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -395,9 +396,15 @@ def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 @functools.cache
 def _probe(bwrap: Bwrap, allow_network: bool) -> str | None:
-    """Why namespaces cannot be made here (bwrap's own words), or ``None``."""
+    """Why namespaces cannot be made here (bwrap's own words), or ``None``.
+
+    The program run inside is this interpreter by its absolute path: bwrap
+    looks a bare name up on the caller's ``PATH``, which need not hold
+    ``true``, and a missing program must not read as missing namespaces.
+    """
     policy = NamespacePolicy(writable=(), allow_network=allow_network)
-    argv = [bwrap.path, *bwrap_arguments(policy, "/nonexistent"), "--", "true"]
+    inside = [sys.executable, "-I", "-S", "-c", ""]
+    argv = [bwrap.path, *bwrap_arguments(policy, "/nonexistent"), "--", *inside]
     try:
         done = subprocess.run(
             argv, capture_output=True, timeout=30, check=False, stdin=subprocess.DEVNULL
