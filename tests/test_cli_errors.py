@@ -15,7 +15,13 @@ from repo_helpers import git, isopatch, registered_worktrees, tmpfs, without_pro
 
 from git_isopatch.git.repo import open_user_repository, resolve_commit
 from git_isopatch.git.result import Err, GitError, Ok
-from git_isopatch.git.run import own_git_environment, run_git
+from git_isopatch.git.run import (
+    own_git_environment,
+    resume_streams,
+    run_git,
+    stop_streams,
+    stream_git,
+)
 from git_isopatch.git.submodule import populate_submodules
 from git_isopatch.git.types import CommitId, GitDirPath, Ref
 from git_isopatch.git.worktree import add_detached_worktree
@@ -50,6 +56,22 @@ def _os_error(operation: Callable[[], object]) -> GitError:
 
 def _timeout(env, tmp_path, make_repo) -> GitError:
     return _git(env, "pause", config=[("alias.pause", "!sleep 3")], timeout=0.3)
+
+
+def _interrupted(env, tmp_path, make_repo) -> GitError:
+    """A stream still running when :func:`stop_streams`' grace ends, as
+    a signal during a long extraction leaves it."""
+    stop_streams(after=0.3)
+    try:
+        with (tmp_path / "patch").open("wb") as out:
+            return _err(
+                stream_git(
+                    ["pause"], out, env=own_git_environment(env),
+                    config=[("alias.pause", "!sleep 30")],
+                )
+            )  # fmt: skip
+    finally:
+        resume_streams()
 
 
 def _no_space(env, tmp_path, make_repo) -> GitError:
@@ -255,6 +277,7 @@ def _submodule_failed(env, tmp_path, make_repo) -> GitError:
 #: code -> a real failure of that kind.
 CASES: dict[str, Callable[..., GitError]] = {
     "timeout": _timeout,
+    "interrupted": _interrupted,
     "no-space": _no_space,
     "read-only": _read_only,
     "permission-denied": _permission_denied,

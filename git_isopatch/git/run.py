@@ -6,6 +6,7 @@ Git runs only as an argument list (``shell=False``), bytes in and out, with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -227,6 +228,56 @@ def cannot_run(argv: list[str], exc: OSError) -> Err:
 #: Bytes copied from git's stdout to the file at a time.
 _CHUNK = 1 << 20
 
+#: The :func:`stream_git` processes running now, for :func:`stop_streams`:
+#: process -> whether it was stopped.
+_STREAMS: dict[subprocess.Popen[bytes], bool] = {}
+
+_STREAMS_LOCK = threading.Lock()
+
+#: Once :func:`stop_streams` was called: the seconds each stream may
+#: still run, from then or from its own start.
+_GRACE: list[float] = []
+
+#: ``reason`` of the ``GitError`` of a stream stopped by :func:`stop_streams`.
+STOPPED = "stopped by a signal"
+
+
+def stop_streams(after: float) -> None:
+    """Kill every :func:`stream_git` process still running ``after``
+    seconds from now, and any started later ``after`` seconds from its
+    start; each returns an ``Err`` whose ``reason`` is :data:`STOPPED`.
+
+    A signal handler calls it: a stream (the patch's ``git diff --binary``)
+    writes nothing but its output, so stopping it half-way leaves nothing
+    half-done, while a long one (a huge file) would otherwise hold a Ctrl-C
+    until it ends; ``after`` lets a short one finish.  The git of
+    :func:`run_git` is never stopped.
+    """
+    _GRACE[:] = [after]
+    for process in list(_STREAMS):
+        _stop_after(process, after)
+
+
+def resume_streams() -> None:
+    """Let later streams run to their end again: :func:`stop_streams`
+    holds only while the signal's run lasts (a long-lived process such as
+    the MCP server runs more after it)."""
+    _GRACE.clear()
+
+
+def _stop_after(process: subprocess.Popen[bytes], after: float) -> None:
+    def stop() -> None:
+        with _STREAMS_LOCK:
+            if process not in _STREAMS:
+                return  # it ended meanwhile
+            _STREAMS[process] = True
+        with contextlib.suppress(OSError):
+            process.kill()
+
+    timer = threading.Timer(after, stop)
+    timer.daemon = True
+    timer.start()
+
 
 def stream_git(
     args: Sequence[str],
@@ -266,6 +317,9 @@ def stream_git(
     except OSError as exc:
         return cannot_run(argv, exc)
     assert process.stdout is not None and process.stderr is not None
+    _STREAMS[process] = False
+    if _GRACE:
+        _stop_after(process, _GRACE[0])
     stderr: list[bytes] = []
     drain = threading.Thread(target=lambda: stderr.append(process.stderr.read()), daemon=True)
     drain.start()
@@ -276,11 +330,15 @@ def stream_git(
     finally:
         process.stdout.close()
         returncode = process.wait()
+        with _STREAMS_LOCK:
+            stopped = _STREAMS.pop(process, False)
         drain.join()
         process.stderr.close()
         if timer is not None:
             timer.cancel()
     error_output = b"".join(stderr)
+    if stopped:
+        return Err(GitError(args=tuple(argv), stderr=error_output, reason=STOPPED))
     if failed is not None:
         return Err(
             GitError(

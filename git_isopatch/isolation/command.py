@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
+from ..git.run import resume_streams, stop_streams
 from .errors import IsopatchError
 from .launcher import Report, signals_blocked
 from .terminal import set_foreground, stopped, terminal_fd, terminal_modes
@@ -205,6 +206,9 @@ def forward_signals(state: dict[str, Any]) -> Iterator[None]:
         pgid = state.get("pgid")
         if pgid is not None:
             _deliver(state, pgid, signum)
+        if state.get("streams_stopped") is None:  # an extraction ends soon, not when git is done
+            state["streams_stopped"] = True
+            stop_streams(after=KILL_GRACE_SECONDS)
 
     previous = {sig: signal.signal(sig, handler) for sig in FORWARDED_SIGNALS}
     try:
@@ -212,6 +216,7 @@ def forward_signals(state: dict[str, Any]) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        resume_streams()
 
 
 def run_command(

@@ -105,6 +105,9 @@ def _row(
 #: Known git and OS failures, most specific first.
 FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("timeout", timed_out=True),
+    # a signal reached git-isopatch while it streamed the patch, and the
+    # git doing it was stopped (git.run.stop_streams)
+    _row("interrupted", pattern=r"^stopped by a signal$"),
     _row(
         "no-space",
         (errno_codes.ENOSPC, errno_codes.EDQUOT),
