@@ -27,11 +27,6 @@ pytestmark = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a temporary folder with a mount beneath, holding the checkout, "
-    "is made private and empty, hiding the checkout's untracked files",
-)
 def test_the_checkout_s_own_files_stay_visible_with_a_mount_in_its_temporary_folder(
     env, tmp_path: Path
 ) -> None:
@@ -45,7 +40,8 @@ def test_the_checkout_s_own_files_stay_visible_with_a_mount_in_its_temporary_fol
     git("commit", "-q", "-m", "base", cwd=repo, env=env)
     tool = repo / ".venv" / "bin" / "tool"
     tool.parent.mkdir(parents=True)
-    tool.write_text("#!/bin/sh\necho b > b.txt\n")
+    marker = repo / ".venv" / "marker"
+    tool.write_text(f"#!/bin/sh\necho b > b.txt\necho x > '{marker}'\ngit branch planted\n")
     tool.chmod(0o755)
     mounted = tmp / "mounted"
     mounted.mkdir()
@@ -63,3 +59,12 @@ def test_the_checkout_s_own_files_stay_visible_with_a_mount_in_its_temporary_fol
     assert "no sandbox here" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr
     assert "files 1" in done.stdout.splitlines(), done.stdout
+    # the checkout is copy-on-write still: its write there is discarded and named
+    assert not marker.exists()
+    assert f"outside-write {marker}" in done.stdout.splitlines(), done.stdout
+    # and its git directory's layer, above the checkout's, is the one read back
+    assert any(
+        line.startswith("shared-write ") and "planted" in line and line.endswith(" discarded")
+        for line in done.stdout.splitlines()
+    ), done.stdout
+    assert git("branch", "--list", "planted", cwd=repo, env=env).strip() == b""

@@ -99,6 +99,7 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
     if folder in plan.scratch:
         found.append(Layer(folder, PRIVATE))
         inner = [f for f in plan.folders if f != folder and inside(f, folder)]
+        found += _holding_subfolders(folder, below, inner)
         found += _outermost(inner, mounts, plan)
         found += _readable_subfolders(folder, below, inner)
         return
@@ -109,6 +110,26 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
     for entry in entries:
         if len(found) < MAX_SPLIT and entry.is_dir(follow_symlinks=False):
             _covering(entry.path, below, plan, found)
+
+
+def _holding_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str]) -> list[Layer]:
+    """Overlays above a private temporary ``folder`` for its subfolders
+    that hold one of the folders ``taken`` (a checkout straight in ``/tmp``
+    holds its git directory), each with no mount beneath: the checkout's own
+    files (its virtual environment) stay readable, whatever the number of
+    other subfolders; the layers of ``taken`` come after, above them."""
+    layers: list[Layer] = []
+    for path in sorted({_child(folder, t) for t in taken}):
+        if os.path.isdir(path) and not any(inside(m, path) for m in mounts):
+            if not any(inside(path, t) for t in taken):
+                layers.append(Layer(path))
+    return layers
+
+
+def _child(folder: str, path: str) -> str:
+    """The subfolder of ``folder`` that ``path`` (beneath it) lies in."""
+    rest = path[len(folder.rstrip("/")) + 1 :]
+    return os.path.join(folder, rest.split("/", 1)[0])
 
 
 def _readable_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str]) -> list[Layer]:

@@ -379,7 +379,8 @@ class Namespaces:
         """Where the copy-on-write layer holds what was written at ``path``
         (a folder inside a copy-on-write one), or ``None``."""
         real = os.path.realpath(path)
-        for index, layer in enumerate(self.plan):
+        # a later layer is mounted above an earlier one that holds its folder
+        for index, layer in reversed(list(enumerate(self.plan))):
             if inside(real, layer.folder):
                 return os.path.join(upper(self.layers, index), os.path.relpath(real, layer.folder))
         return None
