@@ -20,10 +20,10 @@ from typing import Any
 from . import execute, start
 from .extract import Extracted, extract
 from .git.shared_state import INFO_ATTRIBUTES
-from .isolation import results
+from .isolation import kept, results
 from .isolation.command import forward_signals
 from .isolation.errors import IsopatchError
-from .isolation.lifecycle import worktree_for_run
+from .isolation.lifecycle import Lease, worktree_for_run
 from .isolation.lock import AdminLock, admin_lock_seconds
 from .isolation.provider import WorktreeProvider
 from .isolation.worktree_git import WorktreeGit
@@ -132,7 +132,7 @@ def run(
             worktree_root=plan.worktree_root,
         ) as lease:
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
-            submodules = populate(lease.isolation, plan, warn)
+            submodules = _populate(lease, plan, warn)
             # 5. Run the command, confined; the confinement lasts through extraction.
             with execute.command(plan, lease.isolation, state, warn, look) as (ran, confinement):
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
@@ -167,6 +167,18 @@ def _provider(
         progress=run.progress,
         lock=AdminLock(admin_lock_seconds(run.environ), lambda: state["received"]),
     )
+
+
+def _populate(lease: Lease, plan: start.Start, warn: Callable[[str], None]) -> Sequence[Any]:
+    """Step 4 (:func:`.populate.populate`); the populated submodules' git
+    directories and ``.git`` files are the command's to write too, so they
+    are put right as well if the worktree is kept (:func:`.kept.snapshot_submodules`)."""
+    submodules = populate(lease.isolation, plan, warn)
+    if submodules:
+        isolation = lease.isolation
+        pairs = [(sub.path, sub.git_dir) for sub in submodules]
+        lease.guard(kept.snapshot_submodules(isolation.admin_dir, isolation.worktree, pairs))
+    return submodules
 
 
 def _extract(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import pytest
 from repo_helpers import git, isopatch
 
 FILE_PROTOCOL = ("-c", "protocol.file.allow=always")
@@ -49,12 +48,6 @@ def _superproject(make_repo, tmp_path: Path, env) -> Path:
     return repo
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kept.put_right guards commondir, gitdir and config.worktree only: a"
-    " populated submodule's config and hooks under the private folder are kept"
-    " as the command left them (reported by h20-attack)",
-)
 def test_what_the_command_plants_in_a_submodule_does_not_run_after_keep(
     env, make_repo, tmp_path: Path
 ) -> None:
@@ -69,6 +62,47 @@ def test_what_the_command_plants_in_a_submodule_does_not_run_after_keep(
     assert sorted(p.name for p in marks.iterdir()) == []  # not by our extraction
     kept = Path(run.fields()["worktree"])
     # the user inspects and commits in the kept submodule
+    git("status", "--short", cwd=kept / "sub", env=env)
+    git("add", "-A", cwd=kept / "sub", env=env)
+    git("commit", "-q", "-m", "mine", cwd=kept / "sub", env=env)
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+#: Plants a git directory of its own inside the worktree, with a file
+#: system monitor, and points the submodule's ``.git`` file at it; then
+#: turns the real git directory's hooks into a link to planted hooks.
+REPOINT = textwrap.dedent(
+    """\
+    M=$(git -C sub rev-parse --absolute-git-dir)
+    printf '#!/bin/sh\\necho "$1" >> "%s/$(basename "$0")"\\n' "$MARKS" > planted
+    chmod +x planted
+    cp -r "$M" evil.git
+    git config -f evil.git/config core.fsmonitor "$PWD/planted"
+    echo "gitdir: $PWD/evil.git" > sub/.git
+    mkdir hooks-planted && cp planted hooks-planted/pre-commit
+    mv "$M/hooks" "$M/hooks-old" && ln -s "$PWD/hooks-planted" "$M/hooks"
+    echo change >> sub/s
+    """
+)
+
+
+def test_a_repointed_submodule_git_file_and_linked_hooks_are_put_right(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """The submodule's ``.git`` file leading to a planted git directory, and
+    its hooks folder replaced by a link to planted hooks, are put back
+    when the worktree is kept, each named in a ``warning:``."""
+    repo = _superproject(make_repo, tmp_path, env)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    run = isopatch(
+        "--porcelain", "--sandbox", "--recurse-submodules", "--keep", "--",
+        "sh", "-c", REPOINT, cwd=repo, env={**env, "MARKS": str(marks)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    kept = Path(run.fields()["worktree"])
+    assert "sub/.git'; put back" in run.err, run.err
+    assert "hooks'; put back" in run.err, run.err
     git("status", "--short", cwd=kept / "sub", env=env)
     git("add", "-A", cwd=kept / "sub", env=env)
     git("commit", "-q", "-m", "mine", cwd=kept / "sub", env=env)

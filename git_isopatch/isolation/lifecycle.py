@@ -12,7 +12,7 @@ Design: procedure steps 3 and 7.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from ..git.repo import UserRepository
@@ -42,6 +42,12 @@ class Lease:
         """From now on, a failure keeps the worktree for inspection
         instead of removing it (extraction: the user will want to look)."""
         self._keep_on_failure = True
+
+    def guard(self, files: Mapping[str, bytes | None]) -> None:
+        """Put ``files`` (absolute path -> content, :func:`.kept.snapshot_submodules`)
+        right too if the worktree is kept."""
+        admin_files = {**(self.isolation.admin_files or {}), **files}
+        self.isolation = replace(self.isolation, admin_files=admin_files)
 
     def settle(self, *, keep: bool, poolable: bool) -> None:
         """How to give the worktree back when the run leaves it: ``keep``
@@ -86,10 +92,11 @@ def worktree_for_run(
         yield lease
     except BaseException:
         if lease._keep_on_failure:
-            provider.keep(isolation)
+            provider.keep(lease.isolation)
         else:
-            provider.remove(isolation)
+            provider.remove(lease.isolation)
         raise
+    isolation = lease.isolation
     if not lease._keep:
         released = isolation if lease._poolable else replace(isolation, poolable=False)
         if provider.release(released):
