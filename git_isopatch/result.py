@@ -84,6 +84,9 @@ class CaptureResult:
             command wrote (in its copy-on-write layer, discarded), sorted.
         duration: seconds the run took, from the start of the request to
             its result, or ``None`` when not measured.
+        sandboxed: whether the command ran in the sandbox (under
+            ``isopatch.sandbox=auto`` the machine decides); ``None`` when
+            it did not run.
     """
 
     base: CommitId
@@ -115,6 +118,7 @@ class CaptureResult:
     deletions: int | None = None
     outside_writes: tuple[str, ...] = ()
     duration: float | None = None
+    sandboxed: bool | None = None
 
 
 @dataclass(frozen=True)

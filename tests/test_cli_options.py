@@ -46,7 +46,7 @@ def test_json_has_the_porcelain_fields(env, make_repo) -> None:
     assert run.err == ""
     result = json.loads(run.stdout)
     assert list(result) == [
-        "version", "command", "base", "exit", "patch", "files", "path",
+        "version", "command", "base", "exit", "sandbox", "patch", "files", "path",
         "insertions", "deletions", "stdout", "stderr", "duration",
     ]  # fmt: skip
     assert result["base"] == git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
@@ -66,6 +66,7 @@ def test_porcelain_z_ends_records_with_nul(env, make_repo) -> None:
         b"command",
         b"base",
         b"exit",
+        b"sandbox",
         b"patch",
         b"files",
         b"insertions",

@@ -47,6 +47,7 @@ def test_porcelain_bytes_quote_paths_as_git_does(env, make_repo, tmp_path: Path)
         rb"command sh\ncommand -c\ncommand echo new > new\.txt\n"
         rb"base " + head + rb"\n"
         rb"exit 0\n"
+        rb"sandbox true\n"
         rb'patch "(' + folder + rb')/isopatch\.patch"\n'
         rb"files 1\n"
         rb"path A new\.txt\n"
@@ -75,6 +76,7 @@ def test_porcelain_z_bytes_are_raw(env, make_repo, tmp_path: Path) -> None:
         rb"command sh\x00command -c\x00command exit 3\x00"
         rb"base " + head + rb"\x00"
         rb"exit 3\x00"
+        rb"sandbox false\x00"
         rb"patch (" + folder + rb")/isopatch\.patch\x00"
         rb"files 0\x00"
         rb"insertions 0\x00deletions 0\x00"
@@ -113,8 +115,8 @@ def test_json_has_the_porcelain_fields_in_the_same_order(env, make_repo) -> None
     assert run.stdout.endswith(b"}\n") and run.stdout.count(b"\n") == 1
     fields = json.loads(run.stdout)
     assert list(fields) == [
-        "version", "command", "base", "exit", "patch", "files", "path", "insertions",
-        "deletions", "stdout", "stderr", "worktree", "duration",
+        "version", "command", "base", "exit", "sandbox", "patch", "files", "path",
+        "insertions", "deletions", "stdout", "stderr", "worktree", "duration",
     ]  # fmt: skip
     assert fields["exit"] == 0 and fields["files"] == 2
     assert all(isinstance(fields[k], str) for k in ("base", "patch", "stdout", "stderr"))
@@ -133,8 +135,8 @@ def test_shared_writes_then_checkout_changes_then_nothing_else(env, make_repo) -
     keys = [line.split(" ", 1)[0] for line in run.out.splitlines()]
     assert keys == [
         "version", "command", "command", "command", "command", "command",
-        "base", "exit", "patch", "files", "insertions", "deletions", "stdout", "stderr",
-        "worktree", "shared-write", "shared-write", "checkout-change", "checkout-change",
+        "base", "exit", "sandbox", "patch", "files", "insertions", "deletions", "stdout",
+        "stderr", "worktree", "shared-write", "shared-write", "checkout-change", "checkout-change",
         "duration",
     ]  # fmt: skip
     assert "\ncheckout-change a\ncheckout-change b\nduration " in run.out

@@ -88,7 +88,7 @@ def test_the_same_run_in_json(env, repo) -> None:
     assert run.returncode == 0, run.err
     fields = json.loads(run.stdout)
     assert list(fields) == [
-        "version", "command", "base", "exit", "patch", "files", "path",
+        "version", "command", "base", "exit", "sandbox", "patch", "files", "path",
         "insertions", "deletions", "stdout", "stderr", "duration",
     ]  # fmt: skip
     assert fields["version"] == 1 and fields["command"] == ["sh", "-c", SCRIPT]
