@@ -48,23 +48,33 @@ def _superproject(make_repo, tmp_path: Path, env) -> Path:
     return repo
 
 
-def test_what_the_command_plants_in_a_submodule_does_not_run_after_keep(
-    env, make_repo, tmp_path: Path
-) -> None:
+def _kept_after(script: str, make_repo, tmp_path: Path, env):
+    """``script`` run sandboxed with ``--recurse-submodules --keep``; the
+    run and the folder ``$MARKS`` (outside: the command cannot write it)."""
     repo = _superproject(make_repo, tmp_path, env)
-    marks = tmp_path / "marks"  # outside: the command cannot write it
+    marks = tmp_path / "marks"
     marks.mkdir()
     run = isopatch(
         "--porcelain", "--sandbox", "--recurse-submodules", "--keep", "--",
-        "sh", "-c", PLANT, cwd=repo, env={**env, "MARKS": str(marks)},
+        "sh", "-c", script, cwd=repo, env={**env, "MARKS": str(marks)},
     )  # fmt: skip
     assert run.returncode == 0, run.err
+    return run, marks
+
+
+def _user_commits_in(submodule: Path, env) -> None:
+    """What a user does in the kept submodule: look, stage, commit."""
+    git("status", "--short", cwd=submodule, env=env)
+    git("add", "-A", cwd=submodule, env=env)
+    git("commit", "-q", "-m", "mine", cwd=submodule, env=env)
+
+
+def test_what_the_command_plants_in_a_submodule_does_not_run_after_keep(
+    env, make_repo, tmp_path: Path
+) -> None:
+    run, marks = _kept_after(PLANT, make_repo, tmp_path, env)
     assert sorted(p.name for p in marks.iterdir()) == []  # not by our extraction
-    kept = Path(run.fields()["worktree"])
-    # the user inspects and commits in the kept submodule
-    git("status", "--short", cwd=kept / "sub", env=env)
-    git("add", "-A", cwd=kept / "sub", env=env)
-    git("commit", "-q", "-m", "mine", cwd=kept / "sub", env=env)
+    _user_commits_in(Path(run.fields()["worktree"]) / "sub", env)
     assert sorted(p.name for p in marks.iterdir()) == []
 
 
@@ -92,18 +102,8 @@ def test_a_repointed_submodule_git_file_and_linked_hooks_are_put_right(
     """The submodule's ``.git`` file leading to a planted git directory, and
     its hooks folder replaced by a link to planted hooks, are put back
     when the worktree is kept, each named in a ``warning:``."""
-    repo = _superproject(make_repo, tmp_path, env)
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    run = isopatch(
-        "--porcelain", "--sandbox", "--recurse-submodules", "--keep", "--",
-        "sh", "-c", REPOINT, cwd=repo, env={**env, "MARKS": str(marks)},
-    )  # fmt: skip
-    assert run.returncode == 0, run.err
-    kept = Path(run.fields()["worktree"])
+    run, marks = _kept_after(REPOINT, make_repo, tmp_path, env)
     assert "sub/.git'; put back" in run.err, run.err
     assert "hooks'; put back" in run.err, run.err
-    git("status", "--short", cwd=kept / "sub", env=env)
-    git("add", "-A", cwd=kept / "sub", env=env)
-    git("commit", "-q", "-m", "mine", cwd=kept / "sub", env=env)
+    _user_commits_in(Path(run.fields()["worktree"]) / "sub", env)
     assert sorted(p.name for p in marks.iterdir()) == []
