@@ -88,16 +88,17 @@ def sandboxed_and_unconfined(
     timeout: float = 180,
 ) -> Pair:
     """Run ``command`` through ``git isopatch --porcelain`` with ``options``,
-    first with ``--sandbox`` (the repository and ``$HOME`` must be as they
-    were after it), then with ``--no-sandbox``."""
+    first under the default (``isopatch.sandbox=auto``), which must have
+    confined it (``sandbox true``; the repository and ``$HOME`` must be as
+    they were after it), then with ``--no-sandbox``."""
     home = Path(env["HOME"])
     repo_before, home_before = repo_state(repo, env), home_state(home)
     runs = []
-    for mode in ("--sandbox", "--no-sandbox"):
+    for mode in ((), ("--no-sandbox",)):
         runs.append(
             isopatch(
                 "--porcelain",
-                mode,
+                *mode,
                 *options,
                 "--",
                 *command,
@@ -106,8 +107,9 @@ def sandboxed_and_unconfined(
                 timeout=timeout,
             )
         )
-        if mode == "--sandbox":
+        if not mode:
             assert runs[0].returncode != 128, runs[0].err
+            assert runs[0].fields()["sandbox"] == "true", runs[0].out
             assert repo_state(repo, env) == repo_before, "the sandboxed run changed the repo"
             assert _changes(home_before, home_state(home)) == [], "the sandboxed run changed HOME"
     return Pair(*runs)
