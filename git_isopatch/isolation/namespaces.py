@@ -64,7 +64,6 @@ import functools
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -399,12 +398,13 @@ def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
 def _probe(bwrap: Bwrap, allow_network: bool) -> str | None:
     """Why namespaces cannot be made here (bwrap's own words), or ``None``.
 
-    The program run inside is this interpreter by its absolute path: bwrap
-    looks a bare name up on the caller's ``PATH``, which need not hold
-    ``true``, and a missing program must not read as missing namespaces.
+    The program run inside is ``true`` by its absolute path in the
+    system's folders (``os.defpath``), which the sandbox shows as they are:
+    bwrap looks a bare name up on the caller's ``PATH``, which need not
+    hold it, and a missing program must not read as missing namespaces.
     """
     policy = NamespacePolicy(writable=(), allow_network=allow_network)
-    inside = [sys.executable, "-I", "-S", "-c", ""]
+    inside = [shutil.which("true", path=os.defpath) or "/bin/true"]
     argv = [bwrap.path, *bwrap_arguments(policy, "/nonexistent"), "--", *inside]
     try:
         done = subprocess.run(
