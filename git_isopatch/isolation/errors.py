@@ -266,3 +266,17 @@ def _filter_process_message(error: GitError, said_last: str) -> str:
     ]
     detail = f": {said[-1]}" if said else ""
     return f"a filter process failed{detail} ({said_last})"
+
+
+#: The error code of a sandbox that cannot be had here.
+UNAVAILABLE = "sandbox-unavailable"
+
+
+def unavailable(message: str) -> IsopatchError:
+    """The ``sandbox-unavailable`` failure, naming what is missing (bubblewrap's
+    or Landlock's words)."""
+    return IsopatchError(
+        UNAVAILABLE,
+        f"--sandbox is not available: {message}",
+        hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
+    )

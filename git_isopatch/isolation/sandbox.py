@@ -70,7 +70,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from . import availability
-from .errors import IsopatchError
+from .errors import UNAVAILABLE as UNAVAILABLE
+from .errors import unavailable
 from .netns import enter_network_namespace as enter_network_namespace
 from .seccomp import _BPF_JEQ_K as _BPF_JEQ_K
 from .seccomp import _BPF_LD_W_ABS as _BPF_LD_W_ABS
@@ -88,7 +89,6 @@ from .seccomp import install_seccomp
 from .seccomp import seccomp_filter as seccomp_filter
 
 #: The stable error-code of every failure of this module.
-UNAVAILABLE = "sandbox-unavailable"
 
 # Generic syscall numbers (include/uapi/asm-generic/unistd.h), the same on
 # x86_64 and aarch64 and every architecture that gained the calls after 5.13.
@@ -238,14 +238,6 @@ class SandboxPolicy:
         return [self.worktree, self.tmpdir, self.admin_dir, *self.allow_write]
 
 
-def _unavailable(message: str) -> IsopatchError:
-    return IsopatchError(
-        UNAVAILABLE,
-        f"--sandbox is not available: {message}",
-        hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
-    )
-
-
 def _handled(abi: int) -> int:
     handled = _WRITE_RIGHTS_ABI1 | FS_REFER | FS_TRUNCATE
     if abi >= 5:
@@ -386,15 +378,15 @@ def check_available(*, allow_network: bool) -> int:
 def _check_available(allow_network: bool) -> int:
     abi = landlock_abi()
     if abi == 0:
-        raise _unavailable("the kernel offers no Landlock (Linux 6.2 or later, 'landlock' in lsm=)")
+        raise unavailable("the kernel offers no Landlock (Linux 6.2 or later, 'landlock' in lsm=)")
     if abi < MINIMUM_ABI:
-        raise _unavailable(
+        raise unavailable(
             f"Landlock ABI {abi} cannot deny truncation; ABI {MINIMUM_ABI} (Linux 6.2) is needed"
         )
     try:
         ruleset = _create_ruleset(abi)
     except OSError as exc:
-        raise _unavailable(f"cannot create a Landlock ruleset: {exc.strerror}") from None
+        raise unavailable(f"cannot create a Landlock ruleset: {exc.strerror}") from None
     uid, gid = os.geteuid(), os.getegid()
     sandbox = Sandbox(ruleset, allow_network, uid, gid)
     try:
@@ -402,7 +394,7 @@ def _check_available(allow_network: bool) -> int:
     finally:
         sandbox.close()
     if failure is not None:
-        raise _unavailable(failure)
+        raise unavailable(failure)
     return abi
 
 
@@ -426,12 +418,12 @@ def prepare(
     """
     abi = landlock_abi() if abi is None else abi
     if abi < MINIMUM_ABI:
-        raise _unavailable(f"Landlock ABI {abi or 'none'}; ABI {MINIMUM_ABI} (Linux 6.2) is needed")
+        raise unavailable(f"Landlock ABI {abi or 'none'}; ABI {MINIMUM_ABI} (Linux 6.2) is needed")
     everything = _handled(abi)
     try:
         ruleset = _create_ruleset(abi)
     except OSError as exc:
-        raise _unavailable(f"cannot create a Landlock ruleset: {exc.strerror}") from None
+        raise unavailable(f"cannot create a Landlock ruleset: {exc.strerror}") from None
     path = ""
     try:
         for path in policy.writable():
@@ -446,5 +438,5 @@ def prepare(
         with contextlib.suppress(OSError):
             os.close(ruleset)
         reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
-        raise _unavailable(f"cannot allow writes to '{path}': {reason}") from None
+        raise unavailable(f"cannot allow writes to '{path}': {reason}") from None
     return Sandbox(ruleset, policy.allow_network)
