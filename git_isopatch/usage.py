@@ -9,6 +9,7 @@ Documentation/CodingGuidelines, "Error Messages").
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -303,7 +304,23 @@ def main(argv: list[str] | None = None) -> NoReturn:
     Exit status: the command's (design: Exit status), 128 for a known
     failure, 129 for a usage error.  An unexpected exception is a bug: its
     traceback is printed with a hint to report it, exit 128.
+
+    The process ends when this returns, so the objects it made are frozen
+    first (:func:`gc.freeze`): the interpreter's last garbage collection
+    at exit walks every object of every module loaded (typer, pygit2 and
+    their standard library), 40-100 ms of a warm run that took 0.4 s
+    (bench/README.md), to free memory the kernel takes back anyway.
+    Nothing here leaves its clean-up to the collector: files, locks and
+    temporary folders close in ``with`` blocks, and ``atexit`` handlers,
+    thread joins and the flushing of stdout and stderr still run.
     """
+    try:
+        _main(argv)
+    finally:
+        gc.freeze()
+
+
+def _main(argv: list[str] | None) -> NoReturn:
     import typer.main
 
     args = sys.argv[1:] if argv is None else argv
