@@ -32,12 +32,17 @@ IDENTITY = {
 
 def hermetic_environ(home: Path, tmpdir: Path) -> dict[str, str]:
     """os.environ without any GIT_* variable, with its own HOME and TMPDIR,
-    no system config, fixed identities, and the test venv's bin on PATH."""
+    no system config, fixed identities, and the test venv's bin on PATH.
+    ``XDG_CACHE_HOME`` is a folder beside ``home``: git-isopatch keeps the
+    sandbox's availability there when there is no ``XDG_RUNTIME_DIR``, and
+    the tests that compare every file of ``HOME`` before and after a run
+    look for what the command wrote, not for that."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(IDENTITY)
     env.update(
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home.parent / "xdg-cache"),
         TMPDIR=str(tmpdir),
         GIT_CONFIG_NOSYSTEM="1",
         LC_ALL="C.UTF-8",

@@ -144,17 +144,59 @@ def test_a_refusal_is_kept_too(setting, make_repo) -> None:
 
 
 @pytest.mark.parametrize("mode", [0o755, None], ids=["not-private", "unset"])
-def test_nothing_is_kept_without_a_private_runtime_folder(
+def test_without_a_private_runtime_folder_the_cache_keeps_it(
     setting, make_repo, no_leftovers, mode
 ) -> None:
+    """As in CI jobs and containers, where no login session made
+    ``$XDG_RUNTIME_DIR``: the answer goes to ``~/.cache/git-isopatch``,
+    made private, and the next run launches without checking."""
     user, log, _, _ = setting
     runtime = Path(user["XDG_RUNTIME_DIR"])
+    del user["XDG_CACHE_HOME"]  # the default, ~/.cache
     if mode is None:
         del user["XDG_RUNTIME_DIR"]
     else:
         runtime.chmod(mode)
     repo = make_repo()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    assert "--version" in _calls(log)
+    kept = Path(user["HOME"]) / ".cache" / "git-isopatch" / "sandbox-checks.json"
+    assert kept.is_file() and os.stat(kept.parent).st_mode & 0o777 == 0o700
+    assert not (runtime / "git-isopatch").exists()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    assert _calls(log) == [LAUNCH]
+
+
+@pytest.mark.parametrize("cache", ["not-private", "link", "relative"])
+def test_nothing_is_kept_without_a_private_folder(
+    setting, make_repo, no_leftovers, tmp_path: Path, cache
+) -> None:
+    """Neither folder the user's own of mode 0700 (``$XDG_CACHE_HOME``'s
+    ``git-isopatch`` open to others, reached through a symbolic link, or
+    ``$XDG_CACHE_HOME`` and ``$HOME`` relative, which the XDG
+    specification says to ignore): every run checks, nothing is written."""
+    user, log, _, _ = setting
+    del user["XDG_RUNTIME_DIR"]
+    home_cache = Path(user["HOME"]) / ".cache"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if cache == "relative":
+        user["XDG_CACHE_HOME"] = "cache"
+        user["HOME"] = "home"
+        folder = home_cache / "git-isopatch"
+    else:
+        user["XDG_CACHE_HOME"] = str(tmp_path / "xdg-cache")
+        folder = tmp_path / "xdg-cache" / "git-isopatch"
+        folder.parent.mkdir()
+        if cache == "link":
+            folder.symlink_to(elsewhere, target_is_directory=True)
+        else:
+            folder.mkdir()
+            folder.chmod(0o755)
+    repo = make_repo()
     for _ in range(2):
         assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
         assert "--version" in _calls(log)
-    assert not (runtime / "git-isopatch").exists()
+    assert not (folder / "sandbox-checks.json").exists()
+    assert not (elsewhere / "sandbox-checks.json").exists()
+    assert not (home_cache / "git-isopatch").exists()

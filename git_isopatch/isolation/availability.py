@@ -11,7 +11,11 @@ git-isopatch runs in, the sysctls that allow user namespaces, the seccomp
 filters and no-new-privileges of this process, and the ``bwrap`` that
 would be found (its path and file).  A change of any of them asks again.
 Without ``$XDG_RUNTIME_DIR`` (or where it is not the user's own 0700
-folder) nothing is kept: every run checks.
+folder), as in most CI jobs and containers, the answer goes to
+``$XDG_CACHE_HOME/git-isopatch/`` (default ``~/.cache``), the XDG
+specification's place for what can be made again; the boot in its key
+keeps an answer of an earlier boot from counting.  Where neither folder
+is the user's own of mode 0700 nothing is kept: every run checks.
 
 An answer that turns out wrong (bubblewrap fails to set up where it was
 kept as working) is forgotten (:func:`forget`) and the run fails as
@@ -31,7 +35,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-#: The file, in ``$XDG_RUNTIME_DIR/git-isopatch/``.
+#: The file, in ``$XDG_RUNTIME_DIR/git-isopatch/`` (or the cache's, :func:`_folder`).
 FILE_NAME = "sandbox-checks.json"
 
 #: The sysctls that decide whether an unprivileged user may make user
@@ -88,17 +92,43 @@ def context(environ: Mapping[str, str] | None = None) -> str:
 
 def _folder(environ: Mapping[str, str]) -> str | None:
     """``$XDG_RUNTIME_DIR/git-isopatch``, when ``$XDG_RUNTIME_DIR`` is an
-    absolute folder of this user's, mode 0700; else ``None``."""
+    absolute folder of this user's, mode 0700; else the cache's
+    ``git-isopatch`` folder (:func:`_cache_folder`); else ``None``."""
     runtime = environ.get("XDG_RUNTIME_DIR")
-    if not runtime or not os.path.isabs(runtime):
-        return None
+    if runtime and _private(runtime):
+        return os.path.join(runtime, "git-isopatch")
+    return _cache_folder(environ)
+
+
+def _private(folder: str, *, follow: bool = True) -> bool:
+    """``folder`` is an absolute folder of this user's, mode 0700."""
+    if not os.path.isabs(folder):
+        return False
     try:
-        st = os.stat(runtime)
+        st = os.stat(folder) if follow else os.lstat(folder)
     except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        return None
-    return os.path.join(runtime, "git-isopatch")
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+def _cache_folder(environ: Mapping[str, str]) -> str | None:
+    """``$XDG_CACHE_HOME/git-isopatch`` (``$XDG_CACHE_HOME`` when it is
+    absolute, as the XDG specification wants, else ``$HOME/.cache``),
+    made with mode 0700 if missing; ``None`` unless it then is this
+    user's own folder of mode 0700, itself not a symbolic link (a folder
+    another user can write, or one reached through a link, could hold an
+    answer that leaves the command unconfined)."""
+    cache = environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):
+        home = environ.get("HOME", "")
+        if not os.path.isabs(home):
+            return None
+        cache = os.path.join(home, ".cache")
+    folder = os.path.join(cache, "git-isopatch")
+    if not os.path.lexists(folder):
+        with contextlib.suppress(OSError):
+            os.makedirs(folder, mode=0o700)
+    return folder if _private(folder, follow=False) else None
 
 
 _loaded: dict[str, dict[str, Any]] | None = None
