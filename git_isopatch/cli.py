@@ -253,6 +253,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
     from .capture import run
     from .isolation.errors import IsopatchError
 
+    usage.modules_loaded()
     configure_logging()
     if sys.stdout is None and (mode.stdout or mode.machine):
         stderr_line("fatal: stdout is closed: nowhere to write the result")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .usage import FATAL_STATUS, ShortHelpOption, stderr_line
+from .usage import FATAL_STATUS, ShortHelpOption, modules_loaded, stderr_line
 
 mcp_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -34,5 +34,6 @@ def mcp_command(
         stderr_line(f"fatal: the MCP server needs the 'mcp' package (2.x): {exc}")
         stderr_line(f"hint: {MISSING_HINT}")
         raise SystemExit(FATAL_STATUS) from None
+    modules_loaded()  # it serves until stdin closes: collect its garbage
     server.run("stdio")
     raise SystemExit(0)

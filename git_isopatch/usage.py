@@ -305,19 +305,35 @@ def main(argv: list[str] | None = None) -> NoReturn:
     failure, 129 for a usage error.  An unexpected exception is a bug: its
     traceback is printed with a hint to report it, exit 128.
 
-    The process ends when this returns, so the objects it made are frozen
-    first (:func:`gc.freeze`): the interpreter's last garbage collection
-    at exit walks every object of every module loaded (typer, pygit2 and
-    their standard library), 40-100 ms of a warm run that took 0.4 s
-    (bench/README.md), to free memory the kernel takes back anyway.
-    Nothing here leaves its clean-up to the collector: files, locks and
-    temporary folders close in ``with`` blocks, and ``atexit`` handlers,
-    thread joins and the flushing of stdout and stderr still run.
+    The garbage collector is off while the run's modules load: importing
+    typer, pygit2 and git-isopatch's own modules makes objects that live
+    as long as the process, and collecting among them cost a warm run
+    some 50 collections and 25-45 ms (bench/README.md).  A command whose
+    work can take long turns it back on once its modules are loaded
+    (:func:`modules_loaded`: a capture, which waits for its command, and
+    the MCP server); ``list`` and ``prune`` end first.  The process ends
+    when this returns, so the objects it made are frozen before
+    (:func:`gc.freeze`): the interpreter's last collection at exit would
+    walk every object of every module, 40-100 ms of a 0.4 s run, to free
+    memory the kernel takes back anyway.  Nothing here leaves its
+    clean-up to the collector: files, locks and temporary folders close in
+    ``with`` blocks, and ``atexit`` handlers, thread joins and the
+    flushing of stdout and stderr still run.
     """
+    gc.disable()
     try:
         _main(argv)
     finally:
         gc.freeze()
+
+
+def modules_loaded() -> None:
+    """The modules of a command that can run long are loaded (see
+    :func:`main`): what they made is moved out of the collector's reach
+    (:func:`gc.freeze`), and collection resumes for what the command makes
+    from here on."""
+    gc.freeze()
+    gc.enable()
 
 
 def _main(argv: list[str] | None) -> NoReturn:
