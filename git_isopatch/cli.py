@@ -159,7 +159,7 @@ def isopatch(
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
     quiet: Annotated[
-        bool, typer.Option("-q", "--quiet", help="no summary and no progress on stderr")
+        bool, typer.Option("-q", "--quiet", help="no summary or progress: only errors and warnings")
     ] = False,
     _short_help: ShortHelpOption = False,
     _manual: usage.ManualOption = False,
@@ -214,6 +214,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         stdout=to_stdout,
         exit_code=params["exit_code_option"],
         quiet=params["quiet"] or params["porcelain_output"] or params["json_output"],
+        informational=not params["quiet"],
     )
     request = CaptureRequest(
         command=tuple(params["command"] or ()),

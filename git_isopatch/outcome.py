@@ -37,12 +37,16 @@ def _some(names: Sequence[str]) -> str:
     return ", ".join(names[:5]) + (f" and {more} more" if more > 0 else "")
 
 
-def notices(result: CaptureResult) -> list[str]:
+def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
     """What went wrong or needs saying before the output: the command that
-    could not start, its hints, the timeout, and what the command changed
-    outside its worktree (``error:``, ``hint:``, ``warning:`` lines)."""
+    could not start, its hints (the informational ones only with
+    ``informational``: not with ``-q``), the timeout, and what the command
+    changed outside its worktree (``error:``, ``hint:``, ``warning:``
+    lines)."""
     lines = [f"error: {result.command_error}"] if result.command_error else []
     lines += [f"hint: {hint}" for hint in result.hints]
+    if informational:
+        lines += [f"hint: {hint}" for hint in result.informational_hints]
     if result.timed_out:
         seconds = result.timeout or 0
         lines.append(
@@ -185,9 +189,8 @@ def plan(
     failed_apply = result.error_code == "apply-failed"
     status = exit_status(result, mode)
     if result.error is not None and not failed_apply:  # nothing else to show
-        return Rendering(
-            tuple(notices(result)), record, None, None, (), closing, False, False, status
-        )
+        shown = tuple(notices(result, informational=mode.informational))
+        return Rendering(shown, record, None, None, (), closing, False, False, status)
     # a patch in the run's private folder was not asked for by -o
     private = (
         not failed_apply
@@ -202,7 +205,7 @@ def plan(
         summary = tuple(summary_lines(result, show_patch=not (mode.stdout and private), cwd=cwd))
     unread = not mode.machine and (mode.quiet or bool(result.applied))
     return Rendering(
-        notices=tuple(notices(result)),
+        notices=tuple(notices(result, informational=mode.informational)),
         record=record,
         patch_to_stdout=result.patch_path if on_stdout else None,
         diffstat=None if mode.quiet else result.diffstat or None,

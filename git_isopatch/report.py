@@ -239,7 +239,6 @@ def report(
     (:func:`.bring_home.apply_result`: one apply at a time, a signal in
     ``state`` stops it before it writes, ``warn`` says it waits)."""
     received = state.get("received")
-    ran = replace(ran, hints=(*ran.hints, *sandbox_hint(start, ran.outcome)))
     result = CaptureResult(
         base=start.commit,
         exit_code=128 + received if received is not None else ran.outcome.exit_code,
@@ -255,6 +254,7 @@ def report(
         timeout=start.timeout,
         shared_writes=ran.shared_writes,
         hints=ran.hints,
+        informational_hints=sandbox_hint(start, ran.outcome),
         top=start.repository.top,
         checkout_changes=ran.checkout_changes,
         command=start.command,
@@ -264,15 +264,15 @@ def report(
     )
     if isinstance(extracted, IsopatchError):
         return replace(result, error=extracted.message, error_code=extracted.code)
-    hints = ran.hints
+    informational = result.informational_hints
     if not extracted.files and _left_out_uncommitted(start, ran.checkout_before):
-        hints = (*hints, UNCOMMITTED_HINT)
+        informational = (*informational, UNCOMMITTED_HINT)
     result = replace(
         result,
         patch_path=extracted.patch,
         files=extracted.files,
         diffstat=extracted.diffstat,
-        hints=hints,
+        informational_hints=informational,
         paths=extracted.contents.paths,
         insertions=extracted.contents.insertions,
         deletions=extracted.contents.deletions,

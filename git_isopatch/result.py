@@ -52,7 +52,13 @@ class CaptureResult:
         timeout: the timeout in force, in seconds (``timeout`` or
             ``isopatch.timeout``), or ``None`` for no limit.
         hints: one-line advice where users get stuck (a command that could
-            not run a program: :func:`command_hints`); empty otherwise.
+            not run a program: :func:`command_hints`; signing the sandbox
+            keeps from the command); empty otherwise.
+        informational_hints: one-line advice that only informs (a failing
+            command ran in the default sandbox, which may be why; a run
+            from ``HEAD`` left the uncommitted changes out), after ``hints``;
+            ``-q`` leaves them off stderr, as git's ``-q`` does its
+            informational advice.
         top: the top of the user's work tree (``git -C <top> apply`` brings
             the patch home from anywhere).
         diffstat: ``git diff --stat --summary`` of the patch, coloured or
@@ -105,6 +111,7 @@ class CaptureResult:
     timeout: float | None = None
     shared_writes: tuple[SharedWrite, ...] = ()
     hints: tuple[str, ...] = ()
+    informational_hints: tuple[str, ...] = ()
     top: str | None = None
     diffstat: bytes | None = None
     applied: bool | None = None
@@ -134,6 +141,10 @@ class OutputMode:
             succeeded (``--exit-code``).
         quiet: no summary on stderr (``-q``; implied by ``porcelain`` and
             ``json``).
+        informational: the result's ``informational_hints`` on stderr;
+            ``False`` with ``-q``, which keeps errors, warnings and the
+            hints that explain them, as git's ``-q`` drops checkout's
+            detached-HEAD advice but not push's advice on rejected refs.
     """
 
     porcelain: bool = False
@@ -142,6 +153,7 @@ class OutputMode:
     stdout: bool = False
     exit_code: bool = False
     quiet: bool = False
+    informational: bool = True
 
     @property
     def machine(self) -> bool:

@@ -73,6 +73,8 @@ def test_a_command_name_with_a_space_is_not_run_by_a_shell(env, make_repo) -> No
         "hint: the command is run without a shell, so 'ruff format src' is one program "
         "name; split it (git isopatch -- ruff format src) or use sh -c 'ruff format src'"
     ]
+    quiet = isopatch("-q", "ruff format src", cwd=repo, env=env)
+    assert quiet.err.splitlines() == run.err.splitlines()[:2], "-q keeps both"
 
 
 def test_from_a_subfolder_the_hint_names_the_path_from_there(env, make_repo) -> None:
@@ -121,3 +123,13 @@ def test_an_empty_patch_while_the_checkout_has_changes_names_include_uncommitted
     assert UNCOMMITTED not in changed.err  # a patch came back: nothing to explain
     write_tree(repo, {"a": "a\n"})
     assert UNCOMMITTED not in isopatch("--", "true", cwd=repo, env=env).err
+
+
+def test_quiet_leaves_the_uncommitted_hint_to_the_record(env, make_repo) -> None:
+    """It explains no failure: ``-q``, as git's, does not print it."""
+    repo = make_repo({"a": "a\n"})
+    write_tree(repo, {"a": "edited\n"})
+    assert isopatch("-q", "--", "true", cwd=repo, env=env).err == ""
+    record = isopatch("-q", "--porcelain", "--", "true", cwd=repo, env=env)
+    assert record.err == ""
+    assert f"hint {UNCOMMITTED.removeprefix('hint: ')}" in record.out.splitlines()

@@ -176,6 +176,19 @@ def test_a_command_failing_in_the_sandbox_of_auto_gets_a_hint(env, make_repo) ->
     ]
 
 
+def test_quiet_leaves_the_sandbox_hint_to_the_record(env, make_repo) -> None:
+    """``-q``, as git's: the hint explains no failure of git-isopatch's,
+    so only the porcelain record keeps it (the ``--porcelain`` stderr
+    above keeps it too: ``-q`` was not given)."""
+    repo = make_repo()
+    quiet = _run("-q", "--", "sh", "-c", "exit 3", cwd=repo, env=env)
+    assert quiet.returncode == 3
+    assert quiet.err == ""
+    record = _run("-q", "--porcelain", "--", "sh", "-c", "exit 3", cwd=repo, env=env)
+    assert record.err == ""
+    assert f"hint {SANDBOX_HINT.removeprefix('hint: ')}" in record.out.splitlines()
+
+
 @pytest.mark.parametrize(
     "options, command",
     [
