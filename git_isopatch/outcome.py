@@ -37,6 +37,21 @@ def _some(names: Sequence[str]) -> str:
     return ", ".join(names[:5]) + (f" and {more} more" if more > 0 else "")
 
 
+#: After the checkout changed in a run unconfined by choice (``--no-sandbox``,
+#: ``isopatch.sandbox=false``).
+CHECKOUT_HINT = (
+    "hint: use --sandbox to keep the command's writes in its worktree; "
+    "if you edited these files meanwhile, nothing is wrong"
+)
+#: The same where ``auto`` found no sandbox: ``--sandbox`` would be fatal,
+#: and the fallback's warning says what the machine lacks.
+CHECKOUT_HINT_NO_SANDBOX = (
+    "hint: where the sandbox is available it keeps the command's writes in its worktree "
+    "('warning: no sandbox here' says what it lacks); "
+    "if you edited these files meanwhile, nothing is wrong"
+)
+
+
 def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
     """What went wrong or needs saying before the output: the command that
     could not start, its hints (the informational ones only with
@@ -81,10 +96,7 @@ def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
             for p in result.checkout_changes
         ]
         lines.append("warning: your work tree changed while the command ran: " + _some(names))
-        lines.append(
-            "hint: use --sandbox to keep the command's writes in its worktree; "
-            "if you edited these files meanwhile, nothing is wrong"
-        )
+        lines.append(CHECKOUT_HINT_NO_SANDBOX if result.sandbox_unavailable else CHECKOUT_HINT)
     return lines
 
 

@@ -261,6 +261,7 @@ def report(
         command_signal=received if received is not None else ran.outcome.died_of,
         outside_writes=ran.outside_writes,
         sandboxed=start.sandbox.confined,
+        sandbox_unavailable=start.sandbox_unavailable,
     )
     if isinstance(extracted, IsopatchError):
         return replace(result, error=extracted.message, error_code=extracted.code)

@@ -93,6 +93,9 @@ class CaptureResult:
         sandboxed: whether the command ran in the sandbox (under
             ``isopatch.sandbox=auto`` the machine decides); ``None`` when
             it did not run.
+        sandbox_unavailable: ``isopatch.sandbox=auto`` found no sandbox
+            here and ran the command unconfined (a warning said what is
+            missing), so ``--sandbox`` would fail.
     """
 
     base: CommitId
@@ -126,6 +129,7 @@ class CaptureResult:
     outside_writes: tuple[str, ...] = ()
     duration: float | None = None
     sandboxed: bool | None = None
+    sandbox_unavailable: bool = False
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ class Start:
         sandboxed_by_default: confined because ``isopatch.sandbox`` is
             ``auto`` (no ``--sandbox``, no ``true``): a failing command
             gets a hint that the sandbox may be why.
+        sandbox_unavailable: ``auto`` found no sandbox here: the command
+            runs unconfined, after a warning saying what is missing.
         environ: the caller's environment; ``git_env``: the one for
             git-isopatch's own git calls.
         output: ``-o`` as an absolute path; ``None``: the run's private folder.
@@ -79,6 +81,7 @@ class Start:
     includes: tuple[Include, ...]
     sandbox: ConfinementPlan
     sandboxed_by_default: bool
+    sandbox_unavailable: bool
     environ: Mapping[str, str]
     git_env: Mapping[str, str]
     output: str | None
@@ -187,6 +190,7 @@ def check(
         includes=tuple(includes),
         sandbox=sandbox,
         sandboxed_by_default=by_default,
+        sandbox_unavailable=request.sandbox == AUTO and not sandbox.confined,
         environ=environ,
         git_env=git_env,
         output=request.output,

@@ -65,6 +65,21 @@ def test_a_failing_command_unconfined_by_the_fallback_gets_no_sandbox_hint(
     assert "in the sandbox" not in run.err, run.err
 
 
+def test_a_checkout_change_in_the_fallback_does_not_advise_sandbox(make_repo, no_bwrap) -> None:
+    """``--sandbox`` would be fatal here (below): the hint after the
+    checkout's warning points at what the machine lacks instead."""
+    repo = make_repo()
+    run = isopatch("-q", "--", *_command(repo), cwd=repo, env=no_bwrap)
+    assert run.returncode == 0, run.err
+    assert [line for line in run.err.splitlines() if not line.startswith("warning: no")] == [
+        "warning: your work tree changed while the command ran: outside",
+        "hint: where the sandbox is available it keeps the command's writes in its "
+        "worktree ('warning: no sandbox here' says what it lacks); "
+        "if you edited these files meanwhile, nothing is wrong",
+    ], run.err
+    assert "--sandbox" not in run.err, run.err
+
+
 @pytest.mark.parametrize(
     "flags, git_options",
     [(("--no-sandbox",), ()), ((), ("-c", "isopatch.sandbox=false"))],
