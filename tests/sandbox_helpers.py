@@ -1,6 +1,7 @@
 """Test helpers for ``--sandbox``: an environment that forbids what the
 sandbox needs (a seccomp filter installed in the child before it runs
-git-isopatch), and a TCP server on 127.0.0.1 only.
+git-isopatch), a TCP server on 127.0.0.1 only, and a script run as the
+unprivileged uid 65534.
 
 The seccomp filter is a real kernel refusal, as a kernel without Landlock
 (``ENOSYS`` from ``landlock_create_ruleset``) or a container that forbids
@@ -13,13 +14,19 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import json
+import os
 import platform
+import shutil
 import socket
 import subprocess
+import sys
+import sysconfig
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # the seccomp structures and constants git-isopatch's own filter uses
 from git_isopatch.isolation.sandbox import (
@@ -123,3 +130,56 @@ def run_wrapped(
         )
         status = wrapped.finish()
     return done, status
+
+
+#: Run as uid/gid 65534 (nobody), with no supplementary groups.
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+
+#: What :func:`run_as_nobody` runs before its script: ``repo``, a
+#: repository of one empty commit that uid 65534 made and owns.
+_NOBODY_PREAMBLE = """\
+import json, os, subprocess, sys
+repo = sys.argv.pop(1)
+subprocess.run(["git", "init", "-q", repo], check=True)
+subprocess.run(["git", "-C", repo, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+"""
+
+
+@contextlib.contextmanager
+def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[Any]:
+    """Python ``script`` (``args`` in ``sys.argv[1:]``, a repository in
+    ``repo``) as uid 65534, with no capability (bubblewrap then makes an
+    unprivileged user namespace): yields the JSON it printed.  Its ``HOME``
+    and ``TMPDIR`` are its own, in a folder of ``/tmp`` it may enter, which
+    goes when the ``with`` block ends (files the JSON names are there until
+    then); the package and its dependencies come on
+    ``PYTHONPATH`` and ``PATH`` is ``/usr/bin:/bin``, where uid 65534 may
+    read them (the virtual environment may lie in a folder it cannot
+    enter), and so does the interpreter, of this one's version, if there
+    is one; ``sys.executable`` in the script names it."""
+    shared = Path(tempfile.mkdtemp(prefix="isopatch-nobody-", dir="/tmp"))
+    try:
+        shared.chmod(0o755)
+        home = shared / "home"
+        (home / "tmp").mkdir(parents=True)
+        shutil.chown(home, 65534, 65534)
+        shutil.chown(home / "tmp", 65534, 65534)
+        here = [str(Path(__file__).resolve().parents[1]), sysconfig.get_paths()["purelib"]]
+        user_env = {
+            **env,
+            "HOME": str(home),
+            "TMPDIR": str(home / "tmp"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "PYTHONPATH": os.pathsep.join(here),
+            "PATH": "/usr/bin:/bin",
+        }
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        python = shutil.which(version, path="/usr/bin:/bin") or sys.executable
+        done = subprocess.run(
+            [*NOBODY, python, "-c", _NOBODY_PREAMBLE + script, str(home / "repo"), *args],
+            capture_output=True, check=False, cwd="/", env=user_env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode()
+        yield json.loads(done.stdout)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

@@ -17,15 +17,11 @@ Real bubblewrap, real git; as root and as the unprivileged uid 65534.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 from pathlib import Path
 
 from repo_helpers import isopatch
+from sandbox_helpers import run_as_nobody
 
 #: Forges the launcher's report wherever the command can reach it, then
 #: exits 3; prints what it managed.
@@ -111,16 +107,11 @@ def test_the_command_cannot_stop_or_kill_the_launcher(env, make_repo, no_leftove
 
 #: As uid 65534: each probe's run, as [returncode, stdout, stderr] in JSON.
 AS_NOBODY = """
-import json, subprocess, sys
-repo, python = sys.argv[1], sys.argv[2]
-probes = json.loads(sys.argv[3])
-subprocess.run(["git", "init", "-q", repo], check=True)
-subprocess.run(["git", "-C", repo, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
 seen = {}
-for name, probe in probes.items():
+for name, probe in json.loads(sys.argv[1]).items():
     done = subprocess.run(
         [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--",
-         python, "-c", probe],
+         sys.executable, "-c", probe],
         cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, timeout=90)
     seen[name] = [done.returncode, done.stdout.decode(), done.stderr.decode()]
 print(json.dumps(seen))
@@ -130,29 +121,7 @@ print(json.dumps(seen))
 def test_the_launcher_holds_as_an_unprivileged_user(env) -> None:
     """As uid 65534 (bubblewrap makes an unprivileged user namespace),
     both attacks fail the same way."""
-    shared = Path(tempfile.mkdtemp(prefix="isopatch-nobody-", dir="/tmp"))
-    try:
-        shared.chmod(0o755)
-        home = shared / "home"
-        (home / "tmp").mkdir(parents=True)
-        shutil.chown(home, 65534, 65534)
-        shutil.chown(home / "tmp", 65534, 65534)
-        user_env = {**env, "HOME": str(home), "TMPDIR": str(home / "tmp")}
-        user_env["XDG_CONFIG_HOME"] = str(home / ".config")
-        here = [str(Path(__file__).resolve().parents[1]), sysconfig.get_paths()["purelib"]]
-        user_env["PYTHONPATH"] = os.pathsep.join(here)
-        user_env["PATH"] = "/usr/bin:/bin"
-        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-        python = shutil.which(version, path="/usr/bin:/bin") or sys.executable
-        probes = {name: probe for name, (probe, _) in PROBES.items()}
-        done = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python,
-             "-c", AS_NOBODY, str(home / "repo"), python, json.dumps(probes)],
-            capture_output=True, check=False, cwd="/", env=user_env, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr.decode()
-        seen = json.loads(done.stdout)
+    probes = {name: probe for name, (probe, _) in PROBES.items()}
+    with run_as_nobody(env, AS_NOBODY, json.dumps(probes)) as seen:
         for name, (_, expected) in PROBES.items():
-            _check(*seen[name], expected)
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
+            _check(*seen[name], expected)  # reads the captured stdout

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import sysconfig
-import tempfile
 from pathlib import Path
 
 import pytest
 from hostile import wait_until
 from repo_helpers import ISOPATCH, isopatch
+from sandbox_helpers import run_as_nobody
 
 #: The records (porcelain) that tell how the command ended.
 ENDING = ("exit", "signal", "timed-out", "command-error")
@@ -187,14 +184,9 @@ def test_the_environment_gets_no_lc_ctype_from_the_launcher(env, make_repo, no_l
 
 #: As uid 65534: each case's ending, sandboxed and unconfined, printed as JSON.
 AS_NOBODY = """
-import json, os, subprocess, sys
-repo = sys.argv[1]
-cases = json.loads(sys.argv[2])
 isopatch = [sys.executable, "-m", "git_isopatch"]
-subprocess.run(["git", "init", "-q", repo], check=True)
-subprocess.run(["git", "-C", repo, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
 seen = {}
-for name, argv in cases.items():
+for name, argv in json.loads(sys.argv[1]).items():
     for mode in ("--no-sandbox", "--sandbox"):
         done = subprocess.run([*isopatch, "--porcelain", mode, "--", *argv], cwd=repo,
                               capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
@@ -208,39 +200,10 @@ print(json.dumps(seen))
 def test_the_ending_as_an_unprivileged_user(env) -> None:
     """As uid 65534 (no capability: bubblewrap makes an unprivileged user
     namespace), the same endings."""
-    shared = Path(tempfile.mkdtemp(prefix="isopatch-nobody-", dir="/tmp"))
-    try:
-        shared.chmod(0o755)
-        home = shared / "home"
-        home.mkdir()
-        (home / "tmp").mkdir()
-        shutil.chown(home, 65534, 65534)
-        shutil.chown(home / "tmp", 65534, 65534)
-        user_env = {**env, "HOME": str(home), "TMPDIR": str(home / "tmp")}
-        user_env["XDG_CONFIG_HOME"] = str(home / ".config")
-        # the package and its dependencies, where uid 65534 may read them
-        # (the virtual environment's interpreter may lead to a folder it cannot)
-        here = [str(Path(__file__).resolve().parents[1]), sysconfig.get_paths()["purelib"]]
-        user_env["PYTHONPATH"] = os.pathsep.join(here)
-        user_env["PATH"] = "/usr/bin:/bin"  # folders it can search
-        cases = {name: CASES[name][0] for name in ("own-sigterm", "exit-143", "not-found")}
-        # an interpreter of the same version that uid 65534 can run (this
-        # one may lie in a folder it cannot enter)
-        python = shutil.which(
-            f"python{sys.version_info[0]}.{sys.version_info[1]}", path="/usr/bin:/bin"
-        )
-        python = python or sys.executable
-        done = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python,
-             "-c", AS_NOBODY, str(home / "repo"), json.dumps(cases)],
-            capture_output=True, check=False, cwd="/", env=user_env, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr.decode()
-        seen = json.loads(done.stdout)
+    cases = {name: CASES[name][0] for name in ("own-sigterm", "exit-143", "not-found")}
+    with run_as_nobody(env, AS_NOBODY, json.dumps(cases)) as seen:
         for name in cases:
             expected = CASES[name][1]
             code, exit_record, signal_record, err = seen[f"{name} --sandbox"]
             assert (exit_record, signal_record) == (expected["exit"], expected.get("signal")), err
             assert seen[f"{name} --sandbox"][:3] == seen[f"{name} --no-sandbox"][:3], err
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
