@@ -313,6 +313,7 @@ def list_command(
     ] = False,
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
+    _manual: usage.ManualOption = False,
 ) -> None:
     """List the worktrees git-isopatch made: running, kept, orphaned
     (design: "Kept worktrees")."""
@@ -360,6 +361,7 @@ def prune_command(
     ] = False,
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
+    _manual: usage.ManualOption = False,
 ) -> None:
     """Remove kept and orphaned worktrees git-isopatch made, and the result
     folders of its runs older than ``--expire`` (default two weeks); never

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .usage import FATAL_STATUS, ShortHelpOption, modules_loaded, stderr_line
+from .usage import FATAL_STATUS, ManualOption, ShortHelpOption, modules_loaded, stderr_line
 
 mcp_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -23,6 +23,7 @@ def mcp_command(
         typer.Option("-C", metavar="<path>", help="the repository the tools work in by default"),
     ] = ".",
     _short_help: ShortHelpOption = False,
+    _manual: ManualOption = False,
 ) -> None:
     """Serve the ``capture`` and ``apply`` tools over the Model Context
     Protocol on stdin/stdout until the client closes stdin."""

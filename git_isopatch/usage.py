@@ -146,7 +146,10 @@ def manual_directories() -> list[str]:
 
 
 def show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
-    """``--help`` opens the man page, as ``git help isopatch`` does.
+    """``--help`` opens the man page, as ``git help isopatch`` does; after
+    ``list``, ``prune`` or ``mcp`` too, since the page documents them (git
+    opens git-worktree(1) for ``git worktree --help``).  Without ``man``,
+    the command's short usage.
 
     man-db finds pages beside the folders of ``PATH`` (``<bin>/../share/man``);
     the folders of this installation are put first in ``MANPATH`` too, so
@@ -164,7 +167,7 @@ def show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
         sys.stdout.flush()
         os.execve(man, [man, MAN_PAGE], env)
     stderr_line("warning: no 'man' program found; showing the short usage")
-    sys.stdout.write(short_usage())
+    sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
     raise SystemExit(0)
 
 
@@ -178,8 +181,8 @@ class OutputFailure(Exception):
     """Our stdout cannot be written (closed, full disk, broken pipe)."""
 
 
-#: Options every command (the capture, ``list``, ``prune``) takes alike,
-#: and the capture's ``--help`` and ``--version``.
+#: Options every command (the capture, ``list``, ``prune``, ``mcp``) takes
+#: alike (``--help`` among them), and the capture's ``--version``.
 RepoPathOption = Annotated[
     str, typer.Option("-C", metavar="<path>", help="run as if started in <path>")
 ]

@@ -2,7 +2,9 @@
 git answers one (``git worktree add --bogus``): ``error: unknown option
 '<name>'``, then the usage of that subcommand alone, exactly what its
 ``-h`` prints, on stderr, nothing on stdout, exit 129.  Checked against
-real git's own subcommands, so that the rule is git's and not ours."""
+real git's own subcommands, so that the rule is git's and not ours.
+``--help`` after a subcommand opens the manual page, as after the capture's
+options."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import re
 import subprocess
 
 import pytest
+from packages import BIN_DIR
 from repo_helpers import isopatch
 
 
@@ -50,3 +53,38 @@ def test_an_unknown_option_of_a_subcommand_prints_its_usage_alone(
     assert bogus.err == f"error: unknown {what}\n" + short_help.out
     assert short_help.out.startswith(f"usage: git isopatch {sub} ")
     assert "   or: " not in short_help.out, "the other commands' forms are not shown"
+
+
+@pytest.mark.needs("man-db")
+@pytest.mark.parametrize("sub", ["list", "prune", "mcp"])
+def test_help_of_a_subcommand_opens_the_manual_page(env, make_repo, sub: str) -> None:
+    """``git isopatch list --help`` opens the page that documents ``list``,
+    the one ``git isopatch --help`` opens, as ``git worktree --help``
+    opens git-worktree(1): after a subcommand's options too, as after the
+    capture's.  (git's parse-options answers ``git worktree list --help``
+    with the short usage; ``-h`` gives that here.)"""
+    repo = make_repo()
+    paged = {**env, "MANPAGER": "cat"}
+    page = isopatch("--help", cwd=repo, env=paged)
+    assert page.returncode == 0, page.err
+    assert page.out.startswith("GIT-ISOPATCH(1)") and "\nNAME\n" in page.out
+    for via_git in (False, True):
+        for args in ([sub, "--help"], [sub, "-C", ".", "--help"]):
+            run = isopatch(*args, cwd=repo, env=paged, via_git=via_git)
+            assert (run.returncode, run.err) == (0, ""), (args, via_git)
+            assert run.out == page.out, (args, via_git)
+
+
+@pytest.mark.parametrize("sub", ["list", "prune", "mcp"])
+def test_help_of_a_subcommand_without_man_shows_its_usage(env, make_repo, sub: str) -> None:
+    """No ``man`` program on ``PATH`` (only the test environment's bin):
+    a ``warning:``, then the subcommand's own short usage, as ``-h`` prints
+    it."""
+    repo = make_repo()
+    short_help = isopatch(sub, "-h", cwd=repo, env=env)
+    no_man = {**env, "PATH": str(BIN_DIR)}
+    run = isopatch(sub, "--help", cwd=repo, env=no_man)
+    assert run.returncode == 0
+    assert run.err == "warning: no 'man' program found; showing the short usage\n"
+    assert run.out == short_help.out
+    assert "    --help                open the manual page" in run.out.splitlines()
