@@ -175,6 +175,9 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
         return "option 'output' expects a file name"
     if request.output == "-":  # the command line turns it into --stdout
         return "option 'output' '-' means standard output: use command_stdout and patch_path"
+    if mode is not None and mode.stdout and request.output is not None:
+        # the patch goes to one place (git format-patch refuses the pair too)
+        return "options '--stdout' and '--output' cannot be used together"
     if request.staged and request.include_uncommitted:
         return "options '--staged' and '--include-uncommitted' cannot be used together"
     if request.staged and request.base != "HEAD":

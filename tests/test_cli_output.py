@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from repo_helpers import (
     tmpfs,
 )
 
+SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 CHANGE = ["sh", "-c", "echo changed >> README; echo out; echo err >&2"]
 
 
@@ -29,8 +31,6 @@ def test_a_result_that_cannot_be_written_is_not_exit_0(env, make_repo, mode: str
     with open("/dev/full", "wb") as full:
         fd = os.dup(full.fileno())
     try:
-        import subprocess
-
         from repo_helpers import ISOPATCH
 
         done = subprocess.run(
@@ -90,6 +90,40 @@ def test_dash_output_with_another_output_is_a_usage_error(env, make_repo, other:
     run = isopatch("-o", "-", other, "--", "true", cwd=repo, env=env)
     assert run.returncode == 129
     assert run.err.splitlines()[0] == f"error: options '-o -' and '{other}' cannot be used together"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--stdout", "-o", "out.patch"],
+        ["-o", "out.patch", "--stdout"],
+        ["--stdout", "--output=out.patch"],
+        ["--stdout", "-o", "-", "-o", "out.patch"],  # the last -o wins, as in git
+    ],
+)
+def test_stdout_with_an_output_file_is_a_usage_error(
+    env, make_repo, tmp_path: Path, args: list[str]
+) -> None:
+    """The patch goes to one place: ``--stdout`` with ``-o <file>`` is
+    refused in the words of ``git format-patch --stdout --output=<file>``,
+    as a usage error (129), before anything is run or written (git makes
+    its empty ``<file>`` first: not in the repository, then)."""
+    repo = make_repo()
+    theirs = subprocess.run(
+        ["git", "format-patch", "--stdout", f"--output={tmp_path / 'theirs.patch'}", "-1"],
+        cwd=repo, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert theirs.returncode == 128
+    gits = theirs.stderr.removeprefix("fatal: ").rstrip("\n")
+    assert gits == "options '--stdout' and '--output' cannot be used together"
+    before = repo_state(repo, env)
+    run = isopatch(*args, "--", "touch", "new", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.out == ""
+    assert run.err.splitlines()[:2] == [f"error: {gits}", SYNOPSIS]
+    assert not (repo / "out.patch").exists()
+    assert repo_state(repo, env) == before
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
 
 
 @pytest.mark.hostile

@@ -68,6 +68,10 @@ USAGE_ERRORS = [
         ["--stdout", "--json", "--", "touch", "x"],
         "options '--stdout' and '--json' cannot be used together",
     ),
+    (
+        ["--stdout", "-o", "x.patch", "--", "touch", "x"],
+        "options '--stdout' and '--output' cannot be used together",
+    ),
 ]
 
 

@@ -253,6 +253,14 @@ def test_the_api_refuses_an_unknown_option(make_repo, env) -> None:
             OutputMode(stdout=True, json=True),
             "options '--stdout' and '--json' cannot be used together",
         ),
+        (
+            CaptureRequest(command=("x",), output="x.patch"),
+            OutputMode(stdout=True),
+            "options '--stdout' and '--output' cannot be used together",
+        ),
+        # the API writes the patch to the file and the command's stdout
+        # where it is told: nothing to refuse
+        (CaptureRequest(command=("x",), output="x.patch", command_stdout=2), None, None),
         (CaptureRequest(command=("x",)), OutputMode(porcelain=True, nul=True), None),
     ],
 )
