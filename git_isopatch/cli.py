@@ -238,6 +238,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         apply=params["apply"],
         progress=not mode.quiet and columns is not None,
         diffstat=not mode.quiet,
+        informational_hints=mode.informational or mode.machine,
         terminal_columns=columns,
         recurse_submodules=params["recurse_submodules"],
     )

@@ -266,7 +266,11 @@ def report(
     if isinstance(extracted, IsopatchError):
         return replace(result, error=extracted.message, error_code=extracted.code)
     informational = result.informational_hints
-    if not extracted.files and _left_out_uncommitted(start, ran.checkout_before):
+    if (
+        not extracted.files
+        and start.informational_hints
+        and _left_out_uncommitted(start, ran.checkout_before)
+    ):
         informational = (*informational, UNCOMMITTED_HINT)
     result = replace(
         result,

@@ -107,6 +107,13 @@ class CaptureRequest:
             terminal, never with ``-q``, ``--porcelain`` or ``--json``).
         diffstat: compute the diffstat of the patch for the human summary
             (:attr:`~git_isopatch.capture.CaptureResult.diffstat`).
+        informational_hints: look for the advice that only informs
+            (:attr:`~git_isopatch.capture.CaptureResult.informational_hints`);
+            ``False`` (the CLI's ``-q`` without ``--porcelain`` or
+            ``--json``: nobody would see it) spares a sandboxed run from
+            ``HEAD`` that changed nothing its ``git status`` of the user's
+            checkout, taken only to say that uncommitted changes were left
+            out.
         terminal_columns: the diffstat goes to a terminal this wide: git's
             colour for a terminal (``color.diff``, ``color.ui``), and this
             width; ``None``: git's choice for a pipe, 80 columns.
@@ -140,6 +147,7 @@ class CaptureRequest:
     apply: bool = False
     progress: bool = False
     diffstat: bool = False
+    informational_hints: bool = True
     terminal_columns: int | None = None
     recurse_submodules: bool | None = None
 

@@ -71,7 +71,8 @@ class Start:
         keep, pool, max_worktrees, recurse_submodules: completed from
             configuration.
         include_uncommitted, staged, from_head_alone, capture_output,
-        command_stdout, apply, progress, diffstat, terminal_columns:
+        command_stdout, apply, progress, diffstat, informational_hints,
+        terminal_columns:
             as the request says (:class:`~git_isopatch.request.CaptureRequest`).
     """
 
@@ -100,6 +101,7 @@ class Start:
     apply: bool
     progress: bool
     diffstat: bool
+    informational_hints: bool
     terminal_columns: int | None
 
 
@@ -211,6 +213,7 @@ def check(
         apply=request.apply,
         progress=request.progress,
         diffstat=request.diffstat,
+        informational_hints=request.informational_hints,
         terminal_columns=request.terminal_columns,
     )
 

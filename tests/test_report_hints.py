@@ -5,6 +5,7 @@ shell).  Decided on the exit status, never on timing."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -133,3 +134,37 @@ def test_quiet_leaves_the_uncommitted_hint_to_the_record(env, make_repo) -> None
     record = isopatch("-q", "--porcelain", "--", "true", cwd=repo, env=env)
     assert record.err == ""
     assert f"hint {UNCOMMITTED.removeprefix('hint: ')}" in record.out.splitlines()
+
+
+def _checkout_looks(repo, env, tmp_path, *args: str) -> tuple[object, int]:
+    """A traced ``git isopatch --sandbox <args> -- true`` and how many
+    ``git status`` of the user's checkout it ran (git inside the sandbox
+    cannot write the trace: what is traced is git-isopatch's own)."""
+    trace = tmp_path / "trace.json"
+    trace.unlink(missing_ok=True)
+    run = isopatch(
+        "--sandbox", *args, "--", "true", cwd=repo, env={**env, "GIT_TRACE2_EVENT": str(trace)}
+    )
+    assert run.returncode == 0, run.err
+    looks = 0
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        argv = event.get("argv", [])
+        if event.get("event") == "start" and "status" in argv and f"--work-tree={repo}" in argv:
+            looks += 1
+    return run, looks
+
+
+def test_quiet_spares_the_sandboxed_run_its_look_for_the_hint(env, make_repo, tmp_path) -> None:
+    """Under the sandbox the checkout is looked at only for the hint: with
+    ``-q`` alone, which shows it nowhere, the look is not taken; with
+    ``--porcelain`` (or without ``-q``) it is, and the hint is there."""
+    repo = make_repo({"a": "a\n"})
+    write_tree(repo, {"a": "edited\n"})
+    quiet, looks = _checkout_looks(repo, env, tmp_path, "-q")
+    assert (quiet.err, looks) == ("", 0)
+    shown, looks = _checkout_looks(repo, env, tmp_path)
+    assert UNCOMMITTED in shown.err.splitlines() and looks == 1
+    record, looks = _checkout_looks(repo, env, tmp_path, "-q", "--porcelain")
+    assert f"hint {UNCOMMITTED.removeprefix('hint: ')}" in record.out.splitlines()
+    assert looks == 1
