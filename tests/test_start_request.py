@@ -41,6 +41,7 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     # from the terminal: progress and the terminal's width only on one
     "progress": (None, None, None),
     "diffstat": (["-q", "--", "true"], False, None),
+    "informational_hints": (["-q", "--", "true"], False, None),
     "terminal_columns": (None, None, None),
     "sandbox": (["--sandbox", "--", "true"], True, "isopatch.sandbox"),
     "allow_write": (["--allow-write", "c", "--", "true"], ("c",), "isopatch.allowWrite"),
@@ -139,6 +140,10 @@ def test_defaults_without_configuration(make_repo, env) -> None:
 #: (``staged`` cannot go with the other test's ``base``).
 STAGED_AND_SUMMARY_FIELDS = {"staged", "apply", "progress", "diffstat", "terminal_columns"}
 
+#: The field :func:`test_the_api_reaches_the_hint_field` sets (its hint
+#: needs a run from HEAD that changes nothing).
+HINT_FIELDS = {"informational_hints"}
+
 
 def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     """One real capture through ``capture(command, **options)`` with every
@@ -173,7 +178,7 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "allow_network": True,
         "recurse_submodules": True,  # no submodule here; tests/test_patch_submodules.py uses it
     }
-    assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS == set(SOURCES)
+    assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS == set(SOURCES)
     script = (
         "cat ../local/data > copied && echo out && pwd >&2"
         f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied; true"
@@ -230,6 +235,18 @@ def test_the_api_reaches_the_staged_and_summary_fields(make_repo, env, capfd) ->
     assert "Preparing worktree (detached HEAD " in capfd.readouterr().err  # progress
     assert result.diffstat is not None and b" seen | 1 \x1b[32m+" in result.diffstat  # colour
     assert b" a    | 2 \x1b[32m+\x1b[m\x1b[31m-" in result.diffstat  # diffstat, columns
+
+
+def test_the_api_reaches_the_hint_field(make_repo, env) -> None:
+    """``informational_hints=False`` leaves out the advice that only
+    informs: here, that the uncommitted change was not in the worktree."""
+    repo = make_repo({"a": "a\n"})
+    (repo / "a").write_text("edited\n")
+    hinted = capture(["true"], repo_path=str(repo), sandbox=True)
+    assert any("uncommitted changes" in hint for hint in hinted.informational_hints)
+    spared = capture(["true"], repo_path=str(repo), sandbox=True, informational_hints=False)
+    assert spared.exit_code == 0 and spared.files == 0
+    assert not any("uncommitted changes" in hint for hint in spared.informational_hints)
 
 
 def test_the_api_refuses_an_unknown_option(make_repo, env) -> None:
