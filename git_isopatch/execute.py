@@ -25,7 +25,7 @@ from .git.shared_state import read_shared_state
 from .isolation.command import CommandOutcome
 from .isolation.confinement import Confinement, confine
 from .isolation.errors import known_os_failure
-from .isolation.fidelity import Fidelity, look_before_command
+from .isolation.fidelity import Fidelity, Proof, look_before_command
 from .isolation.placement import enter_prefix
 from .isolation.provider import Isolation
 from .report import CheckoutLook, Ran, checkout_changes, command_hints
@@ -117,10 +117,15 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
     """The worktree just before the command (:mod:`.isolation.fidelity`).
     A worktree claimed from the pool was proved fresh by its claim; what
     step 4 checks out after it (the sparse files of
-    ``--include-uncommitted``, submodules) and a tracked ``.gitattributes``
-    are why its proof may not hold, and then git is asked.  Linked and copied paths are never
+    ``--include-uncommitted``, submodules) is why its proof may not hold,
+    and then git is asked; where attributes apply (the claim's listing
+    says whether a ``.gitattributes`` is tracked), the files a conversion
+    applies to are read again.  Linked and copied paths are never
     tracked (:func:`.isolation.include.refuse_tracked`): they change no
     tracked path."""
+    proved = (
+        isolation.proved_fresh and not start.include_uncommitted and not start.recurse_submodules
+    )
     return look_before_command(
         isolation.worktree,
         isolation.admin_dir,
@@ -129,10 +134,7 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
         env=start.git_env,
         exclude=[include.path for include in start.includes],
         warn=warn,
-        proved_fresh=isolation.proved_fresh
-        and not isolation.tracks_attributes
-        and not start.include_uncommitted
-        and not start.recurse_submodules,
+        proved=Proof(isolation.tracks_attributes) if proved else None,
     )
 
 

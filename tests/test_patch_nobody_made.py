@@ -10,16 +10,25 @@ patch; issue 21, items 1-4).
 - An entry named ``.git`` below the top that is not a repository is left
   out by git: a ``warning:`` names it.
 - A command that changes the attributes gets the same patch whatever git's
-  stat cache held: git compares every tracked file again.
+  stat cache held: git compares every tracked file again, and the look
+  before the command reads again each file a conversion applies to, so a
+  path the checkout alone changed stays out, its entry racy or not.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from repo_helpers import apply_to_clean_checkout, git, isopatch
+
+from git_isopatch.git.attributes import index_may_track_attributes
+from git_isopatch.git.baseline import read_baseline
+from git_isopatch.git.result import Ok
+from git_isopatch.git.types import CommitId, GitDirPath, WorktreePath
 
 #: An old repository's shape: ``f.txt`` stored with CRLF before ``*.txt
 #: text`` was added (public reports: "files modified right after clone").
@@ -209,7 +218,6 @@ STAT_CACHE_PROBE = (
 )
 
 
-@pytest.mark.xfail(reason="the look before the command trusts the stat cache", strict=True)
 @pytest.mark.parametrize("where", ["info", "tracked"])
 def test_a_checkout_change_stays_out_whatever_the_stat_cache(env, make_repo, where) -> None:
     """``f.txt`` differs from the base after checkout alone and the command
@@ -249,3 +257,43 @@ def test_a_checkout_change_stays_out_whatever_the_stat_cache(env, make_repo, whe
     assert b"a/f.txt" not in patches[0] and b"b/.gitattributes" in patches[0]
     for run in runs:
         assert "warning: 'f.txt' differs from the base right after checkout" in run.err
+
+
+def test_the_look_before_reads_again_a_converted_file_git_trusts(env, make_repo) -> None:
+    """In process, ``f.txt``'s entry trusted (the index a minute newer
+    than it): git's own look takes it for unchanged, the look where
+    attributes apply reads it, and the index keeps its time."""
+    repo = _crlf_repo(make_repo, env)
+    worktree = repo.parent / "wt"
+    git("worktree", "add", "-q", "--detach", worktree, cwd=repo, env=env)
+    admin = GitDirPath(str(repo / ".git" / "worktrees" / "wt"))
+    base = CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
+    index = Path(admin) / "index"
+    later = time.time() + 60
+    os.utime(index, (later, later))
+    trusted = index.stat().st_mtime_ns
+    looks = {
+        conversions: read_baseline(
+            WorktreePath(str(worktree)), base, git_dir=admin, env=env, conversions=conversions
+        )
+        for conversions in (False, True)
+    }
+    assert [list(look.value.paths) for look in looks.values() if isinstance(look, Ok)] == [
+        [],
+        [b"f.txt"],
+    ]
+    assert index.stat().st_mtime_ns == trusted
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_a_tracked_attributes_file_is_found_in_the_index(env, make_repo, version) -> None:
+    """Found in the index's bytes, also in version 4 where ``d/.gitattributes``
+    shares ``d/.gita`` with the path before it; a repository without one
+    is not taken for one that has it."""
+    names = {"d/.git-blame-ignore-revs": "x\n", "d/.gitallowed": "y\n", "keep": "k\n"}
+    repo = make_repo({**names, "d/.gitattributes": "*.txt text\n"})
+    other = make_repo(names, name="other")
+    for top in (repo, other):
+        git("update-index", "--index-version", version, cwd=top, env=env)
+    assert index_may_track_attributes(GitDirPath(str(repo / ".git")))
+    assert not index_may_track_attributes(GitDirPath(str(other / ".git")))

@@ -6,8 +6,9 @@ conversion stays").
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from .diff import DIFF_CONFIG, worktree_args
 from .result import Err, GitResult, Ok
@@ -78,3 +79,45 @@ def look_again_at_every_file(git_dir: GitDirPath) -> None:
         OSError: the index cannot be touched.
     """
     os.utime(os.path.join(git_dir, "index"), (1, 1))
+
+
+@contextlib.contextmanager
+def every_file_read_again(git_dir: GitDirPath) -> Iterator[None]:
+    """For git's looks inside the block, every tracked file's content is
+    compared (:func:`look_again_at_every_file`); after it the index gets
+    its own times back, so that the looks after the block trust the stat
+    data as they did before it (unless git wrote the index meanwhile: then
+    its new time stands).  Best effort: an index that cannot be touched is
+    looked at as it is."""
+    index = os.path.join(git_dir, "index")
+    before: os.stat_result | None = None
+    try:
+        before = os.stat(index)
+        look_again_at_every_file(git_dir)
+    except OSError:
+        before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            with contextlib.suppress(OSError):
+                if os.stat(index).st_mtime_ns == 1_000_000_000:
+                    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def index_may_track_attributes(git_dir: GitDirPath) -> bool:
+    """Whether the index of ``git_dir`` may hold a ``.gitattributes``,
+    read in process: its bytes hold ``ttributes`` and a NUL, as every
+    entry's path ends with a NUL (gitformat-index(5); version 4 stores
+    only the end of a path that the one before it does not share, and
+    only a path before it that starts with ``.gitat`` could take more than
+    ``.gi`` of the name).  True when the index cannot be read, or is split
+    (``core.splitIndex``: most entries are in a ``sharedindex.*`` file).
+    A name that merely ends so costs a look, never the patch."""
+    try:
+        with open(os.path.join(git_dir, "index"), "rb") as handle:
+            data = handle.read()
+        split = any(name.startswith("sharedindex.") for name in os.listdir(git_dir))
+    except OSError:
+        return True
+    return split or b"ttributes\0" in data

@@ -4,25 +4,34 @@
 A file stored with CRLF under a ``text`` attribute (``*.txt text``, an old
 repository's ``.bat`` files), a blob that another conversion (``eol``,
 ``ident``, a filter) does not give back as stored, is "modified" as soon as
-it is checked out: every ``git diff`` of a fresh worktree shows it
-normalised, whatever the command did (public reports: "The current
-.gitattributes results in file changes by simply cloning the repo").  The
-patch holds only what the command changed, so such a path is looked at
-before the command (:func:`read_baseline`: one ``git diff --name-only``,
-and a fingerprint of each path it names, only when it names one) and left
-out of the patch when the command left it as it was
-(:func:`untouched_paths`).
+it is checked out: every ``git diff`` of a fresh worktree that reads the
+file shows it normalised, whatever the command did (public reports: "The
+current .gitattributes results in file changes by simply cloning the
+repo").  The patch holds only what the command changed, so such a path is
+looked at before the command (:func:`read_baseline`) and left out of the
+patch when the command left it as it was (:func:`untouched_paths`).
+
+Whether git reads such a file depends on its stat cache: it trusts an
+entry written a second or more before the index (a slow checkout, a
+worktree from the pool) and reads one written in the index's own second
+("racily clean").  After a command that changes the attributes git reads
+every file (:func:`.attributes.look_again_at_every_file`), so the look
+before the command must not trust the stat data either where a
+conversion applies, or the patch would depend on which entries were racy:
+with attributes (:data:`CONVERSION_PATHSPECS`) those files are read again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .attributes import every_file_read_again
 from .diff import exclude_pathspecs, worktree_output
-from .result import GitResult
+from .result import Err, GitResult, Ok
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: What a path is, for :func:`fingerprint`: ``None`` when it does not
@@ -65,6 +74,23 @@ class Baseline:
     paths: Mapping[bytes, Fingerprint] = field(default_factory=dict)
 
 
+#: The paths where a conversion may apply that does not give the blob back
+#: when git reads the file a checkout wrote (gitattributes(5), convert.c):
+#: all but those under no conversion attribute, those under ``text=auto``
+#: (a blob that holds CR stays as it is, both ways) and the binary ones
+#: (``-text``), unless ``ident`` or a ``working-tree-encoding`` applies, or
+#: a filter to a path that is not binary (git LFS's ``filter=lfs -text``
+#: gives its blob back: reading every large file before every command
+#: would cost).  Excluding costs git fewer attribute look-ups than naming
+#: each attribute that converts.
+CONVERSION_PATHSPECS = (
+    ":(top)",
+    ":(top,exclude,attr:!text !eol !crlf !ident !filter !working-tree-encoding)",
+    ":(top,exclude,attr:text=auto !ident !filter !working-tree-encoding)",
+    ":(top,exclude,attr:-text !ident !working-tree-encoding)",
+)
+
+
 def read_baseline(
     worktree: WorktreePath,
     base: CommitId,
@@ -72,14 +98,49 @@ def read_baseline(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
+    whole: bool = True,
+    conversions: bool = False,
     preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[Baseline]:
-    """The paths that differ from ``base`` now, before the command:
-    ``git diff --name-only --no-renames <base>`` (the pinned configuration,
-    ``exclude`` left out: linked and copied paths, populated submodules),
-    then a fingerprint of each.  Right after a checkout the list is empty
-    but for conversions that do not give the blob back; that one git call
-    is what every run pays."""
+    """The paths that differ from ``base`` now, before the command, each
+    with its fingerprint: ``git diff --name-only --no-renames <base>`` (the
+    pinned configuration, ``exclude`` left out: linked and copied paths,
+    populated submodules) as git sees the worktree (``whole``: its stat
+    cache decides which files it reads), and with ``conversions`` (an
+    attributes file applies) the same on :data:`CONVERSION_PATHSPECS`
+    alone with each of those files read again
+    (:func:`.attributes.every_file_read_again`).  Right after a checkout
+    both lists are empty but for conversions that do not give the blob
+    back; one git call is what a run without attributes pays, and the
+    second reads only the files a conversion applies to."""
+    looks: list[tuple[Sequence[str], contextlib.AbstractContextManager[None]]] = []
+    if whole:
+        looks.append(((), contextlib.nullcontext()))
+    if conversions:
+        looks.append((CONVERSION_PATHSPECS, every_file_read_again(git_dir)))
+    paths: dict[bytes, None] = {}
+    for pathspecs, reading in looks:
+        with reading:
+            listed = _name_only(worktree, base, pathspecs, git_dir, env, exclude, preexec_fn)
+        match listed:
+            case Ok(names):
+                paths.update(dict.fromkeys(names))
+            case Err() as err:
+                return err
+    return Ok(Baseline({path: fingerprint(worktree, path) for path in paths}))
+
+
+def _name_only(
+    worktree: WorktreePath,
+    base: CommitId,
+    pathspecs: Sequence[str],
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    exclude: Sequence[str],
+    preexec_fn: Callable[[], None] | None,
+) -> GitResult[list[bytes]]:
+    """``git diff --name-only -z <base> -- <pathspecs>`` (all paths when
+    none), ``exclude`` left out."""
     return worktree_output(
         worktree,
         [
@@ -93,11 +154,10 @@ def read_baseline(
             "--ignore-submodules=dirty",
             base,
             "--",
+            *pathspecs,
             *exclude_pathspecs(exclude),
         ],
-        lambda output: Baseline(
-            {path: fingerprint(worktree, path) for path in output.split(b"\0") if path}
-        ),
+        lambda output: [path for path in output.split(b"\0") if path],
         git_dir=git_dir,
         env=env,
         preexec_fn=preexec_fn,

@@ -16,7 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..git.admin_files import common_dir_of
-from ..git.attributes import attributes_changed, look_again_at_every_file
+from ..git.attributes import (
+    attributes_changed,
+    index_may_track_attributes,
+    look_again_at_every_file,
+)
 from ..git.baseline import Baseline, read_baseline, untouched_paths, untouched_warning
 from ..git.pinned import (
     ATTRIBUTES_FILE,
@@ -72,6 +76,19 @@ class Fidelity:
         return paths
 
 
+@dataclass(frozen=True)
+class Proof:
+    """What a claim proved of a worktree from the pool: no tracked path
+    differs from the base as git sees it now (its check found none, and
+    nothing was checked out since).
+
+    Attributes:
+        tracks_attributes: its index holds a ``.gitattributes``.
+    """
+
+    tracks_attributes: bool
+
+
 def look_before_command(
     worktree: WorktreePath,
     admin_dir: GitDirPath,
@@ -81,20 +98,24 @@ def look_before_command(
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
     warn: Callable[[str], None],
-    proved_fresh: bool = False,
+    proved: Proof | None = None,
 ) -> Fidelity:
     """Look at the worktree just before the command (after includes and
     submodules are in) of ``repository``'s worktree; warn when the repository's hooks are not there.
     Best effort: a look git cannot make is left out (logged at debug
     level), as the run did without it.
 
-    ``proved_fresh``: no tracked path differs from ``base`` as git sees
-    it now (a claim's check found none, nothing was checked out since, no
-    ``.gitattributes`` is tracked); when no other attributes file applies
-    either (:func:`_attributes_may_apply`), the baseline is empty without
-    asking git.  With attributes it is asked: a command that changes them
-    has git read every file again (:func:`settle_attributes`), and a path
-    whose checkout alone changes it would then show."""
+    ``proved``: what a claim proved (:class:`Proof`), so that the look as
+    git sees the worktree is not asked.  When an attributes file may apply
+    (a tracked ``.gitattributes``: known from the claim, else looked for in
+    the index file, :func:`.git.attributes.index_may_track_attributes`; or
+    one outside the tree, :func:`_attributes_may_apply`), git reads again
+    each file a conversion applies to, whatever its stat data
+    (:func:`.git.baseline.read_baseline`): a command that changes the
+    attributes has git read every file (:func:`settle_attributes`), and a
+    path whose checkout alone changes it would then show, racy before the
+    command or not.  Without attributes no conversion can change a file
+    after checkout, and a proved claim asks git nothing."""
     settings = read_settings(admin_dir, env)
     own = tuple(ignore_case_setting(worktree, settings))
     paths: list[str] = []
@@ -111,9 +132,22 @@ def look_before_command(
     if said is not None:
         warn(said)
     baseline = Baseline()
-    if proved_fresh and not _attributes_may_apply(admin_dir, settings, env):
+    if proved is not None:
+        tracks_attributes = proved.tracks_attributes
+    else:
+        tracks_attributes = index_may_track_attributes(admin_dir)
+    conversions = tracks_attributes or _attributes_may_apply(admin_dir, settings, env)
+    if proved is not None and not conversions:
         return Fidelity(baseline, own, command)
-    match read_baseline(worktree, base, git_dir=admin_dir, env=pinned, exclude=exclude):
+    match read_baseline(
+        worktree,
+        base,
+        git_dir=admin_dir,
+        env=pinned,
+        exclude=exclude,
+        whole=proved is None,
+        conversions=conversions,
+    ):
         case Ok(baseline):
             pass
         case Err(error):

@@ -69,8 +69,9 @@ class Isolation:
             --ignored -uall`` printed nothing, no index entry flagged), so
             that no tracked path differs from ``base`` as git sees it now.
         tracks_attributes: its index holds a ``.gitattributes`` (known
-            when ``proved_fresh``; else taken as true): git may see a path
-            differ from ``base`` once it reads the file again.
+            when ``proved_fresh``; else looked for in the index file before
+            the command): git may see a path differ from ``base`` once it
+            reads the file again.
     """
 
     private_dir: str
