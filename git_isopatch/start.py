@@ -111,7 +111,7 @@ SANDBOX_UNAVAILABLE = "sandbox-unavailable"
 
 
 def _confinement(
-    request: CaptureRequest, warn: Callable[[str], None]
+    request: CaptureRequest, work_tree: str, warn: Callable[[str], None]
 ) -> tuple[ConfinementPlan, bool]:
     """The confinement plan of ``request`` (completed), and whether it is
     confined by ``auto``: where the machine cannot confine, ``auto`` goes
@@ -123,9 +123,10 @@ def _confinement(
     """
     allow_write, allow_network = request.allow_write or (), bool(request.allow_network)
     if request.sandbox != AUTO:
-        return confinement.plan(bool(request.sandbox), allow_write, allow_network), False
+        plan = confinement.plan(bool(request.sandbox), allow_write, allow_network, work_tree)
+        return plan, False
     try:
-        return confinement.plan(True, allow_write, allow_network), True
+        return confinement.plan(True, allow_write, allow_network, work_tree), True
     except IsopatchError as failure:
         if failure.code != SANDBOX_UNAVAILABLE:
             raise
@@ -171,7 +172,7 @@ def check(
         raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
     if configured_writes:
         request = _existing_allowed_writes(request, warn)
-    sandbox, by_default = _confinement(request, warn)
+    sandbox, by_default = _confinement(request, repository.top, warn)
     if not sandbox.confined:
         for name in loosened:
             warn(f"{name} has no effect without --sandbox")

@@ -23,6 +23,22 @@ from repo_helpers import (
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_machine_caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests that call the sandbox's checks in process, without the
+    ``env`` fixture, keep their answers in a folder of the session, not in
+    the machine's ``~/.cache`` or ``$XDG_RUNTIME_DIR``."""
+    saved = {key: os.environ.get(key) for key in ("XDG_CACHE_HOME", "XDG_RUNTIME_DIR")}
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    os.environ.pop("XDG_RUNTIME_DIR", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The hermetic environment, also applied to this process (pygit2 and

@@ -200,3 +200,20 @@ def test_nothing_is_kept_without_a_private_folder(
     assert not (folder / "sandbox-checks.json").exists()
     assert not (elsewhere / "sandbox-checks.json").exists()
     assert not (home_cache / "git-isopatch").exists()
+
+
+def test_nothing_is_kept_in_the_work_tree_of_the_run(setting, make_repo, no_leftovers) -> None:
+    """A repository of dotfiles, whose work tree is ``$HOME``: the cache
+    folder would be in it, and git-isopatch never writes the user's work
+    tree.  Every run checks, and the checkout stays as it was."""
+    user, log, _, _ = setting
+    del user["XDG_RUNTIME_DIR"]
+    del user["XDG_CACHE_HOME"]
+    repo = make_repo({".profile": "export EDITOR=vi\n"}, name="dotfiles")
+    user["HOME"] = str(repo)
+    before = repo_state(repo, env=user)
+    for _ in range(2):
+        assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+        assert "--version" in _calls(log)
+    assert not (repo / ".cache").exists()
+    assert repo_state(repo, env=user) == before

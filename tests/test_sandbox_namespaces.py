@@ -415,9 +415,10 @@ def test_as_an_unprivileged_user(bwrap) -> None:
         shutil.rmtree(shared, ignore_errors=True)
 
 
-def test_the_probe_names_what_is_missing(tmp_path: Path, monkeypatch) -> None:
+def test_the_probe_names_what_is_missing(env, tmp_path: Path, monkeypatch) -> None:
     """A bwrap that cannot make namespaces: ``sandbox-unavailable``, in
-    bwrap's own words."""
+    bwrap's own words (``env``: a cache of the checks' answers of its
+    own, where no earlier check has said that bwrap works)."""
     from git_isopatch.isolation.errors import IsopatchError
 
     fake = tmp_path / "bwrap"

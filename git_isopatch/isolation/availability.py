@@ -15,7 +15,10 @@ folder), as in most CI jobs and containers, the answer goes to
 ``$XDG_CACHE_HOME/git-isopatch/`` (default ``~/.cache``), the XDG
 specification's place for what can be made again; the boot in its key
 keeps an answer of an earlier boot from counting.  Where neither folder
-is the user's own of mode 0700 nothing is kept: every run checks.
+is the user's own of mode 0700, or where the one found lies in the work
+tree of the repository the run is for (a repository of dotfiles whose
+work tree is ``$HOME``: git-isopatch never writes the user's work tree),
+nothing is kept: every run checks.
 
 An answer that turns out wrong (bubblewrap fails to set up where it was
 kept as working) is forgotten (:func:`forget`) and the run fails as
@@ -90,14 +93,26 @@ def context(environ: Mapping[str, str] | None = None) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _folder(environ: Mapping[str, str]) -> str | None:
+def _folder(
+    environ: Mapping[str, str], work_tree: str | None = None, *, create: bool = False
+) -> str | None:
     """``$XDG_RUNTIME_DIR/git-isopatch``, when ``$XDG_RUNTIME_DIR`` is an
     absolute folder of this user's, mode 0700; else the cache's
-    ``git-isopatch`` folder (:func:`_cache_folder`); else ``None``."""
+    ``git-isopatch`` folder (:func:`_cache_folder`, made when ``create``);
+    ``None`` when neither is, or when the one found lies in ``work_tree``
+    (looked at before anything is made)."""
     runtime = environ.get("XDG_RUNTIME_DIR")
     if runtime and _private(runtime):
-        return os.path.join(runtime, "git-isopatch")
-    return _cache_folder(environ)
+        folder = os.path.join(runtime, "git-isopatch")
+        return None if _inside(folder, work_tree) else folder
+    return _cache_folder(environ, work_tree, create=create)
+
+
+def _inside(folder: str, work_tree: str | None) -> bool:
+    if work_tree is None:
+        return False
+    relative = os.path.relpath(os.path.realpath(folder), os.path.realpath(work_tree))
+    return relative != ".." and not relative.startswith("../")
 
 
 def _private(folder: str, *, follow: bool = True) -> bool:
@@ -111,13 +126,16 @@ def _private(folder: str, *, follow: bool = True) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
 
 
-def _cache_folder(environ: Mapping[str, str]) -> str | None:
+def _cache_folder(
+    environ: Mapping[str, str], work_tree: str | None, *, create: bool
+) -> str | None:
     """``$XDG_CACHE_HOME/git-isopatch`` (``$XDG_CACHE_HOME`` when it is
     absolute, as the XDG specification wants, else ``$HOME/.cache``),
-    made with mode 0700 if missing; ``None`` unless it then is this
-    user's own folder of mode 0700, itself not a symbolic link (a folder
-    another user can write, or one reached through a link, could hold an
-    answer that leaves the command unconfined)."""
+    made with mode 0700 if missing and ``create``; ``None`` unless it
+    then is this user's own folder of mode 0700, itself not a symbolic
+    link (a folder another user can write, or one reached through a link,
+    could hold an answer that leaves the command unconfined), and
+    ``None`` when it lies in ``work_tree``."""
     cache = environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(cache):
         home = environ.get("HOME", "")
@@ -125,7 +143,9 @@ def _cache_folder(environ: Mapping[str, str]) -> str | None:
             return None
         cache = os.path.join(home, ".cache")
     folder = os.path.join(cache, "git-isopatch")
-    if not os.path.lexists(folder):
+    if _inside(folder, work_tree):
+        return None
+    if create and not os.path.lexists(folder):
         with contextlib.suppress(OSError):
             os.makedirs(folder, mode=0o700)
     return folder if _private(folder, follow=False) else None
@@ -146,10 +166,13 @@ def _load(folder: str) -> dict[str, dict[str, Any]]:
     return _loaded
 
 
-def recall(check: str, environ: Mapping[str, str] | None = None) -> Any:
-    """The answer kept for ``check`` in this context, or ``None``."""
+def recall(
+    check: str, environ: Mapping[str, str] | None = None, work_tree: str | None = None
+) -> Any:
+    """The answer kept for ``check`` in this context, or ``None``
+    (``work_tree``: of the run's repository, where nothing is kept)."""
     environ = os.environ if environ is None else environ
-    folder = _folder(environ)
+    folder = _folder(environ, work_tree)
     if folder is None:
         return None
     kept = _load(folder).get(check)
@@ -158,10 +181,16 @@ def recall(check: str, environ: Mapping[str, str] | None = None) -> Any:
     return kept.get("answer")
 
 
-def remember(check: str, answer: Any, environ: Mapping[str, str] | None = None) -> None:
-    """Keep ``answer`` (JSON) for ``check`` in this context (best effort)."""
+def remember(
+    check: str,
+    answer: Any,
+    environ: Mapping[str, str] | None = None,
+    work_tree: str | None = None,
+) -> None:
+    """Keep ``answer`` (JSON) for ``check`` in this context (best effort;
+    ``work_tree``: of the run's repository, where nothing is kept)."""
     environ = os.environ if environ is None else environ
-    folder = _folder(environ)
+    folder = _folder(environ, work_tree, create=True)
     if folder is None:
         return
     kept = dict(_load(folder))

@@ -82,10 +82,16 @@ class ConfinementPlan:
 UNCONFINED = ConfinementPlan()
 
 
-def plan(sandbox: bool, allow_write: Sequence[str], allow_network: bool) -> ConfinementPlan:
+def plan(
+    sandbox: bool,
+    allow_write: Sequence[str],
+    allow_network: bool,
+    work_tree: str | None = None,
+) -> ConfinementPlan:
     """:data:`UNCONFINED` without ``sandbox``; otherwise check, before
     anything is made, that every path of ``allow_write`` exists and that
-    the kernel can enforce the sandbox.
+    the kernel can enforce the sandbox (the checks' answers are kept for
+    later runs, never in ``work_tree``: the user's).
 
     Raises:
         IsopatchError: ``no-such-file`` (and the like) for a path,
@@ -101,8 +107,8 @@ def plan(sandbox: bool, allow_write: Sequence[str], allow_network: bool) -> Conf
     from . import namespaces
     from .sandbox import check_available
 
-    abi = check_available(allow_network=allow_network)
-    bwrap = namespaces.check_available(allow_network=allow_network)
+    abi = check_available(allow_network=allow_network, work_tree=work_tree)
+    bwrap = namespaces.check_available(allow_network=allow_network, work_tree=work_tree)
     return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, abi, bwrap)
 
 

@@ -426,15 +426,15 @@ NO_NAMESPACES = (
 )
 
 
-def check_available(*, allow_network: bool) -> Bwrap:
+def check_available(*, allow_network: bool, work_tree: str | None = None) -> Bwrap:
     """The ``bwrap`` to use, once it has made the namespaces here (the
-    answer is kept for later runs: :mod:`.availability`).
+    answer is kept for later runs, outside ``work_tree``: :mod:`.availability`).
 
     Raises:
         IsopatchError: ``sandbox-unavailable``, naming what is missing.
     """
     check = f"bwrap-{'net' if allow_network else 'nonet'}"
-    kept = availability.recall(check)
+    kept = availability.recall(check, work_tree=work_tree)
     if isinstance(kept, dict) and kept.get("failure"):
         raise unavailable(NO_NAMESPACES.format(kept["failure"]))
     if isinstance(kept, dict) and file_id(kept.get("path")) == kept.get("file"):
@@ -444,7 +444,8 @@ def check_available(*, allow_network: bool) -> Bwrap:
         raise unavailable(found)
     failure = _probe(found, allow_network)
     answer = {"path": found.path, "version": list(found.version), "origin": found.origin}
-    availability.remember(check, {**answer, "file": file_id(found.path), "failure": failure})
+    kept = {**answer, "file": file_id(found.path), "failure": failure}
+    availability.remember(check, kept, work_tree=work_tree)
     if failure is not None:
         raise unavailable(NO_NAMESPACES.format(failure))
     return found

@@ -358,20 +358,20 @@ def _probe_child(action: Callable[[], None]) -> str | None:
     return message or "the check failed"
 
 
-def check_available(*, allow_network: bool) -> int:
+def check_available(*, allow_network: bool, work_tree: str | None = None) -> int:
     """Check, before anything is made, that the sandbox can be enforced
     here: Landlock ABI :data:`MINIMUM_ABI` or later, a child that can be
     restricted, and (without ``allow_network``) a network namespace; the
-    ABI in use, kept for later runs (:mod:`.availability`).
+    ABI in use, kept for later runs, outside ``work_tree`` (:mod:`.availability`).
 
     Raises:
         IsopatchError: ``sandbox-unavailable``, naming what is missing.
     """
     check = f"landlock-{'net' if allow_network else 'nonet'}"
-    kept = availability.recall(check)
+    kept = availability.recall(check, work_tree=work_tree)
     if not isinstance(kept, int) or kept < MINIMUM_ABI:
         kept = _check_available(allow_network)
-        availability.remember(check, kept)
+        availability.remember(check, kept, work_tree=work_tree)
     return kept
 
 
