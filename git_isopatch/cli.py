@@ -242,8 +242,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         terminal_columns=columns,
         recurse_submodules=params["recurse_submodules"],
     )
-    problem = conflicts(request, mode)
-    if problem is not None:
+    if (problem := conflicts(request, mode)) is not None:
         raise UsageFailure(problem)
     return request, mode
 

@@ -427,8 +427,7 @@ NO_NAMESPACES = (
 
 
 def check_available(*, allow_network: bool, work_tree: str | None = None) -> Bwrap:
-    """The ``bwrap`` to use, once it has made the namespaces here (the
-    answer is kept for later runs, outside ``work_tree``: :mod:`.availability`).
+    """The ``bwrap`` that made the namespaces here (kept for later runs: :mod:`.availability`).
 
     Raises:
         IsopatchError: ``sandbox-unavailable``, naming what is missing.
@@ -444,8 +443,8 @@ def check_available(*, allow_network: bool, work_tree: str | None = None) -> Bwr
         raise unavailable(found)
     failure = _probe(found, allow_network)
     answer = {"path": found.path, "version": list(found.version), "origin": found.origin}
-    kept = {**answer, "file": file_id(found.path), "failure": failure}
-    availability.remember(check, kept, work_tree=work_tree)
+    answer.update(file=file_id(found.path), failure=failure)
+    availability.remember(check, answer, work_tree=work_tree)
     if failure is not None:
         raise unavailable(NO_NAMESPACES.format(failure))
     return found
