@@ -9,18 +9,21 @@ whose keyword arguments are the fields of :class:`CaptureRequest`) and
 
 Nothing heavy is imported here: pygit2 loads on first use of :func:`capture`,
 so that ``git isopatch -h`` and ``--version`` start fast (issue: speed).
+Not even ``typing``: the executable imports this package before its entry
+point (:mod:`.entry`) can take over Ctrl-C, so this costs next to nothing.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .capture import capture, run
     from .isolation.errors import IsopatchError
     from .request import CaptureRequest
@@ -53,6 +56,8 @@ sys.modules[__name__].__class__ = _Package
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        import importlib
+
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
