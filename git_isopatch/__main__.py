@@ -1,5 +1,5 @@
 """``python -m git_isopatch``: the same as the ``git-isopatch`` executable."""
 
-from .cli import main
+from .entry import main
 
 main()

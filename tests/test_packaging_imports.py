@@ -135,6 +135,7 @@ NAMED_LAYERS = {
     f"{PACKAGE}.cli": "cli",
     f"{PACKAGE}.usage": "cli",
     f"{PACKAGE}.__main__": "cli",
+    f"{PACKAGE}.entry": "cli",  # the executable's entry point, before the command line
     # git isopatch mcp: the command line of the MCP server, and the server,
     # a front end that runs git-isopatch and applies through manage
     f"{PACKAGE}.mcp_cli": "cli",

@@ -195,6 +195,13 @@ def forward_signals(state: dict[str, Any]) -> Iterator[None]:
     ``128+N`` afterwards.  A command that does not end on the signal is
     killed after :data:`KILL_GRACE_SECONDS`.  Only the main thread can
     install handlers; elsewhere this does nothing.
+
+    It takes over from the SIGINT handler it replaces: when that one
+    holds a SIGINT in its ``received`` (the executable's handler,
+    :mod:`git_isopatch.entry`; the run gets here after one only when a
+    finaliser swallowed its ``KeyboardInterrupt``), the SIGINT is raised
+    here as ``KeyboardInterrupt``, before the block begins: a Ctrl-C that
+    came before the run stops it before anything is made.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -212,6 +219,8 @@ def forward_signals(state: dict[str, Any]) -> Iterator[None]:
 
     previous = {sig: signal.signal(sig, handler) for sig in FORWARDED_SIGNALS}
     try:
+        if getattr(previous[signal.SIGINT], "received", None) is not None:
+            raise KeyboardInterrupt
         yield
     finally:
         for sig, old in previous.items():
