@@ -217,3 +217,82 @@ def test_nothing_is_kept_in_the_work_tree_of_the_run(setting, make_repo, no_left
         assert "--version" in _calls(log)
     assert not (repo / ".cache").exists()
     assert repo_state(repo, env=user) == before
+
+
+#: Run inside the sandbox with the cache folder writable (``--allow-write``):
+#: the kept answer names ``argv[2]``, a program of the command's, for bwrap.
+POISON = """\
+import json, os, sys
+kept_path, fake = sys.argv[1], sys.argv[2]
+with open(fake, "w") as handle:
+    handle.write(sys.argv[3])
+os.chmod(fake, 0o755)
+st = os.stat(fake)
+with open(kept_path) as handle:
+    kept = json.load(handle)
+for check, value in kept.items():
+    if check.startswith("bwrap-"):
+        value["answer"]["path"] = fake
+        value["answer"]["file"] = [fake, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+with open(kept_path, "w") as handle:
+    json.dump(kept, handle)
+"""
+
+#: A "bwrap" that leaves a mark, then runs the command unconfined.
+UNCONFINED = """\
+#!/bin/sh
+touch {mark}
+while [ "$1" != -- ]; do shift; done
+shift
+exec "$@"
+"""
+
+
+def test_a_kept_answer_cannot_name_another_bwrap(setting, make_repo, tmp_path: Path) -> None:
+    """A command allowed to write the cache folder (``--allow-write
+    ~/.cache``, for a package manager's cache) rewrites the kept answer to
+    name a program of its own for bubblewrap: the next ``--sandbox`` run
+    does not start it (it would run the command unconfined), it uses the
+    bwrap it would find, and the command stays confined."""
+    user, log, _, _ = setting
+    del user["XDG_RUNTIME_DIR"]
+    cache = Path(user["XDG_CACHE_HOME"])
+    kept = cache / "git-isopatch" / "sandbox-checks.json"
+    repo = make_repo()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    assert kept.is_file()
+    script, fake, mark = tmp_path / "poison.py", cache / "bwrap", tmp_path / "fake-bwrap-ran"
+    script.write_text(POISON)
+    poison = isopatch(
+        "--sandbox", "-q", "--allow-write", cache, "--",
+        "python3", script, kept, fake, UNCONFINED.format(mark=mark),
+        cwd=repo, env=user,
+    )  # fmt: skip
+    assert poison.returncode == 0, poison.err
+    assert str(fake) in kept.read_text()  # the folder was the command's to write
+    outside = tmp_path / "outside"
+    run = isopatch("--sandbox", "--", "touch", outside, cwd=repo, env=user)
+    assert not mark.exists(), "the command's own program ran as bwrap"
+    assert not outside.exists(), "the command ran unconfined"
+    assert run.returncode == 0 and "outside its worktree, discarded" in run.err, run.err
+    assert LAUNCH in _calls(log)
+
+
+def test_a_kept_answer_that_is_a_fifo_does_not_hang_the_run(
+    setting, make_repo, no_leftovers
+) -> None:
+    """A command allowed to write the cache folder leaves a FIFO for the
+    kept answer: the next runs do not wait on it for ever, they check
+    again and keep their answer in a file."""
+    user, log, _, _ = setting
+    del user["XDG_RUNTIME_DIR"]
+    kept = Path(user["XDG_CACHE_HOME"]) / "git-isopatch" / "sandbox-checks.json"
+    repo = make_repo()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    kept.unlink()
+    os.mkfifo(kept)
+    _calls(log)
+    run = isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user, timeout=30)
+    assert run.returncode == 0, run.err
+    assert "--version" in _calls(log)
+    assert kept.is_file()

@@ -159,7 +159,11 @@ def _load(folder: str) -> dict[str, dict[str, Any]]:
     if _loaded is None:
         _loaded = {}
         with contextlib.suppress(OSError, ValueError):
-            with open(os.path.join(folder, FILE_NAME), "rb") as handle:
+            # a FIFO (or a link to one) there would block the run for ever
+            flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+            with open(os.open(os.path.join(folder, FILE_NAME), flags), "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    return _loaded
                 value = json.loads(handle.read(65536))
             if isinstance(value, dict):
                 _loaded = {k: v for k, v in value.items() if isinstance(v, dict)}

