@@ -26,6 +26,7 @@ from __future__ import annotations
 
 # ``_signal``: ``signal`` builds its enums first (1-2 ms before the handler is in)
 import _signal as signal
+import gc
 import sys
 
 TYPE_CHECKING = False  # not ``typing``'s: nothing but what the handler needs comes first
@@ -76,6 +77,7 @@ def main() -> NoReturn:
     Ctrl-C acted on from the first moment (the module's docstring)."""
     try:
         interrupts = Interrupts.install()
+        gc.disable()  # while the modules load: see usage.main
         from .cli import main as command_line  # typer, the package's modules
     except KeyboardInterrupt:
         raise SystemExit(INTERRUPTED) from None
