@@ -12,6 +12,7 @@ namespaces.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -219,8 +220,8 @@ def test_nothing_is_kept_in_the_work_tree_of_the_run(setting, make_repo, no_left
     assert repo_state(repo, env=user) == before
 
 
-#: Run inside the sandbox with the cache folder writable (``--allow-write``):
-#: the kept answer names ``argv[2]``, a program of the command's, for bwrap.
+#: Rewrites the kept answers ``argv[1]`` to name ``argv[2]``, a program
+#: of its own written with ``argv[3]``, for bubblewrap.
 POISON = """\
 import json, os, sys
 kept_path, fake = sys.argv[1], sys.argv[2]
@@ -248,34 +249,64 @@ exec "$@"
 """
 
 
-def test_a_kept_answer_cannot_name_another_bwrap(setting, make_repo, tmp_path: Path) -> None:
-    """A command allowed to write the cache folder (``--allow-write
-    ~/.cache``, for a package manager's cache) rewrites the kept answer to
-    name a program of its own for bubblewrap: the next ``--sandbox`` run
-    does not start it (it would run the command unconfined), it uses the
-    bwrap it would find, and the command stays confined."""
-    user, log, _, _ = setting
-    del user["XDG_RUNTIME_DIR"]
+def _poison(user: dict[str, str], tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """The argument list of :data:`POISON` for the kept answers of ``user``
+    (in ``$XDG_CACHE_HOME``), the kept file and the mark its bwrap leaves."""
     cache = Path(user["XDG_CACHE_HOME"])
     kept = cache / "git-isopatch" / "sandbox-checks.json"
+    script, mark = tmp_path / "poison.py", tmp_path / "fake-bwrap-ran"
+    script.write_text(POISON)
+    argv = ["python3", str(script), str(kept), str(cache / "bwrap"), UNCONFINED.format(mark=mark)]
+    return argv, kept, mark
+
+
+def test_a_kept_answer_cannot_name_another_bwrap(setting, make_repo, tmp_path: Path) -> None:
+    """Whoever can write the cache folder (a command allowed to write a
+    folder above it can move it away and put its own) rewrites the kept
+    answer to name a program of its own for bubblewrap: the next
+    ``--sandbox`` run does not start it (it would run the command
+    unconfined), it uses the bwrap it would find, and the command stays
+    confined."""
+    user, log, _, _ = setting
+    del user["XDG_RUNTIME_DIR"]
     repo = make_repo()
     assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
-    assert kept.is_file()
-    script, fake, mark = tmp_path / "poison.py", cache / "bwrap", tmp_path / "fake-bwrap-ran"
-    script.write_text(POISON)
-    poison = isopatch(
-        "--sandbox", "-q", "--allow-write", cache, "--",
-        "python3", script, kept, fake, UNCONFINED.format(mark=mark),
-        cwd=repo, env=user,
-    )  # fmt: skip
-    assert poison.returncode == 0, poison.err
-    assert str(fake) in kept.read_text()  # the folder was the command's to write
+    argv, kept, mark = _poison(user, tmp_path)
+    subprocess.run(argv, check=True)
+    assert "bwrap" in kept.read_text()
     outside = tmp_path / "outside"
     run = isopatch("--sandbox", "--", "touch", outside, cwd=repo, env=user)
     assert not mark.exists(), "the command's own program ran as bwrap"
     assert not outside.exists(), "the command ran unconfined"
     assert run.returncode == 0 and "outside its worktree, discarded" in run.err, run.err
     assert LAUNCH in _calls(log)
+
+
+def test_a_command_allowed_to_write_the_cache_cannot_rewrite_the_answers(
+    setting, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    """``--allow-write`` of the folder holding the kept answers' (as for a
+    package manager's cache in ``~/.cache``): the answers' own folder stays
+    read-only for the command, whose rewrite fails; the rest of the cache
+    is the command's to write."""
+    user, log, _, _ = setting
+    del user["XDG_RUNTIME_DIR"]
+    cache = Path(user["XDG_CACHE_HOME"])
+    repo = make_repo()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    argv, kept, mark = _poison(user, tmp_path)
+    before = kept.read_bytes()
+    run = isopatch(
+        "--sandbox", "-q", "--allow-write", cache, "--", "sh", "-c",
+        f'"$@"; touch {cache / "pip"}', "sh", *argv,
+        cwd=repo, env=user,
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert "Read-only file system" in run.err
+    assert kept.read_bytes() == before
+    assert (cache / "pip").exists()
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
+    assert not mark.exists()
 
 
 def test_a_kept_answer_that_is_a_fifo_does_not_hang_the_run(

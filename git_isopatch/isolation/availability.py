@@ -93,6 +93,13 @@ def context(environ: Mapping[str, str] | None = None) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def kept_folder(work_tree: str | None = None) -> str | None:
+    """The folder the answers of this process are kept in (:func:`_folder`),
+    or ``None``: the sandbox keeps it read-only for the command
+    (:func:`.namespaces.run_policy`)."""
+    return _folder(os.environ, work_tree)
+
+
 def _folder(
     environ: Mapping[str, str], work_tree: str | None = None, *, create: bool = False
 ) -> str | None:

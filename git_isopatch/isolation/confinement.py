@@ -326,7 +326,7 @@ def _namespaced(
     """The namespaces of :func:`.namespaces.run_policy` for the worktree of
     ``own``, their layers made in ``layers``; the session's socket
     variables leave ``env``."""
-    from . import namespaces
+    from . import availability, namespaces
     from .sandbox import seccomp_filter
 
     for name in namespaces.SESSION_VARIABLES:
@@ -341,6 +341,7 @@ def _namespaced(
         home=env.get("HOME"),
         temporary=(temporary,) if temporary and os.path.isabs(temporary) else (),
         runtime_dir=env.get("XDG_RUNTIME_DIR"),
+        kept_answers=availability.kept_folder(work_tree=top),
     )
     policy = namespaces.run_policy(
         places,

@@ -27,8 +27,10 @@ What the command sees (each line one or more of bwrap's options):
   listening one);
 - really writable folders bound over all that (``--bind``): the worktree,
   its admin folder, the private ``TMPDIR``, ``--allow-write`` paths; and,
-  last, files inside them that must not change (``--ro-bind``: the
-  worktree's ``.git``, ``commondir``, ``gitdir``);
+  last, what inside them must not change (``--ro-bind``): the folder of
+  the sandbox's kept availability answers (:mod:`.availability`), which
+  an ``--allow-write ~/.cache`` would otherwise let the command rewrite
+  for the runs after;
 - its own user, mount, PID, IPC, UTS and cgroup namespaces, and a network
   namespace with only its loopback unless the network is kept
   (``--unshare-all``, ``--share-net``); no capabilities (``--cap-drop
@@ -189,6 +191,7 @@ class RunPlaces:
     home: str | None = None
     temporary: tuple[str, ...] = ()
     runtime_dir: str | None = None
+    kept_answers: str | None = None
 
 
 def run_policy(
@@ -209,16 +212,23 @@ def run_policy(
     it is.  The pointers between the worktree and the repository
     (``.git``, ``commondir``, ``gitdir``) stay writable: git-isopatch puts
     them back after the run, when nothing the command started is left to
-    rewrite them again.
+    rewrite them again.  Read-only inside all that: ``kept_answers`` (the
+    folder of :func:`.availability.kept_folder`), where it lies in a really
+    writable place.
     """
     parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
     copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
     copy_on_write += [parent if parent != "/" else places.top, places.common_dir]
     if places.home:
         copy_on_write.insert(0, places.home)
+    writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
+    kept = places.kept_answers and os.path.realpath(places.kept_answers)
+    if kept and not any(inside(kept, os.path.realpath(path)) for path in writable):
+        kept = None
     return NamespacePolicy(
-        writable=(places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write),
+        writable=writable,
         copy_on_write=tuple(copy_on_write),
+        protected=(kept,) if kept else (),
         allow_network=allow_network,
         runtime_dir=places.runtime_dir,
         scratch=(*TEMPORARY_FOLDERS, *places.temporary),
