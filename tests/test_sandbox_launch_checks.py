@@ -282,31 +282,32 @@ def test_a_kept_answer_cannot_name_another_bwrap(setting, make_repo, tmp_path: P
     assert LAUNCH in _calls(log)
 
 
+@pytest.mark.parametrize("allowed", ["cache", "file"])
 def test_a_command_allowed_to_write_the_cache_cannot_rewrite_the_answers(
-    setting, make_repo, tmp_path: Path, no_leftovers
+    setting, make_repo, no_leftovers, allowed
 ) -> None:
     """``--allow-write`` of the folder holding the kept answers' (as for a
-    package manager's cache in ``~/.cache``): the answers' own folder stays
-    read-only for the command, whose rewrite fails; the rest of the cache
-    is the command's to write."""
+    package manager's cache in ``~/.cache``), or of their file itself: the
+    answers' folder stays read-only for the command, whose rewrite fails;
+    the rest of the cache is the command's to write."""
     user, log, _, _ = setting
     del user["XDG_RUNTIME_DIR"]
     cache = Path(user["XDG_CACHE_HOME"])
+    kept = cache / "git-isopatch" / "sandbox-checks.json"
     repo = make_repo()
     assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
-    argv, kept, mark = _poison(user, tmp_path)
     before = kept.read_bytes()
+    (cache / "pip").mkdir()
+    script = f"echo '{{}}' > {kept}; touch {cache / 'pip' / 'wheel'}"
+    allow = cache if allowed == "cache" else kept
     run = isopatch(
-        "--sandbox", "-q", "--allow-write", cache, "--", "sh", "-c",
-        f'"$@"; touch {cache / "pip"}', "sh", *argv,
-        cwd=repo, env=user,
+        "--sandbox", "-q", "--allow-write", allow, "--allow-write", cache / "pip",
+        "--", "sh", "-c", script, cwd=repo, env=user,
     )  # fmt: skip
     assert run.returncode == 0, run.err
     assert "Read-only file system" in run.err
     assert kept.read_bytes() == before
-    assert (cache / "pip").exists()
-    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
-    assert not mark.exists()
+    assert (cache / "pip" / "wheel").exists()
 
 
 def test_a_kept_answer_that_is_a_fifo_does_not_hang_the_run(

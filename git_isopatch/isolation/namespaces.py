@@ -214,7 +214,7 @@ def run_policy(
     them back after the run, when nothing the command started is left to
     rewrite them again.  Read-only inside all that: ``kept_answers`` (the
     folder of :func:`.availability.kept_folder`), where it lies in a really
-    writable place.
+    writable place or holds one.
     """
     parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
     copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
@@ -223,7 +223,8 @@ def run_policy(
         copy_on_write.insert(0, places.home)
     writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
     kept = places.kept_answers and os.path.realpath(places.kept_answers)
-    if kept and not any(inside(kept, os.path.realpath(path)) for path in writable):
+    real = [os.path.realpath(path) for path in writable] if kept else []
+    if kept and not any(inside(kept, path) or inside(path, kept) for path in real):
         kept = None
     return NamespacePolicy(
         writable=writable,
