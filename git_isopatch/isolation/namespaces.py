@@ -222,14 +222,15 @@ def run_policy(
     if places.home:
         copy_on_write.insert(0, places.home)
     writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
-    kept = places.kept_answers and os.path.realpath(places.kept_answers)
-    real = [os.path.realpath(path) for path in writable] if kept else []
-    if kept and not any(inside(kept, path) or inside(path, kept) for path in real):
-        kept = None
+    protected: tuple[str, ...] = ()
+    if places.kept_answers:
+        kept = os.path.realpath(places.kept_answers)
+        if any(inside(kept, p) or inside(p, kept) for p in map(os.path.realpath, writable)):
+            protected = (kept,)
     return NamespacePolicy(
         writable=writable,
         copy_on_write=tuple(copy_on_write),
-        protected=(kept,) if kept else (),
+        protected=protected,
         allow_network=allow_network,
         runtime_dir=places.runtime_dir,
         scratch=(*TEMPORARY_FOLDERS, *places.temporary),
