@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from repo_helpers import git, repo_state
 
-from git_isopatch.isolation import namespaces
+from git_isopatch.isolation import namespaces, namespaces_check
 from git_isopatch.isolation.sandbox import seccomp_filter
 
 
 @pytest.fixture
 def bwrap() -> namespaces.Bwrap:
-    return namespaces.check_available(allow_network=False)
+    return namespaces_check.check_available(allow_network=False)
 
 
 def _setting(make_repo, env, tmp_path: Path, bwrap) -> tuple[Path, Path, namespaces.Namespaces]:

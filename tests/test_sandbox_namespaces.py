@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import run_wrapped
 
-from git_isopatch.isolation import namespaces
+from git_isopatch.isolation import namespaces, namespaces_check
 from git_isopatch.isolation.namespaces import NamespacePolicy, Namespaces
 from git_isopatch.isolation.sandbox import seccomp_filter
 
@@ -30,7 +30,7 @@ from git_isopatch.isolation.sandbox import seccomp_filter
 def bwrap() -> namespaces.Bwrap:
     found = namespaces.find_bwrap()
     assert not isinstance(found, str), found
-    namespaces.check_available(allow_network=False)
+    namespaces_check.check_available(allow_network=False)
     return found
 
 
@@ -376,9 +376,9 @@ def test_as_an_unprivileged_user(bwrap) -> None:
             from pathlib import Path
             sys.path.insert(0, {str(Path(__file__).parent)!r})
             from test_sandbox_namespaces import _places, _box, _run
-            from git_isopatch.isolation import namespaces
+            from git_isopatch.isolation import namespaces, namespaces_check
             places = _places(Path({str(shared)!r}))
-            box = _box(namespaces.check_available(allow_network=False), places)
+            box = _box(namespaces_check.check_available(allow_network=False), places)
             cow = places["cow"]
             code, out, _ = _run(box,
                 f"id -u; echo w > w; echo c > {{cow}}/file;"
@@ -425,8 +425,8 @@ def test_the_probe_names_what_is_missing(env, tmp_path: Path, monkeypatch) -> No
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2; exit 1\n")
     fake.chmod(0o755)
     broken = namespaces.Bwrap(str(fake), (0, 11, 0), "system")
-    monkeypatch.setattr(namespaces, "find_bwrap", lambda: broken)
+    monkeypatch.setattr(namespaces_check, "find_bwrap", lambda: broken)
     with pytest.raises(IsopatchError) as raised:
-        namespaces.check_available(allow_network=False)
+        namespaces_check.check_available(allow_network=False)
     assert raised.value.code == namespaces.UNAVAILABLE
     assert "(No permissions to create new namespace)" in raised.value.message

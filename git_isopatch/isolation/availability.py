@@ -1,5 +1,5 @@
 """What the sandbox's availability checks found, kept for the runs after
-(:func:`.namespaces.check_available`, :func:`.sandbox.check_available`).
+(:func:`.namespaces_check.check_available`, :func:`.sandbox.check_available`).
 
 Each check starts a process (bubblewrap making its namespaces, a child
 entering the Landlock domain and a network namespace): some 15 to 70 ms a

