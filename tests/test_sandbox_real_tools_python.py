@@ -149,6 +149,11 @@ def test_pre_commit_with_a_local_hook_repository_and_a_warm_cache(
     ``db.db``, which every run writes) is warmed unconfined, outside
     git-isopatch; the sandboxed run then works from it."""
     env = {k: v for k, v in env.items() if k not in ("XDG_CACHE_HOME", "PRE_COMMIT_HOME")}
+    # a login session's runtime folder: git-isopatch keeps its sandbox
+    # checks there, not in the ~/.cache whose every file is compared
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env["XDG_RUNTIME_DIR"] = str(runtime)
     hooks, rev = _hook_repository(tmp_path, env)
     config = f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: strip-blanks\n"
     repo = make_repo(
