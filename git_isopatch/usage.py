@@ -311,17 +311,17 @@ def main(argv: list[str] | None = None) -> NoReturn:
     The garbage collector is off while the run's modules load: importing
     typer, pygit2 and git-isopatch's own modules makes objects that live
     as long as the process, and collecting among them cost a warm run
-    some 50 collections and 25-45 ms (bench/README.md).  A command whose
-    work can take long turns it back on once its modules are loaded
+    some 50 collections and 25-45 ms (bench/README.md).  The executable's
+    entry point (:mod:`.entry`) turns it off before it imports typer and
+    this module, where 28 of them came.  A command whose work can take
+    long turns it back on once its modules are loaded
     (:func:`modules_loaded`: a capture, which waits for its command, and
-    the MCP server); ``list`` and ``prune`` end first.  (The executable's
-    entry point, :mod:`.entry`, turns it off before it imports typer and
-    this module: 28 of those collections came before this function.)
-    The process ends
-    when this returns, so the objects it made are frozen before
-    (:func:`gc.freeze`): the interpreter's last collection at exit would
-    walk every object of every module, 40-100 ms of a 0.4 s run, to free
-    memory the kernel takes back anyway.  Nothing here leaves its
+    the MCP server); ``list`` and ``prune`` end first.
+
+    The process ends when this returns, so the objects it made are frozen
+    first (:func:`gc.freeze`): the interpreter's last collection at exit
+    would walk every object of every module, 40-100 ms of a 0.4 s run, to
+    free memory the kernel takes back anyway.  Nothing here leaves its
     clean-up to the collector: files, locks and temporary folders close in
     ``with`` blocks, and ``atexit`` handlers, thread joins and the
     flushing of stdout and stderr still run.
