@@ -38,6 +38,8 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from .layers import inside
+
 #: The file, in ``$XDG_RUNTIME_DIR/git-isopatch/`` (or the cache's, :func:`_folder`).
 FILE_NAME = "sandbox-checks.json"
 
@@ -118,8 +120,7 @@ def _folder(
 def _inside(folder: str, work_tree: str | None) -> bool:
     if work_tree is None:
         return False
-    relative = os.path.relpath(os.path.realpath(folder), os.path.realpath(work_tree))
-    return relative != ".." and not relative.startswith("../")
+    return inside(os.path.realpath(folder), os.path.realpath(work_tree))
 
 
 def _private(folder: str, *, follow: bool = True) -> bool:
