@@ -156,15 +156,7 @@ def check(
     repository = open_repository(request.repo_path, environ)
     if request.output is not None:
         check_output_target(request.output, repository)
-    # the flags, not the configuration's keys (there for sandboxed runs)
-    loosened = [
-        name
-        for name, given in (
-            ("--allow-write", request.allow_write),
-            ("--allow-network", request.allow_network),
-        )
-        if given
-    ]
+    loosened = _loosening_flags(request)
     configured_writes = request.allow_write is None
     try:
         request = complete_request(request, repository, environ)
@@ -174,8 +166,9 @@ def check(
         request = _existing_allowed_writes(request, warn)
     sandbox, by_default = _confinement(request, repository.top, warn)
     if not sandbox.confined:
-        for name in loosened:
-            warn(f"{name} has no effect without --sandbox")
+        for name in loosened:  # AUTO: unconfined by the fallback, not by choice
+            why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"
+            warn(f"{name} has no effect{why}")
     tmp_root = request.tmpdir or "/tmp"
     snapshot = request.include_uncommitted or request.staged
     commit = None if snapshot else resolve_base(repository, request.base, environ)
@@ -217,6 +210,13 @@ def check(
         informational_hints=request.informational_hints,
         terminal_columns=request.terminal_columns,
     )
+
+
+def _loosening_flags(request: CaptureRequest) -> list[str]:
+    """The options given that loosen the sandbox: the flags, not the
+    configuration's keys (those are there for sandboxed runs)."""
+    given = (("--allow-write", request.allow_write), ("--allow-network", request.allow_network))
+    return [name for name, value in given if value]
 
 
 def _existing_allowed_writes(

@@ -118,3 +118,24 @@ def test_asking_for_the_sandbox_is_fatal_before_anything_is_made(
     assert not marker.exists()
     assert repo_state(repo, env) == before
     assert not list(Path(env["TMPDIR"]).iterdir())
+
+
+def test_allow_flags_in_the_fallback_say_the_sandbox_is_missing(
+    make_repo, no_bwrap, tmp_path: Path
+) -> None:
+    """``--allow-write`` and ``--allow-network`` loosen a sandbox this
+    machine cannot give: the warning says so, and does not send the user
+    to the ``--sandbox`` that would be fatal here."""
+    repo = make_repo()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    run = isopatch(
+        "--allow-write", str(cache), "--allow-network", "--", "/bin/true", cwd=repo, env=no_bwrap
+    )
+    assert run.returncode == 0, run.err
+    flags = [line for line in run.err.splitlines() if "has no effect" in line]
+    assert flags == [
+        "warning: --allow-write has no effect: no sandbox here",
+        "warning: --allow-network has no effect: no sandbox here",
+    ], run.err
+    assert "--sandbox" not in run.err, run.err
