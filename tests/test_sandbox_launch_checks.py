@@ -11,6 +11,7 @@ namespaces.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -328,3 +329,104 @@ def test_a_kept_answer_that_is_a_fifo_does_not_hang_the_run(
     assert run.returncode == 0, run.err
     assert "--version" in _calls(log)
     assert kept.is_file()
+
+
+class _SwapAfterLook:
+    """Replaces the folder of the kept answers with a symbolic link to
+    ``target`` at the worst moment for the reader: right after it opened
+    the folder itself, or right before it reaches into the folder by its
+    path (after every look at it by name).  Wraps ``os`` functions of this
+    process for paths of that folder only."""
+
+    def __init__(self, folder: Path, target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.folder, self.target, self.swapped = str(folder), target, False
+        for name in ("open", "lstat", "stat", "mkdir", "unlink", "replace"):
+            monkeypatch.setattr(os, name, self._wrap(getattr(os, name), name == "open"))
+
+    def _swap(self) -> None:
+        if not self.swapped:
+            self.swapped = True
+            os.rename(self.folder, self.folder + ".moved")
+            os.symlink(self.target, self.folder)
+
+    def _wrap(self, real, opens: bool):
+        def wrapped(path, *args, **kwargs):
+            if isinstance(path, (str, Path)) and str(path).startswith(self.folder + "/"):
+                self._swap()
+            result = real(path, *args, **kwargs)
+            if opens and isinstance(path, (str, Path)) and str(path) == self.folder:
+                self._swap()
+            return result
+
+        return wrapped
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("use", ["recall", "remember"])
+def test_the_folder_swapped_for_a_link_after_a_look_is_not_followed(
+    make_repo, env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use
+) -> None:
+    """Whoever can write the folder above the kept answers' swaps that
+    folder for a link between git-isopatch's look at it and its use: the
+    answers are read from the folder looked at, never a forged one where
+    the link leads, and written there, never into where it leads (the
+    user's work tree)."""
+    from git_isopatch.isolation import availability
+
+    repo = make_repo()
+    before = repo_state(repo, env)
+    cache = tmp_path / "xdg"
+    folder = cache / "git-isopatch"
+    folder.mkdir(parents=True, mode=0o700)
+    user = {"XDG_CACHE_HOME": str(cache), "HOME": env["HOME"], "PATH": env["PATH"]}
+    kept = {"probe": {"context": availability.context(user), "answer": "as looked at"}}
+    (folder / availability.FILE_NAME).write_text(json.dumps(kept))
+    forged = tmp_path / "forged"
+    forged.mkdir(mode=0o700)
+    kept["probe"]["answer"] = "forged"
+    (forged / availability.FILE_NAME).write_text(json.dumps(kept))
+    monkeypatch.setattr(availability, "_loaded", None)
+    swap = _SwapAfterLook(folder, forged if use == "recall" else repo, monkeypatch)
+    if use == "recall":
+        answer = availability.recall("probe", user, work_tree=str(tmp_path / "elsewhere"))
+        assert answer == "as looked at"
+    else:
+        availability.remember("probe", "new", user, work_tree=str(tmp_path / "elsewhere"))
+        monkeypatch.undo()
+        assert repo_state(repo, env) == before
+        assert sorted(os.listdir(repo)) == [".git", "README"]
+    assert swap.swapped
+
+
+@pytest.mark.parametrize("where", ["runtime-link", "file", "proc-cwd", "in-work-tree", "git-dir"])
+def test_odd_folders_for_the_answers_keep_nothing(
+    setting, make_repo, no_leftovers, tmp_path: Path, where
+) -> None:
+    """``$XDG_RUNTIME_DIR/git-isopatch`` a link to another folder,
+    ``$XDG_CACHE_HOME`` a file, ``/proc/self/cwd`` (the checkout, where
+    git isopatch stands), a folder of the work tree or the repository's
+    ``.git``: the runs work, check each time, and write neither there nor
+    where a link leads."""
+    user, log, _, _ = setting
+    repo = make_repo()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if where == "runtime-link":
+        (Path(user["XDG_RUNTIME_DIR"]) / "git-isopatch").symlink_to(elsewhere)
+    else:
+        del user["XDG_RUNTIME_DIR"]
+        user["XDG_CACHE_HOME"] = {
+            "file": str(repo / "README"),
+            "proc-cwd": "/proc/self/cwd",
+            "in-work-tree": str(repo / "cache"),
+            "git-dir": str(repo / ".git"),
+        }[where]
+    before = repo_state(repo, user)
+    for _ in range(2):
+        run = isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user)
+        assert run.returncode == 0, run.err
+        assert "--version" in _calls(log)
+    assert os.listdir(elsewhere) == []
+    assert sorted(os.listdir(repo)) == [".git", "README"]
+    assert not (repo / ".git" / "git-isopatch").exists()
+    assert repo_state(repo, user) == before
