@@ -23,7 +23,7 @@ from .git.result import Ok
 from .git.run import command_environment, run_git
 from .git.shared_state import read_shared_state
 from .isolation.command import CommandOutcome
-from .isolation.confinement import Confinement, confine
+from .isolation.confinement import Confinement, confine, watched
 from .isolation.errors import known_os_failure
 from .isolation.fidelity import Fidelity, Proof, look_before_command
 from .isolation.placement import enter_prefix
@@ -73,6 +73,8 @@ def command(
                     top=repository.top,
                 )
             )
+            if start.pool and not confinement.confined:  # it may go back to the pool
+                confinement = stack.enter_context(watched())
             pointers = read_pointers(isolation.admin_dir)
             with contextlib.ExitStack() as files:
                 for stream in (stdout, stderr):

@@ -74,3 +74,42 @@ def test_a_sandboxed_run_that_commits_and_leaves_a_process_is_pooled_and_reused(
     assert third.fields()["files"] == "1"
     git("fsck", "--strict", cwd=repo, env=env)
     assert _state(repo, env) == before
+
+
+#: Leaves a daemon (double fork, a session of its own) that waits for the
+#: next run to claim the worktree (its mark gone) and then writes in it.
+WAITS_FOR_THE_NEXT_RUN = (
+    "echo m > mark; "
+    "(setsid sh -c 'while [ -e mark ]; do sleep 0.05; done; sleep 0.5; echo planted > planted.txt; "
+    f"exec -a {MARKER} sleep 300' </dev/null >/dev/null 2>&1 &) &"
+)
+
+
+def test_an_unconfined_run_that_leaves_a_process_is_not_pooled(make_repo, env) -> None:
+    """An unconfined command leaves a process running (it forks twice and
+    starts a session of its own, out of the command's process group) that
+    waits for the next run to claim the worktree and writes there then:
+    the worktree does not go back to the pool, so the next run, sandboxed,
+    gets a fresh one and its patch holds only what its own command did."""
+    repo = make_repo({"a.txt": "a\n"})
+    try:
+        first = _run(repo, env, "--no-sandbox", "--", "sh", "-c", WAITS_FOR_THE_NEXT_RUN)
+        assert first.returncode == 0, first.err
+        assert _pooled(repo, env) == []
+        second = _run(repo, env, "--sandbox", "--", "sh", "-c", "sleep 1.5; echo b > b.txt")
+        assert second.returncode == 0, second.err
+        paths = [line for line in second.out.splitlines() if line.startswith("path ")]
+        assert paths == ["path A b.txt"], second.out
+    finally:
+        for pid in _leftovers():
+            os.kill(pid, 9)
+
+
+def test_an_unconfined_run_whose_processes_all_ended_is_pooled(make_repo, env) -> None:
+    """What the command started in the background and that ended before
+    the run did leaves the worktree poolable."""
+    repo = make_repo({"a.txt": "a\n"})
+    script = "(setsid sh -c 'echo x > x.txt' </dev/null >/dev/null 2>&1 &) & sleep 0.5"
+    first = _run(repo, env, "--no-sandbox", "--", "sh", "-c", script)
+    assert first.returncode == 0, first.err
+    assert len(_pooled(repo, env)) == 1

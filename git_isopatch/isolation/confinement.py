@@ -189,6 +189,34 @@ class Confinement:
 NONE = Confinement()
 
 
+class Watched(Confinement):
+    """Unconfined, in a run whose worktree may go back to the pool: what
+    the command leaves running out of its process group is this process's
+    to see (:mod:`.orphans`), and while any of it runs the worktree is not
+    pooled (it could write in the next run's worktree)."""
+
+    def __init__(self, adopted: bool) -> None:
+        self.adopted = adopted
+
+    @property
+    def poolable(self) -> bool:  # type: ignore[override]
+        from .orphans import running
+
+        return self.adopted and not running()
+
+
+@contextlib.contextmanager
+def watched() -> Iterator[Watched]:
+    """An unconfined run's :class:`Watched` confinement: this process the
+    subreaper of what the command starts, for as long as it lasts."""
+    from . import orphans
+
+    try:
+        yield Watched(orphans.adopt())
+    finally:
+        orphans.release()
+
+
 class Namespaced(Confinement):
     """The command in bubblewrap's namespaces (:mod:`.namespaces`): a
     read-only system, copy-on-write home, temporary folders, checkout and

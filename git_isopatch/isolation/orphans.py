@@ -1,0 +1,67 @@
+"""The processes an unconfined command leaves running, out of its process
+group (a double fork, ``setsid``): :func:`adopt` makes git-isopatch their
+parent (a child subreaper, prctl(2) ``PR_SET_CHILD_SUBREAPER``: an orphan
+of the command's tree is reparented to it, not to init), and
+:func:`running` tells whether one still runs when the run ends.  Such a
+process can go on writing in the worktree: a worktree it stands in does
+not go back to the pool (:attr:`.confinement.Confinement.poolable`), where
+the next run would take its writes for its own command's.
+
+A process started outside the command's tree (``systemd-run``, ``at``, a
+daemon already running that the command asks) is not seen.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+#: prctl(2) options (include/uapi/linux/prctl.h).
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    import ctypes  # only for a pooled unconfined run
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+
+
+def adopt() -> bool:
+    """Make this process the subreaper of the processes it starts from now
+    on; False where the kernel refuses."""
+    try:
+        return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    except (OSError, AttributeError):
+        return False
+
+
+def release() -> None:
+    """Stop being a subreaper (the orphans adopted stay children)."""
+    with contextlib.suppress(OSError, AttributeError):
+        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+
+
+def running() -> bool:
+    """A child of this process still runs (a zombie does not count: it has
+    ended).  True where ``/proc`` cannot tell: the worktree cannot be
+    vouched for then."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+        children: set[str] = set()
+        for task in tasks:
+            with open(f"/proc/self/task/{task}/children", "rb") as handle:
+                children.update(handle.read().decode("ascii").split())
+    except OSError:
+        return True
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # ended and reaped since
+        if state not in (b"Z", b"X", b"x"):
+            return True
+    return False
