@@ -132,6 +132,9 @@ class NamespacePolicy:
         scratch: the temporary folders among ``copy_on_write``: a private,
             empty folder where a mount beneath one forbids an overlay
             (:func:`.layers.plan_layers`).
+        shielded: real folders inside ``writable`` that stay copy-on-write
+            (the checkout, the git directory): each an overlay of its own,
+            the last layers of :meth:`plan`, mounted above the bind.
     """
 
     writable: tuple[str, ...]
@@ -140,13 +143,15 @@ class NamespacePolicy:
     allow_network: bool = False
     runtime_dir: str | None = None
     scratch: tuple[str, ...] = ()
+    shielded: tuple[str, ...] = ()
 
     def plan(self, mounts: Sequence[str] | None = None) -> tuple[Layer, ...]:
         """The copy-on-write layers (:func:`.layers.plan_layers`) with the
         mount table ``mounts`` (this process's when ``None``); the n-th is
         ``<layers>/<n>``."""
         table = mount_points() if mounts is None else mounts
-        return plan_layers(self.copy_on_write, self.scratch, table)
+        shields = tuple(Layer(folder) for folder in self.shielded)
+        return plan_layers(self.copy_on_write, self.scratch, table) + shields
 
     def layers(self, mounts: Sequence[str] | None = None) -> tuple[str, ...]:
         """The folders of :meth:`plan`."""
@@ -209,7 +214,8 @@ def run_policy(
     them back after the run, when nothing the command started is left to
     rewrite them again.  Read-only inside all that: ``kept_answers`` (the
     folder of :func:`.availability.kept_folder`), where it lies in a really
-    writable place or holds one.
+    writable place or holds one.  Copy-on-write whatever ``allow_write``
+    says (:func:`_shielded`): the checkout and the git directory.
     """
     parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
     copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
@@ -229,7 +235,21 @@ def run_policy(
         allow_network=allow_network,
         runtime_dir=places.runtime_dir,
         scratch=(*TEMPORARY_FOLDERS, *places.temporary),
+        shielded=_shielded(places, allow_write),
     )
+
+
+def _shielded(places: RunPlaces, allow_write: Sequence[str]) -> tuple[str, ...]:
+    """The checkout and the git directory where an allowed path holds
+    them, and the allowed paths in the git directory (its hooks, refs):
+    real folders, none inside another.  Bound read-write, they would let
+    the command write the user's work tree, configuration and hooks."""
+    allowed = [os.path.realpath(path) for path in allow_write]
+    top, common = os.path.realpath(places.top), os.path.realpath(places.common_dir)
+    found = [p for p in (top, common) if any(inside(p, a) for a in allowed)]
+    found += [a for a in allowed if inside(a, common) and os.path.isdir(a)]
+    found = sorted(set(found), key=lambda p: (p.count("/"), p))
+    return tuple(p for p in found if not any(o != p and inside(p, o) for o in found))
 
 
 def bwrap_arguments(
@@ -270,22 +290,33 @@ def bwrap_arguments(
             args += ["--perms", "0700", "--dir", os.path.abspath(runtime)]
         else:
             args += ["--perms", "0700", "--tmpfs", os.path.abspath(runtime)]
+    shields: list[tuple[str, int]] = []
     for index, layer in enumerate(policy.plan() if plan is None else plan):
-        here = os.path.join(layers, str(index))
-        if layer.kind == OVERLAY:
-            args += ["--overlay-src", layer.folder]
-            args += ["--overlay", os.path.join(here, "upper"), os.path.join(here, "work")]
-            args.append(layer.folder)
+        if layer.folder in policy.shielded:
+            shields.append((layer.folder, index))
         else:
-            args += ["--bind", os.path.join(here, "upper"), layer.folder]
-    for path in _depth_order(policy.writable):
-        args += ["--bind", path, path]
+            args += _layer_arguments(layer, os.path.join(layers, str(index)))
+    # by depth, a shield just above the bind holding it, below deeper ones
+    mounts = [(p, -1) for p in _depth_order(policy.writable)] + shields
+    for path, index in sorted(mounts, key=lambda m: (m[0].count("/"), m[1])):
+        if index < 0:
+            args += ["--bind", path, path]
+        else:
+            args += _layer_arguments(Layer(path), os.path.join(layers, str(index)))
     for path in _depth_order(policy.protected):
         if os.path.lexists(path):
             args += ["--ro-bind", path, path]
     if chdir is not None:
         args += ["--chdir", chdir]
     return args
+
+
+def _layer_arguments(layer: Layer, here: str) -> list[str]:
+    """bubblewrap's options mounting ``layer`` from the folder ``here``."""
+    if layer.kind == OVERLAY:
+        upper_dir, work_dir = os.path.join(here, "upper"), os.path.join(here, "work")
+        return ["--overlay-src", layer.folder, "--overlay", upper_dir, work_dir, layer.folder]
+    return ["--bind", os.path.join(here, "upper"), layer.folder]
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:
@@ -379,7 +410,12 @@ class Namespaces:
             found += layer_writes(upper(self.layers, index), layer.folder, layer.kind)
         # bubblewrap makes the mount points of the writable places in a layer
         mounted = [os.path.abspath(p) for p in self.policy.writable]
-        return tuple(p for p in found if not any(inside(p, m) for m in mounted))
+        shielded = self.policy.shielded
+        return tuple(
+            p
+            for p in found
+            if not any(inside(p, m) for m in mounted) or any(inside(p, s) for s in shielded)
+        )
 
     def layer_of(self, path: str) -> str | None:
         """Where the copy-on-write layer holds what was written at ``path``
