@@ -33,6 +33,19 @@ DEPENDENCY_FOLDERS = ("node_modules", ".venv", "vendor")
 #: executed (126), as POSIX shells report it ("Command Search and
 #: Execution") and npm, make and ``sh -c`` pass it on.
 NOT_RUNNABLE = frozenset({126, 127})
+#: git-isopatch's subcommands, recognised only as its first argument: after
+#: an option (``-C <path> list``, git's own order) they name a program.
+SUBCOMMANDS = ("list", "prune", "mcp")
+
+
+def _runs_a_package(command: Sequence[str]) -> bool:
+    """``command`` runs a package's tool through ``npx``, ``npm exec`` or
+    ``npm x``: without ``node_modules`` these fall back to downloading the
+    package, which fails (exit 1, not 127) where there is no network."""
+    name = posixpath.basename(command[0]) if command else ""
+    if name == "npx":
+        return True
+    return name == "npm" and len(command) > 1 and command[1] in ("exec", "x")
 
 
 def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
@@ -68,6 +81,8 @@ def command_hints(
     """Advice for a command that could not run a program (exit 126 or
     127; see :data:`NOT_RUNNABLE`), one line each:
 
+    - the command's name is a subcommand (:data:`SUBCOMMANDS`) and was not
+      found: given after an option (``-C <path> list``), it names a program;
     - the command's name holds a space and was not found: it is not run by
       a shell, so ``"ruff format src"`` is one program name;
     - a folder of :data:`DEPENDENCY_FOLDERS` is at the top of the user's
@@ -77,13 +92,22 @@ def command_hints(
       top, as :attr:`.git.repo.UserRepository.prefix`), since ``--link``
       paths are taken from there.
 
-    Deciding on the exit status, never on timing, keeps the advice the same
-    on a slow machine.
+    A package runner (:func:`_runs_a_package`) that failed with any status
+    gets the last one for ``node_modules``: it exits 1, not 127, when the
+    package is missing.  Deciding on the exit status, never on timing,
+    keeps the advice the same on a slow machine.
     """
-    if outcome.exit_code not in NOT_RUNNABLE:
+    ended_otherwise = outcome.timed_out or outcome.died_of or outcome.received_signal
+    runner = outcome.exit_code != 0 and not ended_otherwise and _runs_a_package(command)
+    if outcome.exit_code not in NOT_RUNNABLE and not runner:
         return ()
     hints = []
     name = command[0] if command else ""
+    if outcome.start_error is not None and name in SUBCOMMANDS:
+        return (
+            f"'{name}' is git isopatch's subcommand only as its first argument: "
+            f"git isopatch {name} -C <path>",
+        )
     if outcome.start_error is not None and " " in name:
         split = " ".join(shlex.quote(word) for word in name.split())
         hints.append(
@@ -91,7 +115,7 @@ def command_hints(
             f"split it (git isopatch -- {split}) or use sh -c {shlex.quote(name)}"
         )
         return tuple(hints)  # the name, not a missing dependency, is the trouble
-    for folder in DEPENDENCY_FOLDERS:
+    for folder in ("node_modules",) if runner else DEPENDENCY_FOLDERS:
         if os.path.isdir(os.path.join(top, folder)) and not os.path.lexists(
             os.path.join(worktree, folder)
         ):

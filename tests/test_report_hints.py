@@ -168,3 +168,48 @@ def test_quiet_spares_the_sandboxed_run_its_look_for_the_hint(env, make_repo, tm
     record, looks = _checkout_looks(repo, env, tmp_path, "-q", "--porcelain")
     assert f"hint {UNCOMMITTED.removeprefix('hint: ')}" in record.out.splitlines()
     assert looks == 1
+
+
+#: ``npx``'s and ``npm exec``'s runs of a tool the checkout installs.
+PACKAGE_RUNNERS = [
+    ("npx", "prettier", "--check", "."),
+    ("npm", "exec", "--", "prettier", "--check", "."),
+    ("npm", "x", "prettier"),
+]
+
+
+@pytest.mark.needs("npm")
+@pytest.mark.parametrize("command", PACKAGE_RUNNERS, ids=lambda argv: " ".join(argv[:2]))
+def test_a_package_runner_that_fails_names_node_modules(env, make_repo, command) -> None:
+    """``npx prettier`` with no ``node_modules`` in the worktree does not
+    exit 127: npx falls back to downloading the package, which in the
+    sandbox (no network) fails with exit 1, after about 70 s of npm's
+    retries (``npm_config_offline`` here makes it fail at once).  The
+    missing ``node_modules`` is the trouble, as for 127."""
+    repo = make_repo({".gitignore": "node_modules/\n", "a.js": "a\n"})
+    write_tree(repo, {"node_modules/prettier/package.json": "{}\n"})
+    offline = {**env, "npm_config_offline": "true"}
+    run = isopatch("--", *command, cwd=repo, env=offline)
+    assert run.returncode not in (0, 126, 127), run.err
+    assert _dependency_hint("node_modules") in _hints(run), run.err
+    quiet = isopatch("-q", "--", *command, cwd=repo, env=offline)
+    assert _dependency_hint("node_modules") in _hints(quiet), "-q keeps it, as for 127"
+    linked = isopatch("--link", "node_modules", "--", *command, cwd=repo, env=offline)
+    assert _dependency_hint("node_modules") not in _hints(linked)
+
+
+def test_a_subcommand_after_options_runs_a_program_and_says_so(env, make_repo) -> None:
+    """``git isopatch -C repo list`` (git's own order: ``git -C repo
+    worktree list``) runs a program named ``list``: subcommands are
+    recognised only as the first argument.  The hint gives the order
+    that works instead of sending the user to ``node_modules``.  (``mcp``
+    is left out: the test extra installs a program of that name.)"""
+    repo = make_repo({".gitignore": "node_modules/\n"})
+    write_tree(repo, {"node_modules/x": "x"})
+    for name in ("list", "prune"):
+        run = isopatch("-C", repo, name, cwd=repo.parent, env=env)
+        assert run.returncode == 127, run.err
+        assert _hints(run) == [
+            f"hint: '{name}' is git isopatch's subcommand only as its first argument: "
+            f"git isopatch {name} -C <path>"
+        ], run.err
