@@ -240,3 +240,48 @@ def test_what_the_command_leaves_running_is_stopped(env, make_repo, tmp_path: Pa
     finally:
         if process_is_running(daemon):
             os.kill(daemon, signal.SIGKILL)
+
+
+#: The command for an ignored signal: its own ignored signals (the
+#: ``SigIgn`` mask of ``/proc``), $READY, then a change after the signal.
+IGNORING_COMMAND = """grep SigIgn /proc/$$/status > "$FLAGS/ignored"
+echo started > progress.txt
+: > "$FLAGS/ready"
+sleep 2
+echo done > done.txt
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("confinement", ["--sandbox", "--no-sandbox"])
+def test_a_signal_ignored_from_the_start_stays_ignored(
+    env, make_repo, tmp_path: Path, signum: int, confinement: str
+) -> None:
+    """``nohup git isopatch ...`` ignores SIGHUP, a script's background
+    job SIGINT: a signal ignored when git-isopatch starts is not acted on
+    nor forwarded, and the command inherits it ignored, as a shell keeps
+    it ("Signals that were ignored on entry to a non-interactive shell
+    cannot be trapped"); the run goes on to its end."""
+    repo = make_repo()
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    name = signal.Signals(signum).name.removeprefix("SIG")
+    process = subprocess.Popen(
+        ["sh", "-c", f"trap '' {name}; exec \"$@\"", "sh", ISOPATCH, "--porcelain"]
+        + [confinement, "--allow-write", str(flags), "--", "sh", "-c", IGNORING_COMMAND],
+        cwd=repo,
+        env={**env, "FLAGS": str(flags)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    ready = flags / "ready"
+    wait_until(lambda: ready.exists() or process.poll() is not None, what="the command")
+    os.kill(process.pid, signum)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err.decode()
+    fields = _fields(out)
+    assert fields["exit"] == "0" and "signal" not in fields
+    assert b"+++ b/done.txt" in Path(fields["patch"]).read_bytes()
+    mask = int((flags / "ignored").read_text().split()[1], 16)
+    assert mask & (1 << (signum - 1)), "the command inherits it ignored"

@@ -194,7 +194,8 @@ def forward_signals(state: dict[str, Any]) -> Iterator[None]:
     Ctrl-C on the terminal does not reach it); it ends the run with
     ``128+N`` afterwards.  A command that does not end on the signal is
     killed after :data:`KILL_GRACE_SECONDS`.  Only the main thread can
-    install handlers; elsewhere this does nothing.
+    install handlers; elsewhere this does nothing.  One ignored (``nohup``'s
+    SIGHUP, a script's background job's SIGINT) stays so, as a shell keeps it.
 
     It takes over from the SIGINT handler it replaces: when that one
     holds a SIGINT in its ``received`` (the executable's handler,
@@ -217,9 +218,10 @@ def forward_signals(state: dict[str, Any]) -> Iterator[None]:
             state["streams_stopped"] = True
             stop_streams(after=KILL_GRACE_SECONDS)
 
-    previous = {sig: signal.signal(sig, handler) for sig in FORWARDED_SIGNALS}
+    obeyed = [sig for sig in FORWARDED_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, handler) for sig in obeyed}
     try:
-        if getattr(previous[signal.SIGINT], "received", None) is not None:
+        if getattr(previous.get(signal.SIGINT), "received", None) is not None:
             raise KeyboardInterrupt
         yield
     finally:
