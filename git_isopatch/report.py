@@ -81,8 +81,10 @@ def command_hints(
     """Advice for a command that could not run a program (exit 126 or
     127; see :data:`NOT_RUNNABLE`), one line each:
 
-    - the command's name is a subcommand (:data:`SUBCOMMANDS`) and was not
-      found: given after an option (``-C <path> list``), it names a program;
+    - the command's name is a subcommand (:data:`SUBCOMMANDS`) and it
+      failed with any status: given after an option (``-C <path> list``)
+      it names a program, none or another (the MCP SDK installs an
+      ``mcp``);
     - the command's name holds a space and was not found: it is not run by
       a shell, so ``"ruff format src"`` is one program name;
     - a folder of :data:`DEPENDENCY_FOLDERS` is at the top of the user's
@@ -98,16 +100,17 @@ def command_hints(
     keeps the advice the same on a slow machine.
     """
     ended_otherwise = outcome.timed_out or outcome.died_of or outcome.received_signal
-    runner = outcome.exit_code != 0 and not ended_otherwise and _runs_a_package(command)
-    if outcome.exit_code not in NOT_RUNNABLE and not runner:
-        return ()
-    hints = []
+    failed = outcome.exit_code != 0 and not ended_otherwise
     name = command[0] if command else ""
-    if outcome.start_error is not None and name in SUBCOMMANDS:
+    if failed and name in SUBCOMMANDS:
         return (
             f"'{name}' is git isopatch's subcommand only as its first argument: "
             f"git isopatch {name} -C <path>",
         )
+    runner = failed and _runs_a_package(command)
+    if outcome.exit_code not in NOT_RUNNABLE and not runner:
+        return ()
+    hints = []
     if outcome.start_error is not None and " " in name:
         split = " ".join(shlex.quote(word) for word in name.split())
         hints.append(

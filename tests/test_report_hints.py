@@ -202,13 +202,15 @@ def test_a_subcommand_after_options_runs_a_program_and_says_so(env, make_repo) -
     """``git isopatch -C repo list`` (git's own order: ``git -C repo
     worktree list``) runs a program named ``list``: subcommands are
     recognised only as the first argument.  The hint gives the order
-    that works instead of sending the user to ``node_modules``.  (``mcp``
-    is left out: the test extra installs a program of that name.)"""
+    that works instead of sending the user to ``node_modules``; for
+    ``mcp`` too, which the MCP SDK (the ``mcp`` extra) installs as a
+    program of its own that fails here: an agent's server configuration
+    ``["-C", repo, "mcp"]`` would start the SDK's tool."""
     repo = make_repo({".gitignore": "node_modules/\n"})
     write_tree(repo, {"node_modules/x": "x"})
-    for name in ("list", "prune"):
-        run = isopatch("-C", repo, name, cwd=repo.parent, env=env)
-        assert run.returncode == 127, run.err
+    for name in ("list", "prune", "mcp"):
+        run = isopatch("--no-sandbox", "-C", repo, name, cwd=repo.parent, env=env)
+        assert run.returncode != 0, run.err
         assert _hints(run) == [
             f"hint: '{name}' is git isopatch's subcommand only as its first argument: "
             f"git isopatch {name} -C <path>"
