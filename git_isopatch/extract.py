@@ -12,6 +12,7 @@ confined as the command was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -82,7 +83,8 @@ def extract(
         IsopatchError: a classified git or OS failure.
     """
     git.warn_changed_submodules(submodules, warn)
-    base, output = start.commit, start.output
+    base = start.commit
+    output = None if start.output is None else (start.output, start.output_folder or "")
     exclude = [include.path for include in start.includes]
     if fidelity is not None:
         exclude += fidelity.left_out(git.worktree, warn)
@@ -123,14 +125,57 @@ def _umask() -> int:
     return mask
 
 
-def _output_mode(output: str) -> int:
+def _output_mode(name: str, folder: int) -> int:
     """The mode an ``-o`` file gets: what ``--stdout > FILE`` would leave,
-    the existing file's permission bits when it replaces one, else 0666
-    less the umask.  (The run's private files stay 0600.)"""
+    the existing file's permission bits when it replaces one (``name`` in
+    the folder open as ``folder``), else 0666 less the umask.  (The run's
+    private files stay 0600.)"""
     try:
-        return stat.S_IMODE(os.stat(output).st_mode)
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
     except OSError:
-        return 0o666 & ~_umask()
+        pass
+    return 0o666 & ~_umask()
+
+
+def _open_output_folder(folder: str, output: str) -> int:
+    """The folder ``-o`` goes into, by ``folder``, its real path before the
+    command ran, opened a component at a time and never through a symbolic
+    link: a command that may write a folder above it (``--allow-write``)
+    can swap it for a link, and git-isopatch would write the patch (of the
+    command's making) where the command may not.
+
+    Raises:
+        IsopatchError: ``bad-output`` when it was replaced, a classified
+            OS failure otherwise.
+    """
+    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/", directory)
+    try:
+        for part in folder.strip("/").split("/"):
+            if part:
+                inner = os.open(part, directory | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+            raise IsopatchError(
+                "bad-output",
+                f"refusing to write patch '{output}': its folder '{folder}' "
+                "was replaced while the command ran",
+            ) from None
+        raise known_os_failure(f"could not write patch '{output}'", exc) from exc
+    return fd
+
+
+def _open_output(folder: int) -> tuple[IO[bytes], str]:
+    """A new temporary file in the folder open as ``folder``, mode 0600, and
+    its name there."""
+    name = f".isopatch-{os.urandom(6).hex()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(name, flags, 0o600, dir_fd=folder), "wb"), name
 
 
 def _open_patch_file(folder: str) -> tuple[IO[bytes], str]:
@@ -157,7 +202,7 @@ def _extract_patch(
     git: WorktreeGit,
     base: CommitId,
     private_dir: str,
-    output: str | None,
+    output: tuple[str, str] | None,
     exclude: Sequence[str],
     submodules: Sequence[Submodule],
     warn: Callable[[str], None],
@@ -165,8 +210,9 @@ def _extract_patch(
 ) -> str:
     """Intent-to-add, then the binary diff into a 0600 file.
 
-    With ``output``, the patch is written beside it and renamed over it, so a
-    failure never leaves a half-written file there.  The changes inside each
+    With ``output`` (``-o`` and its folder's real path before the command
+    ran), the patch is written beside it and renamed over it, so a failure
+    never leaves a half-written file there.  The changes inside each
     of ``submodules`` follow the superproject's, their paths from the top
     (:func:`.git.submodule.write_submodule_diff`); their gitlinks are left
     out.
@@ -197,47 +243,35 @@ def _write_patch(
     git: WorktreeGit,
     base: CommitId,
     private_dir: str,
-    output: str | None,
+    output: tuple[str, str] | None,
     exclude: Sequence[str],
     warn: Callable[[str], None],
     submodules: Sequence[Submodule] = (),
     attributes_outside: bool = False,
 ) -> str:
     exclude, submodules = _prepare_index(git, base, exclude, submodules, warn, attributes_outside)
-    target = output if output is not None else os.path.join(private_dir, PATCH_NAME)
+    target = os.path.join(private_dir, PATCH_NAME) if output is None else output[0]
+    folder = name = None
     try:
-        if output is not None:
-            handle = tempfile.NamedTemporaryFile(
-                dir=os.path.dirname(output) or ".",
-                prefix=".isopatch-",
-                suffix=".tmp",
-                delete=False,
-            )
-        else:
+        if output is None:
             handle, target = _open_patch_file(private_dir)
+            written = target
+        else:
+            folder = _open_output_folder(output[1], target)
+            handle, name = _open_output(folder)
+            written = f"/proc/self/fd/{folder}/{name}"  # through the folder opened
     except OSError as exc:
+        if folder is not None:
+            os.close(folder)
         raise known_os_failure(f"could not write patch '{target}'", exc) from exc
-    written = handle.name if output is not None else target
     try:
         with handle:
-            match git.write_binary_diff(base, handle, exclude=exclude):
-                case Err(error):
-                    raise known_failure(f"could not write patch '{target}'", error)
-                case Ok():
-                    pass
-            for submodule in submodules:
-                match git.write_submodule_diff(submodule, handle):
-                    case Err(error):
-                        raise known_failure(
-                            f"could not write patch '{target}' (submodule '{submodule.path}')",
-                            error,
-                        )
-                    case Ok():
-                        pass
+            _write_diffs(git, base, handle, exclude, submodules, target)
         quote_ambiguous_headers(written)
-        if output is not None:
-            os.chmod(written, _output_mode(output))
-            os.replace(written, output)
+        if folder is not None and name is not None:
+            final = os.path.basename(target)
+            os.chmod(name, _output_mode(final, folder), dir_fd=folder)
+            os.replace(name, final, src_dir_fd=folder, dst_dir_fd=folder)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(written)
@@ -246,7 +280,34 @@ def _write_patch(
         with contextlib.suppress(OSError):
             os.unlink(written)
         raise
+    finally:
+        if folder is not None:
+            os.close(folder)
     return target
+
+
+def _write_diffs(
+    git: WorktreeGit,
+    base: CommitId,
+    handle: IO[bytes],
+    exclude: Sequence[str],
+    submodules: Sequence[Submodule],
+    target: str,
+) -> None:
+    """The binary diff, then each submodule's, into ``handle``."""
+    match git.write_binary_diff(base, handle, exclude=exclude):
+        case Err(error):
+            raise known_failure(f"could not write patch '{target}'", error)
+        case Ok():
+            pass
+    for submodule in submodules:
+        match git.write_submodule_diff(submodule, handle):
+            case Err(error):
+                raise known_failure(
+                    f"could not write patch '{target}' (submodule '{submodule.path}')", error
+                )
+            case Ok():
+                pass
 
 
 def _prepare_index(

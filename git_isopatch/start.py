@@ -64,6 +64,9 @@ class Start:
         environ: the caller's environment; ``git_env``: the one for
             git-isopatch's own git calls.
         output: ``-o`` as an absolute path; ``None``: the run's private folder.
+        output_folder: the real path of the folder of ``output`` before the
+            command ran (the patch goes there, never where a link the
+            command put in its place leads).
         timeout: seconds; ``None``: no limit.
         tmp_root: where the run's private folder goes.
         worktree_root: where the worktree goes (``isopatch.tmpdir``);
@@ -103,6 +106,7 @@ class Start:
     diffstat: bool
     informational_hints: bool
     terminal_columns: int | None
+    output_folder: str | None = None
 
 
 #: The error-code of a sandbox the machine cannot give
@@ -154,8 +158,9 @@ def check(
         raise ValueError(problem)
     request = _absolute_paths(request)
     repository = open_repository(request.repo_path, environ)
+    output_folder = None
     if request.output is not None:
-        check_output_target(request.output, repository)
+        output_folder = check_output_target(request.output, repository)
     loosened = _loosening_flags(request)
     configured_writes = request.allow_write is None
     try:
@@ -190,6 +195,7 @@ def check(
         environ=environ,
         git_env=git_env,
         output=request.output,
+        output_folder=output_folder,
         timeout=request.timeout or None,
         tmp_root=tmp_root,
         # isopatch.tmpdir (or the caller's tmpdir) places the worktree too;
@@ -278,7 +284,7 @@ def _snapshot(
     )
 
 
-def check_output_target(output: str, repository: UserRepository) -> None:
+def check_output_target(output: str, repository: UserRepository) -> str:
     """Refuse an ``-o`` target before anything is made (found by attacking
     it): the patch is written beside the target and renamed over it, which
     is right for a regular file or a new name, and wrong for anything else.
@@ -291,6 +297,8 @@ def check_output_target(output: str, repository: UserRepository) -> None:
             folder, symbolic link, FIFO or device;
             ``no-such-file``/``not-a-directory`` when its folder is missing
             or is not a folder.
+    Returns:
+        the real path of the folder ``output`` goes into.
     """
     if git_metadata_dir(repository, output) is not None:
         raise IsopatchError(
@@ -316,6 +324,7 @@ def check_output_target(output: str, repository: UserRepository) -> None:
         raise IsopatchError(
             "no-such-file", f"could not write patch '{output}': No such file or directory"
         )
+    return os.path.realpath(folder)
 
 
 def resolve_base(

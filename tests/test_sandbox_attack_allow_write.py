@@ -7,6 +7,7 @@ there is reported as discarded, as it was."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,30 @@ def test_an_allowed_path_holding_the_repository_keeps_it_copy_on_write(
     assert f"outside-write {repo / 'README'}" in records
     # the rest of an allowed folder above the checkout is really written
     assert beside.exists() == (allowed == "parent")
+
+
+@pytest.mark.hostile
+def test_the_patch_folder_swapped_for_a_link_is_not_followed(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """``-o`` into a folder the command may write (``--allow-write``): the
+    command swaps the patch's folder for a link to a folder it may not
+    write, where a file of the patch's name waits.  git-isopatch does not
+    write there for it; the run fails and says why."""
+    repo = make_repo({"README": "hello\n"})
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    (out / "sub").mkdir(parents=True)
+    victim.mkdir()
+    (victim / "fix.patch").write_text("precious\n")
+    swap = f"echo x > new; mv {out / 'sub'} {out / 'old'} && ln -s {victim} {out / 'sub'}"
+    run = isopatch(
+        "--porcelain", "--sandbox", "--allow-write", out, "-o", out / "sub" / "fix.patch",
+        "--", "sh", "-c", swap, cwd=repo, env=env,
+    )  # fmt: skip
+    assert (victim / "fix.patch").read_text() == "precious\n"
+    assert sorted(os.listdir(victim)) == ["fix.patch"]
+    assert run.returncode == 128, run.err
+    fields = run.fields()
+    assert fields["error-code"] == "bad-output", run.out
+    assert "replaced while the command ran" in fields["error"]
+    assert (out / "sub").is_symlink() and os.listdir(out / "old") == []
