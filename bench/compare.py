@@ -18,6 +18,9 @@ the load than wall time.
 ``--sandbox`` adds ``--sandbox`` to every tool run (else ``--no-sandbox``),
 ``--cold`` drops the pool; ``<commit>+sandbox``, ``<commit>+cold`` (or both)
 do it for one way, so that ``HEAD HEAD+sandbox`` times what the sandbox costs.
+``--attributes LINE`` (repeatable) times a clone of the repository whose
+last commit adds a ``.gitattributes`` holding those lines (``'* text
+eol=lf'``: git converts every file).
 Standard library only; the repositories are bench/run.py's.
 """
 
@@ -32,6 +35,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,6 +96,22 @@ def git_processes(argv: list[str], repo: Path, env: dict[str, str]) -> list[str]
     return names  # the `git isopatch` that started the tool is _run_dashed_
 
 
+def with_attributes(repo: Path, lines: list[str], workdir: Path, env: dict[str, str]) -> Path:
+    """A fresh clone of ``repo`` (objects hard-linked) whose last commit adds
+    a ``.gitattributes`` holding ``lines``, its index stat-clean."""
+    clone = workdir / "repos" / "with-attributes"
+    shutil.rmtree(clone, ignore_errors=True)
+    bench.git(["clone", "-q", "--no-checkout", str(repo), str(clone)], cwd=workdir, env=env)
+    bench.git(["config", "gc.auto", "0"], cwd=clone, env=env)
+    bench.git(["-c", "checkout.workers=0", "reset", "-q", "--hard", "HEAD"], cwd=clone, env=env)
+    (clone / ".gitattributes").write_text("".join(line + "\n" for line in lines))
+    bench.git(["add", ".gitattributes"], cwd=clone, env=env)
+    bench.git(["commit", "-q", "-m", "attributes"], cwd=clone, env=env)
+    time.sleep(1.1)  # as bench/run.py: the index older than the files, then stat-clean
+    bench.git(["update-index", "-q", "--really-refresh"], cwd=clone, env=env)
+    return clone
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/compare.py", description=__doc__)
     parser.add_argument("commits", nargs="+")
@@ -105,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cold", action="store_true", help="no pool: every tool run makes its worktree"
     )
+    parser.add_argument(
+        "--attributes",
+        metavar="LINE",
+        action="append",
+        help="time a clone whose .gitattributes holds LINE (repeatable)",
+    )
     args = parser.parse_args(argv)
 
     workdir = args.workdir.absolute()
@@ -115,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir()
     env = bench.hermetic_env(home, run_tmp)
     repo = bench.prepare_repository(bench.SPECS[args.size], workdir, env)
+    if args.attributes is not None:
+        repo = with_attributes(repo, args.attributes, workdir, env)
     patch = run_tmp / "isopatch.patch"
     warm = ["-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={pool_tmp}"]
 
