@@ -135,6 +135,7 @@ def run(
             submodules = _populate(lease, plan, warn)
             # 5. Run the command, confined; the confinement lasts through extraction.
             with execute.command(plan, lease.isolation, state, warn, look) as (ran, confinement):
+                lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
                 lease.keep_on_failure()
                 git = WorktreeGit(

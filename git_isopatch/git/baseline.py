@@ -99,7 +99,7 @@ def read_baseline(
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
     whole: bool = True,
-    conversions: bool = False,
+    conversions: bool | Sequence[bytes] = False,
     preexec_fn: Callable[[], None] | None = None,
 ) -> GitResult[Baseline]:
     """The paths that differ from ``base`` now, before the command, each
@@ -109,15 +109,20 @@ def read_baseline(
     cache decides which files it reads), and with ``conversions`` (an
     attributes file applies) the same on :data:`CONVERSION_PATHSPECS`
     alone with each of those files read again
-    (:func:`.attributes.every_file_read_again`).  Right after a checkout
+    (:func:`.attributes.every_file_read_again`), or, when
+    ``conversions`` names paths, on those of them alone (none: no call).
+    Right after a checkout
     both lists are empty but for conversions that do not give the blob
     back; one git call is what a run without attributes pays, and the
     second reads only the files a conversion applies to."""
     looks: list[tuple[Sequence[str], contextlib.AbstractContextManager[None]]] = []
     if whole:
         looks.append(((), contextlib.nullcontext()))
-    if conversions:
+    if conversions is True:
         looks.append((CONVERSION_PATHSPECS, every_file_read_again(git_dir)))
+    elif conversions:
+        named = [":(top,literal)" + os.fsdecode(path) for path in conversions]
+        looks.append(([*named, *CONVERSION_PATHSPECS[1:]], every_file_read_again(git_dir)))
     paths: dict[bytes, None] = {}
     for pathspecs, reading in looks:
         with reading:

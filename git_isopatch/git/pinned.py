@@ -88,18 +88,26 @@ RECURSE = "submodule.recurse"
 ATTRIBUTES_FILE = "core.attributesfile"
 _SETTINGS = frozenset({HOOKS_PATH, IGNORE_CASE, RECURSE, ATTRIBUTES_FILE})
 
+#: The sections whose settings may change how git converts a file
+#: (``core.autocrlf``, ``core.eol``, ``filter.<driver>.clean``,
+#: ``attr.tree``...), all of them to be safe: :func:`read_settings` reads
+#: them too (:mod:`.conversion_key`).
+CONVERSION_SECTIONS = ("core.", "filter.", "attr.")
+
 
 def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str | None]:
     """``core.hooksPath``, ``core.ignoreCase``, ``submodule.recurse`` and
     ``core.attributesFile`` as git reads them for the repository of ``git_dir`` (the worktree's
-    private folder: its whole configuration chain), in one ``git config``;
-    the last value of each wins; a key without ``=`` is ``None`` (true).
+    private folder: its whole configuration chain), in one ``git config``,
+    with every other setting of the sections that convert content
+    (:data:`CONVERSION_SECTIONS`, a subsection's case
+    kept); the last value of each wins; a key without ``=`` is ``None`` (true).
     Empty when none is set or git cannot read them.  In process where
     libgit2 reads what git does (:func:`.config_read.read_entries`)."""
     entries = read_entries(git_dir, env)
     if entries is not None:  # in process, where libgit2 reads what git does
-        return {key.lower(): value for key, value in entries if key.lower() in _SETTINGS}
-    pattern = r"^(core\.(hookspath|ignorecase|attributesfile)|submodule\.recurse)$"
+        return {_name(key): value for key, value in entries if _wanted(key)}
+    pattern = r"^(core|filter|attr)\.|^submodule\.recurse$"
     match run_git(
         [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern],
         env=env,
@@ -112,8 +120,23 @@ def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str 
     for record in output.split(b"\0"):
         if record:
             key, newline, value = os.fsdecode(record).partition("\n")
-            values[key.lower()] = value if newline else None
+            values[_name(key)] = value if newline else None
     return values
+
+
+def _wanted(key: str) -> bool:
+    """Whether :func:`read_settings` keeps the setting ``key``."""
+    return key.lower() in _SETTINGS or key.lower().startswith(CONVERSION_SECTIONS)
+
+
+def _name(key: str) -> str:
+    """``key`` as :func:`read_settings` names it: section and name in
+    lower case, a subsection as written (``filter.LFS.clean``)."""
+    section, dot, rest = key.partition(".")
+    subsection, dot2, name = rest.rpartition(".")
+    if not dot2:
+        return key.lower()
+    return f"{section.lower()}{dot}{subsection}.{name.lower()}"
 
 
 def _configured_bool(settings: Mapping[str, str | None], key: str) -> bool:

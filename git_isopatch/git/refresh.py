@@ -37,8 +37,8 @@ from .types import CommitId, GitDirPath, WorktreePath
 FRESH_ADMIN_FILES = frozenset({"HEAD", "ORIG_HEAD", "commondir", "gitdir", "index", "locked"})
 
 #: Our own files in the private folder, which git ignores (the isolation
-#: layer's record).
-RECORD_FILES = frozenset({"isopatch.json"})
+#: layer's record, and the answer it keeps for the look before the command).
+RECORD_FILES = frozenset({"isopatch.json", "isopatch-conversions"})
 
 
 #: Configuration for the refresh and its checks: no hook runs, no file

@@ -21,7 +21,14 @@ from ..git.attributes import (
     index_may_track_attributes,
     look_again_at_every_file,
 )
-from ..git.baseline import Baseline, read_baseline, untouched_paths, untouched_warning
+from ..git.baseline import (
+    Baseline,
+    fingerprint,
+    read_baseline,
+    untouched_paths,
+    untouched_warning,
+)
+from ..git.conversion_key import conversion_inputs
 from ..git.pinned import (
     ATTRIBUTES_FILE,
     HOOKS_PATH,
@@ -34,6 +41,7 @@ from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.submodule import list_gitlinks
 from ..git.types import CommitId, GitDirPath, WorktreePath
+from .conversions import encode, kept_answer
 from .hooks import missing_hooks_warning
 
 log = logging.getLogger("git_isopatch")
@@ -53,11 +61,14 @@ class Fidelity:
         command_config: for the command (``core.ignoreCase``, and
             ``submodule.recurse=false`` where a submodule is not
             populated).
+        conversions: the reading look's answer in a claimed worktree, to
+            keep with it when it returns to the pool (:mod:`.conversions`).
     """
 
     baseline: Baseline = field(default_factory=Baseline)
     own_config: Pairs = ()
     command_config: Pairs = ()
+    conversions: bytes | None = None
 
     def own_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` for git-isopatch's git calls, with :attr:`own_config`."""
@@ -115,7 +126,9 @@ def look_before_command(
     attributes has git read every file (:func:`settle_attributes`), and a
     path whose checkout alone changes it would then show, racy before the
     command or not.  Without attributes no conversion can change a file
-    after checkout, and a proved claim asks git nothing."""
+    after checkout, and a proved claim asks git nothing; with them, a
+    proved claim takes the answer kept with the worktree for the same
+    files, commit and attributes (:func:`_reading_look`)."""
     settings = read_settings(admin_dir, env)
     own = tuple(ignore_case_setting(worktree, settings))
     paths: list[str] = []
@@ -139,13 +152,15 @@ def look_before_command(
     conversions = tracks_attributes or _attributes_may_apply(admin_dir, settings, env)
     if proved is not None and not conversions:
         return Fidelity(baseline, own, command)
+    if proved is not None:
+        baseline, answer = _reading_look(worktree, admin_dir, base, settings, pinned, exclude, own)
+        return Fidelity(baseline, own, command, answer)
     match read_baseline(
         worktree,
         base,
         git_dir=admin_dir,
         env=pinned,
         exclude=exclude,
-        whole=proved is None,
         conversions=conversions,
     ):
         case Ok(baseline):
@@ -153,6 +168,61 @@ def look_before_command(
         case Err(error):
             log.debug("no look before the command: %s", error.message())
     return Fidelity(baseline, own, command)
+
+
+#: Paths of changed entries above which the reading look reads every file
+#: a conversion may change instead of naming them (the command line's
+#: length; each named path costs git a pathspec match per entry).
+NAMED_AT_MOST = 256
+
+
+def _reading_look(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    base: CommitId,
+    settings: Mapping[str, str | None],
+    env: Mapping[str, str],
+    exclude: Sequence[str],
+    own: Pairs,
+) -> tuple[Baseline, bytes | None]:
+    """The look of a proved claim where attributes apply: the paths a
+    conversion changes, with their fingerprints, and the answer to keep
+    (:mod:`.conversions`).  With an answer kept in ``admin_dir`` under the
+    same key (:func:`.git.conversion_key.conversion_inputs`: the
+    attributes, the configuration, the look's ``exclude`` paths and
+    ``own`` pinned settings), it stands for every path whose index entry
+    is the one it was found for, and git reads only the files of the other
+    entries (all of them when more than :data:`NAMED_AT_MOST`); without
+    one, every file a conversion may change.  ``env``: for git, with
+    ``own``."""
+    extra = [*exclude, "\0", *(f"{key}={value}" for key, value in own)]
+    inputs = conversion_inputs(worktree, admin_dir, base, settings=settings, env=env, extra=extra)
+    kept = None if inputs is None else kept_answer(admin_dir, inputs.key)
+    same: list[bytes] = []
+    read: bool | list[bytes] = True
+    if inputs is not None and kept is not None:
+        entries = inputs.entries
+        same = [path for path in kept.paths if entries.get(path) in kept.entries]
+        changed = [path for path, digest in entries.items() if digest not in kept.entries]
+        if len(changed) <= NAMED_AT_MOST:
+            read = changed
+    found = {path: fingerprint(worktree, path) for path in same}
+    if read:
+        match read_baseline(
+            worktree,
+            base,
+            git_dir=admin_dir,
+            env=env,
+            exclude=exclude,
+            whole=False,
+            conversions=read,
+        ):
+            case Ok(baseline):
+                found.update(baseline.paths)
+            case Err(error):
+                log.debug("no look before the command: %s", error.message())
+                return Baseline(), None
+    return Baseline(found), None if inputs is None else encode(inputs, found)
 
 
 def _attributes_may_apply(

@@ -49,6 +49,12 @@ class Lease:
         admin_files = {**(self.isolation.admin_files or {}), **files}
         self.isolation = replace(self.isolation, admin_files=admin_files)
 
+    def keep_answer(self, conversions: bytes | None) -> None:
+        """Keep ``conversions``, the reading look's answer
+        (:mod:`.conversions`), with the worktree if it returns to the
+        pool; ``None``: none is kept."""
+        self.isolation = replace(self.isolation, conversions=conversions)
+
     def settle(self, *, keep: bool, poolable: bool) -> None:
         """How to give the worktree back when the run leaves it: ``keep``
         it for the user, or return it to the pool (only when ``poolable``:

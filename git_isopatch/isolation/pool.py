@@ -7,15 +7,18 @@ vouch for is removed there, never used.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dir, worktree_admin_dirs
+from .conversions import ANSWER_FILE
 from .lock import AdminLock
 from .removal import registered_inside
 from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord
@@ -125,6 +128,22 @@ def bring_to(
     return None
 
 
+@dataclass(frozen=True)
+class AsMade:
+    """What :func:`put_back` writes in a worktree's private folder, as this
+    process held it since before the command ran.
+
+    Attributes:
+        index: the index as git-isopatch's own git left it
+            (:func:`index_as_made`).
+        conversions: the answer of the reading look
+            (:mod:`.conversions`), or ``None``: then none is kept.
+    """
+
+    index: bytes
+    conversions: bytes | None = None
+
+
 def index_as_made(admin_dir: GitDirPath) -> bytes | None:
     """The worktree's index as git-isopatch's own git left it, before the
     command runs (:func:`put_back` puts it back); ``None`` if unreadable."""
@@ -141,20 +160,21 @@ def put_back(
     admin_dir: GitDirPath,
     record: WorktreeRecord,
     size: int,
-    index: bytes | None,
+    made: AsMade | None,
     *,
     lock: AdminLock | None = None,
 ) -> bool:
     """Return the worktree to the pool when fewer than ``size`` wait there.
 
-    Its index goes back to ``index``, the one :func:`index_as_made` read
+    Its index goes back to ``made.index``, the one :func:`index_as_made` read
     before the command ran: the next claim's ``git read-tree --reset -u``
     trusts an entry's stat data (a file whose stat data matches is taken
     for unchanged), and a command can write an index whose entry for a file
     it changed carries the changed file's stat data and the old object id.
     The stat data git-isopatch's own checkout wrote cannot match a file
-    changed since (its change time moved).  Without ``index`` it is not
-    pooled.
+    changed since (its change time moved).  Without ``made`` it is not
+    pooled.  The reading look's answer is written from ``made`` too, or
+    the file removed (:mod:`.conversions`): never one the command wrote.
 
     ``HEAD`` is detached (a pooled worktree never holds a branch the user
     may want to check out elsewhere), the record says pooled and the
@@ -163,7 +183,7 @@ def put_back(
     leaves an orphan, never a pooled worktree that is not clean.  What the
     command left in it is cleared by the next claim.
     """
-    if index is None or os.path.islink(worktree) or not os.path.isdir(worktree):
+    if made is None or os.path.islink(worktree) or not os.path.isdir(worktree):
         return False
     if registered_inside(repository, os.path.dirname(worktree), worktree) is not None:
         return False  # the next claim would empty the folder of it
@@ -176,7 +196,13 @@ def put_back(
         if not locked or len(pooled(repository, store)) >= size:
             return False
         replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{record.base}\n".encode())
-        replace_admin_file(os.path.join(admin_dir, "index"), index)
+        replace_admin_file(os.path.join(admin_dir, "index"), made.index)
+        answer = os.path.join(admin_dir, ANSWER_FILE)
+        if made.conversions is not None:
+            replace_admin_file(answer, made.conversions)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(answer)  # what the command left there, if anything
         record.pooled = True
         store.save(admin_dir, record)
         write_lock_reason(admin_dir, POOL_LOCK_REASON)

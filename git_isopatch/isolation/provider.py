@@ -64,6 +64,8 @@ class Isolation:
         admin_files: its ``commondir``, ``gitdir``, ``config.worktree`` and
             ``.git`` as git-isopatch made them (:func:`.kept.snapshot`),
             put back when it is kept.
+        conversions: the reading look's answer (:mod:`.conversions`),
+            kept with the worktree when it returns to the pool.
         proved_fresh: claimed from the pool and proved as a fresh add
             leaves it (:func:`..git.refresh.verify_fresh`: ``git status
             --ignored -uall`` printed nothing, no index entry flagged), so
@@ -86,6 +88,7 @@ class Isolation:
     admin_files: Mapping[str, bytes | None] | None = None
     proved_fresh: bool = False
     tracks_attributes: bool = True
+    conversions: bytes | None = None
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -288,6 +291,8 @@ class WorktreeProvider:
             True when the worktree is pooled or gone.
         """
         if self.pool and isolation.poolable:
+            index, answer = isolation.index, isolation.conversions
+            made = None if index is None else pool.AsMade(index, answer)
             try:
                 if pool.put_back(
                     isolation.repository,
@@ -296,7 +301,7 @@ class WorktreeProvider:
                     isolation.admin_dir,
                     isolation.record,
                     self.pool,
-                    isolation.index,
+                    made,
                     lock=self.lock,
                 ):
                     return True

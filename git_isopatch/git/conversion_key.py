@@ -1,0 +1,171 @@
+"""What the paths a checkout alone changes depend on, as digests.
+
+Which tracked files git sees differ from their blobs once it reads them
+(:data:`.baseline.CONVERSION_PATHSPECS`) is decided, path by path, by the
+file on disk, its blob, the attributes that apply to it and the
+configuration that converts.  :func:`conversion_inputs` reads what can be
+read without reading the files: one digest (:attr:`ConversionInputs.key`)
+of what applies to every path (the attributes files outside the tree and
+the tracked ``.gitattributes`` entries, the ``core.*``, ``filter.*`` and
+``attr.*`` settings, the variables that choose the attributes files and
+find the programs, the git program), and one per index entry
+(:attr:`ConversionInputs.entries`: its path, object id, mode, flags and
+stat data, :mod:`.index_entries`).  Under the stat data's word, which is
+what a claim's ``git read-tree`` and ``git status`` take too, an entry
+that has not changed stands for the same file on disk (a file rewritten
+since gets new stat data: its change time moves).  What they do not see:
+the code of a filter's program.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .admin_files import common_dir_of
+from .attributes import is_attributes_file
+from .index_entries import index_entries
+from .pinned import ATTRIBUTES_FILE, CONVERSION_SECTIONS
+from .types import CommitId, GitDirPath, WorktreePath
+
+#: The variables that choose which attributes files git reads, and where
+#: it finds a filter's program.
+ATTRIBUTE_VARIABLES = ("GIT_ATTR_NOSYSTEM", "GIT_ATTR_SOURCE", "HOME", "XDG_CONFIG_HOME", "PATH")
+
+#: Bytes read of one attributes file at most; a larger one is not keyed.
+FILE_LIMIT = 1 << 24
+
+#: Bytes of an entry's digest.
+DIGEST_SIZE = 16
+
+
+@dataclass(frozen=True)
+class ConversionInputs:
+    """What the paths a checkout alone changes depend on.
+
+    Attributes:
+        key: hex digest of what applies to every path.
+        entries: each index entry's path -> the digest of the entry
+            (:data:`DIGEST_SIZE` bytes, the path in it).
+    """
+
+    key: str
+    entries: Mapping[bytes, bytes]
+
+
+def conversion_inputs(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    base: CommitId,
+    *,
+    settings: Mapping[str, str | None],
+    env: Mapping[str, str],
+    extra: Sequence[str] = (),
+) -> ConversionInputs | None:
+    """What :func:`.baseline.read_baseline`'s reading look at ``worktree``
+    (private folder ``git_dir``, its index at ``base``'s object format)
+    depends on, with ``extra`` (the look's own arguments) in the key;
+    ``settings`` is the configuration as :func:`.pinned.read_settings`
+    reads it.  ``None`` when one of the inputs cannot be read (the index,
+    an attributes file that is not a regular file) or the index is split:
+    then nothing is known."""
+    import hashlib  # only where attributes apply in a claimed worktree
+
+    listed = index_entries(git_dir, len(base) // 2)
+    if listed is None:
+        return None
+    parts: list[bytes] = [b"conversion-key 1", os.fsencode(worktree)]
+    parts += [os.fsencode(item) for item in extra]
+    for name, value in sorted(settings.items()):
+        if name.startswith(CONVERSION_SECTIONS):
+            parts += [name.encode(), b"\1" if value is None else b"=" + os.fsencode(value)]
+    for name in ATTRIBUTE_VARIABLES:
+        parts.append(f"{name}={env[name]}".encode() if name in env else name.encode())
+    program = shutil.which("git", path=env.get("PATH"))
+    try:
+        found = os.stat(program) if program else None
+    except OSError:
+        found = None
+    parts.append(repr(found and (program, found.st_ino, found.st_size, found.st_mtime_ns)).encode())
+    for path in _attribute_files(worktree, git_dir, settings, env):
+        content = _regular_content(path)
+        if content is False:
+            return None
+        parts += [os.fsencode(path), b"\1" if content is None else b"=" + content]
+    entries: dict[bytes, bytes] = {}
+    for path, meta in listed:
+        entries[path] = hashlib.blake2b(path + b"\0" + meta, digest_size=DIGEST_SIZE).digest()
+        if is_attributes_file(path):  # as git reads it: from the file (a link: not followed)
+            content = _in_tree(os.path.join(os.fsencode(worktree), path))
+            if content is False:
+                return None
+            parts += [path, content or b"\1"]
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return ConversionInputs(digest.hexdigest(), entries)
+
+
+def _attribute_files(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    settings: Mapping[str, str | None],
+    env: Mapping[str, str],
+) -> list[str]:
+    """The attributes files outside the tree git may read
+    (gitattributes(5)): the system one, ``core.attributesFile`` or the
+    default global one, ``info/attributes`` of the repository (and of the
+    private folder)."""
+    paths = ["/etc/gitattributes"]
+    configured = settings.get(ATTRIBUTES_FILE)
+    if configured:
+        expanded = os.path.expanduser(configured) if "HOME" in env else configured
+        paths.append(os.path.join(worktree, expanded))
+    xdg = env.get("XDG_CONFIG_HOME") or (env.get("HOME") and os.path.join(env["HOME"], ".config"))
+    if xdg:
+        paths.append(os.path.join(xdg, "git", "attributes"))
+    paths += [
+        os.path.join(git_dir, "info", "attributes"),
+        os.path.join(common_dir_of(git_dir), "info", "attributes"),
+    ]
+    return paths
+
+
+def _in_tree(path: bytes) -> bytes | None | bool:
+    """A tracked ``.gitattributes`` as git reads it: the file's content,
+    ``None`` when it is missing or a symbolic link (git does not follow
+    one, 2.32), ``False`` when it cannot be read."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return False
+    return _regular_content(os.fsdecode(path))
+
+
+def _regular_content(path: str, limit: int = FILE_LIMIT) -> bytes | None | bool:
+    """The content of ``path`` through any symbolic link, ``None`` when
+    it does not exist; ``False`` when it is not a regular file, cannot be
+    read or holds more than ``limit`` bytes (never blocking on a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else False

@@ -1,0 +1,85 @@
+"""The entries of an index file, read in process (gitformat-index(5)).
+
+Each entry's path and the bytes git keeps for it: the stat data (change
+and modification times, device, inode, mode, owner, size), the object id
+and the flags.  Git takes a file whose stat data matches its entry for
+unchanged (what a claim's ``git read-tree`` and ``git status`` rely on),
+so the same entry bytes stand for the same file on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from .admin_files import read_admin_file
+from .types import GitDirPath
+
+#: The stat data before the object id: ten 32-bit numbers.
+_STAT_BYTES = 40
+_EXTENDED = 0x4000
+
+
+def index_entries(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, bytes]] | None:
+    """``(path, entry bytes)`` of every entry of ``git_dir``'s index
+    (versions 2 to 4), the entry bytes being all but the path; ``None``
+    when there is no index, it is split (``core.splitIndex``: most entries
+    are in a ``sharedindex.*`` file) or it cannot be read as one.
+    ``hash_size``: the bytes of an object id (20, 32 for SHA-256)."""
+    try:
+        if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
+            return None
+        data = read_admin_file(os.path.join(git_dir, "index"), limit=1 << 34)
+    except OSError:
+        return None
+    try:
+        return _parse(data, hash_size)
+    except (struct.error, IndexError, ValueError):
+        return None
+
+
+def _parse(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
+    signature, version, count = struct.unpack_from(">4sII", data, 0)
+    if signature != b"DIRC" or version not in (2, 3, 4):
+        return None
+    entries: list[tuple[bytes, bytes]] = []
+    at, previous = 12, b""
+    fixed = _STAT_BYTES + hash_size + 2
+    for _ in range(count):
+        start = at
+        (flags,) = struct.unpack_from(">H", data, at + fixed - 2)
+        at += fixed
+        if flags & _EXTENDED:
+            if version < 3:
+                return None
+            at += 2
+        meta = data[start:at]
+        if version == 4:
+            strip, at = _varint(data, at)
+            end = data.index(b"\0", at)
+            if strip > len(previous):
+                return None
+            path = previous[: len(previous) - strip] + data[at:end]
+            at = end + 1
+        else:
+            end = data.index(b"\0", at)
+            path = data[at:end]
+            at = start + ((end - start + 8) & ~7)
+        if at > len(data) - hash_size:
+            return None
+        entries.append((path, meta))
+        previous = path
+    return entries
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """Git's offset number of a version 4 entry (varint.c): the value and
+    where it ends."""
+    byte = data[at]
+    at += 1
+    value = byte & 0x7F
+    while byte & 0x80:
+        byte = data[at]
+        at += 1
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, at
