@@ -20,7 +20,8 @@ the load than wall time.
 do it for one way, so that ``HEAD HEAD+sandbox`` times what the sandbox costs.
 ``--attributes LINE`` (repeatable) times a clone of the repository whose
 last commit adds a ``.gitattributes`` holding those lines (``'* text
-eol=lf'``: git converts every file).
+eol=lf'``: git converts every file); each commit's way then runs in a
+clone of its own, so that its pool holds only the worktrees it put back.
 Standard library only; the repositories are bench/run.py's.
 """
 
@@ -96,10 +97,12 @@ def git_processes(argv: list[str], repo: Path, env: dict[str, str]) -> list[str]
     return names  # the `git isopatch` that started the tool is _run_dashed_
 
 
-def with_attributes(repo: Path, lines: list[str], workdir: Path, env: dict[str, str]) -> Path:
-    """A fresh clone of ``repo`` (objects hard-linked) whose last commit adds
-    a ``.gitattributes`` holding ``lines``, its index stat-clean."""
-    clone = workdir / "repos" / "with-attributes"
+def with_attributes(
+    repo: Path, lines: list[str], clone: Path, workdir: Path, env: dict[str, str]
+) -> Path:
+    """A fresh clone of ``repo`` (objects hard-linked) at ``clone`` whose
+    last commit adds a ``.gitattributes`` holding ``lines``, its index
+    stat-clean."""
     shutil.rmtree(clone, ignore_errors=True)
     bench.git(["clone", "-q", "--no-checkout", str(repo), str(clone)], cwd=workdir, env=env)
     bench.git(["config", "gc.auto", "0"], cwd=clone, env=env)
@@ -141,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir()
     env = bench.hermetic_env(home, run_tmp)
     repo = bench.prepare_repository(bench.SPECS[args.size], workdir, env)
+    generated = repo
     if args.attributes is not None:
-        repo = with_attributes(repo, args.attributes, workdir, env)
+        clone = workdir / "repos" / "with-attributes"
+        repo = with_attributes(generated, args.attributes, clone, workdir, env)
     patch = run_tmp / "isopatch.patch"
     warm = ["-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={pool_tmp}"]
 
@@ -151,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         "inplace": (["sh", str(bench.INPLACE_SCRIPT), "--", "true"], env),
     }
     labels = {}
-    for way in args.commits:
+    cwd: dict[str, Path] = {"bare": repo, "inplace": repo}
+    for number, way in enumerate(args.commits):
         commit, *modes = way.split("+")
         sandbox = ("--sandbox" if "sandbox" in modes or args.sandbox else "--no-sandbox",)
         cold = "cold" in modes or args.cold
@@ -162,10 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         name = "+".join([full[:12], *modes])
         ways[name] = (["git", *([] if cold else warm), "isopatch", *options], tool_env)
         labels[name] = way
+        cwd[name] = repo
+        if args.attributes is not None:  # a pool of its own: what one version keeps stays
+            clone = workdir / "repos" / f"with-attributes-{number}"
+            cwd[name] = with_attributes(generated, args.attributes, clone, workdir, env)
 
     def once(name: str) -> tuple[float, float]:
         argv_, env_ = ways[name]
-        run = timing.measure(argv_, cwd=repo, env=env_)
+        run = timing.measure(argv_, cwd=cwd[name], env=env_)
         if run.exit_code != 0:
             raise SystemExit(f"{name} failed ({run.exit_code}): {run.stderr.strip()[-500:]}")
         for child in run_tmp.iterdir():
@@ -178,9 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     timed = timing.interleaved(names, args.rounds, once, warmup=2, loads=loads)
     samples = {name: [wall for wall, _ in values] for name, values in timed.items()}
     cpu = {name: [used for _, used in values] for name, values in timed.items()}
-    counts = {name: git_processes(*ways[name][:1], repo, ways[name][1]) for name in labels}
+    counts = {name: git_processes(*ways[name][:1], cwd[name], ways[name][1]) for name in labels}
     # the warm ways' pool goes: the repository is left as found
-    subprocess.run(["git", "isopatch", "prune"], cwd=repo, env=ways[names[-1]][1], check=False)
+    for folder in dict.fromkeys(cwd.values()):
+        subprocess.run(
+            ["git", "isopatch", "prune"], cwd=folder, env=ways[names[-1]][1], check=False
+        )
 
     medians = {name: statistics.median(values) for name, values in samples.items()}
     print(

@@ -61,3 +61,24 @@ def test_rounds_rotate_and_keep_failed_runs_out() -> None:
     assert calls == ["c", "a", "b", "a", "b", "c", "b", "c", "a"]
     assert samples == {"a": [4.0, 9.0], "b": [], "c": [6.0, 8.0]}
     assert len(loads) == 2
+
+
+def test_compare_times_each_way_in_a_clone_with_the_attributes(env, tmp_path) -> None:
+    """``--attributes``: every way runs in a clone whose last commit adds
+    the lines as ``.gitattributes``, each commit's way in its own (its pool
+    holds only what that commit put back)."""
+    work = tmp_path / "compare"
+    done = subprocess.run(
+        [
+            sys.executable, ROOT / "bench" / "compare.py", "HEAD", "HEAD+cold",
+            "--size", "tiny", "--rounds", "1", "--workdir", work, "--python", sys.executable,
+            "--attributes", "* text eol=lf", "--attributes", "*.bin binary",
+        ],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    clones = sorted(path.name for path in (work / "repos").glob("with-attributes*"))
+    assert clones == ["with-attributes", "with-attributes-0", "with-attributes-1"]
+    for clone in clones:
+        attributes = (work / "repos" / clone / ".gitattributes").read_text()
+        assert attributes == "* text eol=lf\n*.bin binary\n"

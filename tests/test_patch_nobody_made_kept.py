@@ -155,17 +155,18 @@ def test_the_answer_stands_only_for_the_entries_of_the_same_base(env, make_repo,
 
 
 #: Rewrites the kept answer of the worktree the command runs in so that it
-#: names no path (the count set to 0, the paths dropped, the digests kept):
+#: names no path (the count set to 0, the paths dropped, the keys and the
+#: digests kept):
 #: trusted, it would let ``f.txt`` into the next patch.
 FORGE = f"""{sys.executable} -c '
 import subprocess
 admin = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True,
                        text=True, check=True).stdout.strip()
 path = admin + "/isopatch-conversions"
-header, key, count, rest = open(path, "rb").read().split(b"\\n", 3)
+header, whole, key, count, rest = open(path, "rb").read().split(b"\\n", 4)
 for _ in range(int(count)):
     rest = rest[rest.index(b"\\0") + 1 :]
-open(path, "wb").write(header + b"\\n" + key + b"\\n0\\n" + rest)
+open(path, "wb").write(b"\\n".join([header, whole, key, b"0", rest]))
 '"""
 
 

@@ -3,18 +3,20 @@
 Which tracked files git sees differ from their blobs once it reads them
 (:data:`.baseline.CONVERSION_PATHSPECS`) is decided, path by path, by the
 file on disk, its blob, the attributes that apply to it and the
-configuration that converts.  :func:`conversion_inputs` reads what can be
-read without reading the files: one digest (:attr:`ConversionInputs.key`)
-of what applies to every path (the attributes files outside the tree and
-the tracked ``.gitattributes`` entries, the ``core.*``, ``filter.*`` and
-``attr.*`` settings, the variables that choose the attributes files and
-find the programs, the git program), and one per index entry
-(:attr:`ConversionInputs.entries`: its path, object id, mode, flags and
-stat data, :mod:`.index_entries`).  Under the stat data's word, which is
-what a claim's ``git read-tree`` and ``git status`` take too, an entry
-that has not changed stands for the same file on disk (a file rewritten
-since gets new stat data: its change time moves).  What they do not see:
-the code of a filter's program.
+configuration that converts.  What can be read without reading the files
+is digested: what applies to every path (the attributes files outside the
+tree, the ``core.*``, ``filter.*`` and ``attr.*`` settings, the variables
+that choose the attributes files and find the programs, the git program)
+with the whole index file (:attr:`ConversionInputs.key`: the same index,
+the same answer); and, for an index that differs, the same with the
+tracked ``.gitattributes`` as they are on disk instead of the index
+(:attr:`EntryInputs.key`) and one digest per index entry
+(:attr:`EntryInputs.entries`: its path, object id, mode, flags and stat
+data, :mod:`.index_entries`).  Under the stat data's word, which is what
+a claim's ``git read-tree`` and ``git status`` take too, an entry that
+has not changed stands for the same file on disk (a file rewritten since
+gets new stat data: its change time moves).  What they do not see: the
+code of a filter's program.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .admin_files import common_dir_of
 from .attributes import is_attributes_file
-from .index_entries import index_entries
+from .index_entries import parse_entries, read_index
 from .pinned import ATTRIBUTES_FILE, CONVERSION_SECTIONS
-from .types import CommitId, GitDirPath, WorktreePath
+from .types import GitDirPath, WorktreePath
 
 #: The variables that choose which attributes files git reads, and where
 #: it finds a filter's program.
@@ -44,10 +47,29 @@ DIGEST_SIZE = 16
 
 @dataclass(frozen=True)
 class ConversionInputs:
-    """What the paths a checkout alone changes depend on.
+    """What the paths a checkout alone changes depend on, but the tracked
+    attributes.
 
     Attributes:
-        key: hex digest of what applies to every path.
+        key: hex digest of all of it with the whole index file: the same
+            key, the same answer.
+        common: digest of what applies to every path but the tracked
+            ``.gitattributes`` (:func:`entry_inputs` adds them).
+        index: the index file's bytes.
+    """
+
+    key: str
+    common: bytes
+    index: bytes
+
+
+@dataclass(frozen=True)
+class EntryInputs:
+    """The same, entry by entry (:func:`entry_inputs`).
+
+    Attributes:
+        key: hex digest of what applies to every path, the tracked
+            ``.gitattributes`` as they are on disk included.
         entries: each index entry's path -> the digest of the entry
             (:data:`DIGEST_SIZE` bytes, the path in it).
     """
@@ -59,23 +81,21 @@ class ConversionInputs:
 def conversion_inputs(
     worktree: WorktreePath,
     git_dir: GitDirPath,
-    base: CommitId,
     *,
     settings: Mapping[str, str | None],
     env: Mapping[str, str],
     extra: Sequence[str] = (),
 ) -> ConversionInputs | None:
     """What :func:`.baseline.read_baseline`'s reading look at ``worktree``
-    (private folder ``git_dir``, its index at ``base``'s object format)
-    depends on, with ``extra`` (the look's own arguments) in the key;
-    ``settings`` is the configuration as :func:`.pinned.read_settings`
-    reads it.  ``None`` when one of the inputs cannot be read (the index,
-    an attributes file that is not a regular file) or the index is split:
-    then nothing is known."""
+    (private folder ``git_dir``) depends on, with ``extra`` (the look's
+    own arguments); ``settings`` is the configuration as
+    :func:`.pinned.read_settings` reads it.  ``None`` when one of the
+    inputs cannot be read (the index, an attributes file that is not a
+    regular file) or the index is split: then nothing is known."""
     import hashlib  # only where attributes apply in a claimed worktree
 
-    listed = index_entries(git_dir, len(base) // 2)
-    if listed is None:
+    index = read_index(git_dir)
+    if index is None:
         return None
     parts: list[bytes] = [b"conversion-key 1", os.fsencode(worktree)]
     parts += [os.fsencode(item) for item in extra]
@@ -95,19 +115,40 @@ def conversion_inputs(
         if content is False:
             return None
         parts += [os.fsencode(path), b"\1" if content is None else b"=" + content]
+    common = _digest(hashlib.sha256(), parts)
+    return ConversionInputs(_digest(hashlib.sha256(), [common, index]).hex(), common, index)
+
+
+def entry_inputs(
+    inputs: ConversionInputs, worktree: WorktreePath, hash_size: int
+) -> EntryInputs | None:
+    """``inputs`` entry by entry: the index parsed (``hash_size``: the
+    bytes of an object id), and the tracked ``.gitattributes`` read as git
+    reads them (from the file, a symbolic link not followed); ``None``
+    when the index cannot be parsed or such a file read."""
+    import hashlib
+
+    listed = parse_entries(inputs.index, hash_size)
+    if listed is None:
+        return None
+    parts = [inputs.common]
     entries: dict[bytes, bytes] = {}
     for path, meta in listed:
         entries[path] = hashlib.blake2b(path + b"\0" + meta, digest_size=DIGEST_SIZE).digest()
-        if is_attributes_file(path):  # as git reads it: from the file (a link: not followed)
+        if path.endswith(b".gitattributes") and is_attributes_file(path):
             content = _in_tree(os.path.join(os.fsencode(worktree), path))
             if content is False:
                 return None
             parts += [path, content or b"\1"]
-    digest = hashlib.sha256()
+    return EntryInputs(_digest(hashlib.sha256(), parts).hex(), entries)
+
+
+def _digest(digest: Any, parts: Sequence[bytes]) -> bytes:
+    """``parts`` into ``digest``, each with its length first."""
     for part in parts:
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
-    return ConversionInputs(digest.hexdigest(), entries)
+    return bytes(digest.digest())
 
 
 def _attribute_files(

@@ -20,18 +20,29 @@ _STAT_BYTES = 40
 _EXTENDED = 0x4000
 
 
-def index_entries(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, bytes]] | None:
-    """``(path, entry bytes)`` of every entry of ``git_dir``'s index
-    (versions 2 to 4), the entry bytes being all but the path; ``None``
-    when there is no index, it is split (``core.splitIndex``: most entries
-    are in a ``sharedindex.*`` file) or it cannot be read as one.
-    ``hash_size``: the bytes of an object id (20, 32 for SHA-256)."""
+def read_index(git_dir: GitDirPath) -> bytes | None:
+    """The bytes of ``git_dir``'s index; ``None`` when there is none or
+    it is split (``core.splitIndex``: most entries are in a
+    ``sharedindex.*`` file)."""
     try:
         if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
             return None
-        data = read_admin_file(os.path.join(git_dir, "index"), limit=1 << 34)
+        return read_admin_file(os.path.join(git_dir, "index"), limit=1 << 34)
     except OSError:
         return None
+
+
+def index_entries(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, bytes]] | None:
+    """``(path, entry bytes)`` of every entry of ``git_dir``'s index
+    (versions 2 to 4), the entry bytes being all but the path; ``None``
+    when :func:`read_index` has none or it cannot be read as one.
+    ``hash_size``: the bytes of an object id (20, 32 for SHA-256)."""
+    data = read_index(git_dir)
+    return None if data is None else parse_entries(data, hash_size)
+
+
+def parse_entries(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
+    """:func:`index_entries` of the index bytes ``data``."""
     try:
         return _parse(data, hash_size)
     except (struct.error, IndexError, ValueError):
@@ -62,7 +73,10 @@ def _parse(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
             path = previous[: len(previous) - strip] + data[at:end]
             at = end + 1
         else:
-            end = data.index(b"\0", at)
+            length = flags & 0xFFF
+            end = at + length if length < 0xFFF else data.index(b"\0", at + length)
+            if data[end] != 0:
+                return None
             path = data[at:end]
             at = start + ((end - start + 8) & ~7)
         if at > len(data) - hash_size:

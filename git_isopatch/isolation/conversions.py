@@ -30,14 +30,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..git.admin_files import read_admin_file
-from ..git.conversion_key import DIGEST_SIZE, ConversionInputs
+from ..git.conversion_key import DIGEST_SIZE, EntryInputs
 from ..git.types import GitDirPath
 
 #: The file of the private folder that holds the answer (kept across a
 #: claim: :data:`..git.refresh.RECORD_FILES`).
 ANSWER_FILE = "isopatch-conversions"
 
-_HEADER = b"git-isopatch conversions 2\n"
+_HEADER = b"git-isopatch conversions 3\n"
 
 
 @dataclass(frozen=True)
@@ -45,36 +45,44 @@ class KeptAnswer:
     """An answer kept with the worktree.
 
     Attributes:
+        whole: the key of the inputs it was found for, the index file
+            included (:attr:`..git.conversion_key.ConversionInputs.key`).
+        key: their key entry by entry
+            (:attr:`..git.conversion_key.EntryInputs.key`).
         paths: the paths the reading look found.
-        entries: the digests of the index entries it was found for
-            (:attr:`..git.conversion_key.ConversionInputs.entries`).
+        entries: the digests of the index entries it was found for.
+        data: the file's bytes.
     """
 
+    whole: str
+    key: str
     paths: list[bytes]
     entries: frozenset[bytes]
+    data: bytes
 
 
-def encode(inputs: ConversionInputs, paths: Iterable[bytes]) -> bytes:
-    """The answer ``paths`` for ``inputs``, as :data:`ANSWER_FILE` holds it:
-    the key, the paths, then every entry's digest."""
+def encode(whole: str, inputs: EntryInputs, paths: Iterable[bytes]) -> bytes:
+    """The answer ``paths`` for ``inputs`` (``whole``: their key with the
+    index file), as :data:`ANSWER_FILE` holds it: the keys, the paths,
+    then every entry's digest."""
     listed = [path + b"\0" for path in paths]
-    head = _HEADER + f"{inputs.key}\n{len(listed)}\n".encode()
+    head = _HEADER + f"{whole}\n{inputs.key}\n{len(listed)}\n".encode()
     return head + b"".join(listed) + b"".join(inputs.entries.values())
 
 
-def kept_answer(admin_dir: GitDirPath, key: str) -> KeptAnswer | None:
-    """The answer kept in ``admin_dir`` under ``key``; ``None`` when there
-    is none, or one under another key, or one that is not ours."""
+def kept_answer(admin_dir: GitDirPath) -> KeptAnswer | None:
+    """The answer kept in ``admin_dir``; ``None`` when there is none, or
+    one that is not ours."""
     try:
         data = read_admin_file(os.path.join(admin_dir, ANSWER_FILE), limit=1 << 32)
     except OSError:
         return None
-    head = _HEADER + f"{key}\n".encode()
-    if not data.startswith(head):
+    if not data.startswith(_HEADER):
         return None
-    count, newline, rest = data[len(head) :].partition(b"\n")
-    if not newline or not count.isdigit():
+    fields = data[len(_HEADER) :].split(b"\n", 3)
+    if len(fields) != 4 or not fields[2].isdigit():
         return None
+    whole, key, count, rest = fields
     paths, at = [], 0
     for _ in range(int(count)):
         end = rest.find(b"\0", at)
@@ -86,4 +94,6 @@ def kept_answer(admin_dir: GitDirPath, key: str) -> KeptAnswer | None:
     if len(digests) % DIGEST_SIZE:
         return None
     entries = frozenset(digests[i : i + DIGEST_SIZE] for i in range(0, len(digests), DIGEST_SIZE))
-    return KeptAnswer(paths, entries)
+    return KeptAnswer(
+        whole.decode("ascii", "replace"), key.decode("ascii", "replace"), paths, entries, data
+    )

@@ -28,7 +28,7 @@ from ..git.baseline import (
     untouched_paths,
     untouched_warning,
 )
-from ..git.conversion_key import conversion_inputs
+from ..git.conversion_key import conversion_inputs, entry_inputs
 from ..git.pinned import (
     ATTRIBUTES_FILE,
     HOOKS_PATH,
@@ -187,21 +187,24 @@ def _reading_look(
 ) -> tuple[Baseline, bytes | None]:
     """The look of a proved claim where attributes apply: the paths a
     conversion changes, with their fingerprints, and the answer to keep
-    (:mod:`.conversions`).  With an answer kept in ``admin_dir`` under the
-    same key (:func:`.git.conversion_key.conversion_inputs`: the
-    attributes, the configuration, the look's ``exclude`` paths and
-    ``own`` pinned settings), it stands for every path whose index entry
-    is the one it was found for, and git reads only the files of the other
-    entries (all of them when more than :data:`NAMED_AT_MOST`); without
-    one, every file a conversion may change.  ``env``: for git, with
-    ``own``."""
+    (:mod:`.conversions`).  An answer kept in ``admin_dir`` for the same
+    inputs (:mod:`.git.conversion_key`: the attributes, the configuration,
+    the look's ``exclude`` paths and ``own`` pinned settings) and the same
+    index file stands as it is; for the same inputs and another index, it
+    stands for every path whose index entry is the one it was found for,
+    and git reads only the files of the other entries (all of them when
+    more than :data:`NAMED_AT_MOST`); without one, every file a conversion
+    may change.  ``env``: for git, with ``own``."""
     extra = [*exclude, "\0", *(f"{key}={value}" for key, value in own)]
-    inputs = conversion_inputs(worktree, admin_dir, base, settings=settings, env=env, extra=extra)
-    kept = None if inputs is None else kept_answer(admin_dir, inputs.key)
+    inputs = conversion_inputs(worktree, admin_dir, settings=settings, env=env, extra=extra)
+    kept = None if inputs is None else kept_answer(admin_dir)
+    if inputs is not None and kept is not None and kept.whole == inputs.key:
+        return Baseline({path: fingerprint(worktree, path) for path in kept.paths}), kept.data
+    per_entry = None if inputs is None else entry_inputs(inputs, worktree, len(base) // 2)
     same: list[bytes] = []
     read: bool | list[bytes] = True
-    if inputs is not None and kept is not None:
-        entries = inputs.entries
+    if per_entry is not None and kept is not None and kept.key == per_entry.key:
+        entries = per_entry.entries
         same = [path for path in kept.paths if entries.get(path) in kept.entries]
         changed = [path for path, digest in entries.items() if digest not in kept.entries]
         if len(changed) <= NAMED_AT_MOST:
@@ -222,7 +225,9 @@ def _reading_look(
             case Err(error):
                 log.debug("no look before the command: %s", error.message())
                 return Baseline(), None
-    return Baseline(found), None if inputs is None else encode(inputs, found)
+    if inputs is None or per_entry is None:
+        return Baseline(found), None
+    return Baseline(found), encode(inputs.key, per_entry, found)
 
 
 def _attributes_may_apply(
