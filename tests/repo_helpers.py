@@ -121,6 +121,26 @@ class Run:
         return dict(line.split(" ", 1) for line in self.out.splitlines() if line)
 
 
+def write_outside_attributes(
+    repo: Path, env: Mapping[str, str], where: str, rules: str, folder: Path
+) -> None:
+    """Write gitattributes ``rules`` where they apply without being tracked
+    (gitattributes(5)): ``info`` (``$GIT_DIR/info/attributes``), ``xdg``
+    (``$XDG_CONFIG_HOME/git/attributes``) or ``configured`` (a file in
+    ``folder`` named by ``core.attributesFile``)."""
+    if where == "info":
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "attributes").write_text(rules)
+    elif where == "xdg":
+        (Path(env["XDG_CONFIG_HOME"]) / "git").mkdir(parents=True)
+        (Path(env["XDG_CONFIG_HOME"]) / "git" / "attributes").write_text(rules)
+    elif where == "configured":
+        (folder / "attributes").write_text(rules)
+        git("config", "core.attributesFile", str(folder / "attributes"), cwd=repo, env=env)
+    else:
+        raise ValueError(where)
+
+
 def isopatch(
     *args: str | os.PathLike[str],
     cwd: Path,

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
+from repo_helpers import git, isopatch, write_outside_attributes
 
 from git_isopatch.git.index_entries import index_entries
 from git_isopatch.git.types import GitDirPath
@@ -118,18 +118,10 @@ def test_the_answer_is_not_taken_after_the_attributes_change(
     repo = _repo(make_repo, env)
     _, claimed = _warm(repo, env, tmp_path)
     rules = "*.bat text\n"
-    if where == "info":
-        (repo / ".git" / "info").mkdir(exist_ok=True)
-        (repo / ".git" / "info" / "attributes").write_text(rules)
-    elif where == "xdg":
-        folder = Path(env["XDG_CONFIG_HOME"]) / "git"
-        folder.mkdir(parents=True)
-        (folder / "attributes").write_text(rules)
-    elif where == "configured":
-        (tmp_path / "attributes").write_text(rules)
-        git("config", "core.attributesFile", str(tmp_path / "attributes"), cwd=repo, env=env)
-    else:
+    if where == "filter":
         git("config", "filter.fix.clean", "tr -d '\\r'", cwd=repo, env=env)
+    else:
+        write_outside_attributes(repo, env, where, rules, tmp_path)
     run, now, looks = _run(repo, env, tmp_path)
     assert now == claimed, "the run claimed the worktree that kept an answer"
     assert looks == [[":(top)"]], "every file read again"

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
+from repo_helpers import git, isopatch, write_outside_attributes
 
 POOL = ("-c", "isopatch.pool=1")
 
@@ -82,16 +82,7 @@ def test_attributes_outside_the_tree_keep_the_look(env, make_repo, tmp_path, whe
     proved the worktree fresh (nothing here differs after checkout)."""
     repo = make_repo({"g.txt": "g\n", "keep": "k\n"})
     rules = "*.txt text\n"
-    if where == "info":
-        (repo / ".git" / "info").mkdir(exist_ok=True)
-        (repo / ".git" / "info" / "attributes").write_text(rules)
-    elif where == "xdg":
-        folder = Path(env["XDG_CONFIG_HOME"]) / "git"
-        folder.mkdir(parents=True)
-        (folder / "attributes").write_text(rules)
-    else:
-        (tmp_path / "attributes").write_text(rules)
-        git("config", "core.attributesFile", str(tmp_path / "attributes"), cwd=repo, env=env)
+    write_outside_attributes(repo, env, where, rules, tmp_path)
     script = "echo x >> g.txt"
     patches = []
     for _ in range(2):  # cold, then warm
