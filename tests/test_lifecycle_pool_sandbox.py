@@ -7,6 +7,7 @@ base's own objects."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from repo_helpers import git, isopatch, repo_state
@@ -113,3 +114,28 @@ def test_an_unconfined_run_whose_processes_all_ended_is_pooled(make_repo, env) -
     first = _run(repo, env, "--no-sandbox", "--", "sh", "-c", script)
     assert first.returncode == 0, first.err
     assert len(_pooled(repo, env)) == 1
+
+
+def test_threads_that_come_and_go_are_not_taken_for_a_running_child() -> None:
+    """A thread of git-isopatch that ends while the children are listed
+    (a timer, a stream's copy: each thread has its own list in /proc)
+    is not a process left running: no child, however the threads churn,
+    is none (a worktree would otherwise leave the pool for nothing)."""
+    from git_isopatch.isolation.orphans import running
+
+    done = threading.Event()
+
+    def churn() -> None:
+        while not done.is_set():
+            thread = threading.Thread(target=lambda: None)
+            thread.start()
+            thread.join()
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    try:
+        said = [running() for _ in range(2000)]
+    finally:
+        done.set()
+        churner.join()
+    assert not any(said), f"a running child seen {sum(said)} times of {len(said)}"

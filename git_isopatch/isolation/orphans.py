@@ -48,13 +48,8 @@ def running() -> bool:
     """A child of this process still runs (a zombie does not count: it has
     ended).  True where ``/proc`` cannot tell: the worktree cannot be
     vouched for then."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-        children: set[str] = set()
-        for task in tasks:
-            with open(f"/proc/self/task/{task}/children", "rb") as handle:
-                children.update(handle.read().decode("ascii").split())
-    except OSError:
+    children = _children()
+    if children is None:
         return True
     for pid in children:
         try:
@@ -65,3 +60,33 @@ def running() -> bool:
         if state not in (b"Z", b"X", b"x"):
             return True
     return False
+
+
+#: Times the threads' children are listed again when a thread ended while
+#: they were read.
+_TRIES = 8
+
+
+def _children() -> set[str] | None:
+    """The pids of this process's children: each thread's own, in
+    ``/proc/self/task/<tid>/children`` (proc(5)); ``None`` where they
+    cannot be read.  A thread that ends while they are read (a timer, a
+    stream's copy) is gone before its file is opened, and the children it
+    had move to another thread, perhaps one read already: the threads are
+    then read again."""
+    for _ in range(_TRIES):
+        try:
+            tasks = os.listdir("/proc/self/task")
+        except OSError:
+            return None
+        children: set[str] = set()
+        try:
+            for task in tasks:
+                with open(f"/proc/self/task/{task}/children", "rb") as handle:
+                    children.update(handle.read().decode("ascii").split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # that thread ended meanwhile
+        except OSError:
+            return None
+        return children
+    return None
