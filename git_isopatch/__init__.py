@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .capture import capture, run
-    from .isolation.errors import IsopatchError
+    from .errors import IsopatchError
     from .request import CaptureRequest
     from .result import CaptureResult
 
@@ -36,7 +36,7 @@ _LAZY = {
     "run": "git_isopatch.capture",
     "CaptureRequest": "git_isopatch.request",
     "CaptureResult": "git_isopatch.result",
-    "IsopatchError": "git_isopatch.isolation.errors",
+    "IsopatchError": "git_isopatch.errors",
 }
 
 

@@ -18,13 +18,8 @@ from dataclasses import dataclass, replace
 from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
 from .git.repo import UserRepository
 from .git.result import Err, GitError, Ok
-from .isolation.lock import (
-    APPLY_LOCK_FILE,
-    LockTimeout,
-    LockWaitInterrupted,
-    held_within,
-)
 from .result import CaptureResult
+from .worktrees.lock import APPLY_LOCK_FILE, LockTimeout, LockWaitInterrupted, held_within
 
 log = logging.getLogger("git_isopatch")
 
@@ -78,7 +73,7 @@ def bring_home(
         env: git-isopatch's own git environment.
         index_file: the index to write as well, else ``None`` (work tree only).
         signal_state: where a signal handler records what it received
-            (``"received"``, :func:`.isolation.command.forward_signals`):
+            (``"received"``, :func:`.sandbox.command.forward_signals`):
             one ends the wait for the lock, and one that arrives before the
             first write stops the apply; ``None``: Python's own handlers
             (a ``KeyboardInterrupt`` ends the wait and writes nothing).

@@ -2,7 +2,7 @@
 
 Each step lives in a module of its own: the checks before anything exists
 (:mod:`.start`), the worktree's life cycle
-(:func:`.isolation.lifecycle.worktree_for_run`), populating it
+(:func:`.worktrees.lifecycle.worktree_for_run`), populating it
 (:mod:`.populate`), the command (:mod:`.execute`), the patch
 (:mod:`.extract`) and the report (:mod:`.report`).  :func:`capture` is the
 keyword form of :func:`run`.
@@ -17,20 +17,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from . import execute, start
-from .extract import Extracted, extract
+from . import execute, extract, populate, report, start
+from .checkout import CheckoutLook
+from .errors import IsopatchError
 from .git.shared_state import INFO_ATTRIBUTES
-from .isolation import kept, results
-from .isolation.command import forward_signals
-from .isolation.errors import IsopatchError
-from .isolation.lifecycle import Lease, worktree_for_run
-from .isolation.lock import AdminLock, admin_lock_seconds
-from .isolation.provider import WorktreeProvider
-from .isolation.worktree_git import WorktreeGit
-from .populate import populate
-from .report import CheckoutLook, Ran, report
 from .request import CaptureRequest
 from .result import CaptureResult
+from .sandbox.command import forward_signals
+from .values import Extracted, Ran, Start
+from .worktrees import kept, results
+from .worktrees.lifecycle import Lease, worktree_for_run
+from .worktrees.lock import AdminLock, admin_lock_seconds
+from .worktrees.provider import WorktreeProvider
+from .worktrees.worktree_git import WorktreeGit
 
 log = logging.getLogger("git_isopatch")
 
@@ -148,7 +147,7 @@ def run(
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
-        result = report(plan, ran, extracted, state, private.path, lease.kept, warn)
+        result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn)
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     results.settle(private.path, reported)  # -o without captured output leaves nothing
     results.expire_automatically(plan.repository.common_dir, plan.tmp_root)
@@ -156,7 +155,7 @@ def run(
 
 
 def _provider(
-    run: start.Start, warn: Callable[[str], None], state: dict[str, int | None]
+    run: Start, warn: Callable[[str], None], state: dict[str, int | None]
 ) -> WorktreeProvider:
     """The worktrees of the run; a signal recorded in ``state`` ends a
     wait for the worktree lock."""
@@ -170,11 +169,11 @@ def _provider(
     )
 
 
-def _populate(lease: Lease, plan: start.Start, warn: Callable[[str], None]) -> Sequence[Any]:
+def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequence[Any]:
     """Step 4 (:func:`.populate.populate`); the populated submodules' git
     directories and ``.git`` files are the command's to write too, so they
-    are put right as well if the worktree is kept (:func:`.kept.snapshot_submodules`)."""
-    submodules = populate(lease.isolation, plan, warn)
+    are put right as well if the worktree is kept (:func:`.worktrees.kept.snapshot_submodules`)."""
+    submodules = populate.populate(lease.isolation, plan, warn)
     if submodules:
         isolation = lease.isolation
         pairs = [(sub.path, sub.git_dir) for sub in submodules]
@@ -184,7 +183,7 @@ def _populate(lease: Lease, plan: start.Start, warn: Callable[[str], None]) -> S
 
 def _extract(
     git: WorktreeGit,
-    run: start.Start,
+    run: Start,
     private_dir: str,
     submodules: Sequence[Any],
     warn: Callable[[str], None],
@@ -192,7 +191,7 @@ def _extract(
 ) -> Extracted | IsopatchError:
     """Step 6 (:func:`.extract.extract`), its classified failure as a value."""
     try:
-        return extract(
+        return extract.extract(
             git,
             run,
             private_dir,

@@ -252,7 +252,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
     (:func:`git_isopatch.outcome.plan`); return the exit status."""
     from . import outcome
     from .capture import run
-    from .isolation.errors import IsopatchError
+    from .errors import IsopatchError
 
     usage.modules_loaded()
     configure_logging()
@@ -279,8 +279,8 @@ def show_result(result: CaptureResult, shown: Rendering) -> int:
     (messages on stderr, porcelain/JSON or the patch on stdout, the
     summary), delete the private folder when nobody is told of it; return
     the exit status."""
-    from .isolation import results
     from .outcome import stdout_failure_lines
+    from .worktrees import results
 
     for line in shown.notices:
         stderr_line(line)
@@ -319,7 +319,7 @@ def list_command(
     (design: "Kept worktrees")."""
     import time
 
-    from .isolation.errors import IsopatchError
+    from .errors import IsopatchError
     from .manage import list_worktrees
     from .render import worktree_list_json, worktree_list_lines, worktree_list_porcelain
 
@@ -367,7 +367,7 @@ def prune_command(
     folders of its runs older than ``--expire`` (default two weeks); never
     a running worktree, never one it did not make (design: "Kept
     worktrees", "Placement")."""
-    from .isolation.errors import IsopatchError
+    from .errors import IsopatchError
     from .manage import prune_result_folders, prune_worktrees
     from .render import prune_lines
 

@@ -19,7 +19,7 @@ of its own.  The handler records the first SIGINT and raises
 through ``git``, which passes on what its own process group got); one a
 finaliser swallowed is not lost but acted on at the next check: after the
 imports; when the run's own handler takes over, before anything is made
-(:func:`.isolation.command.forward_signals`); and at exit, at the latest.
+(:func:`.sandbox.command.forward_signals`); and at exit, at the latest.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The command's output goes to 0600 files of the run's private folder when
 captured; it runs in the worktree folder that mirrors where the user stands
-(:func:`.isolation.placement.enter_prefix`), with git's repository
+(:func:`.worktrees.placement.enter_prefix`), with git's repository
 variables removed from its environment, through the run's
-:class:`.isolation.confinement.Confinement` (:mod:`.isolation.command`).
+:class:`.sandbox.confinement.Confinement` (:mod:`.sandbox.command`).
 Around it, what the command changed beyond the worktree is looked at
 (:mod:`.report`), and the worktree's ``commondir``/``gitdir`` are put back
 if the command rewrote them.
@@ -17,19 +17,18 @@ import os
 from collections.abc import Callable, Iterator
 from typing import IO
 
-from .extract import open_private
+from .checkout import CheckoutLook, checkout_changes
+from .errors import known_os_failure
 from .git.admin_files import read_pointers, restore_pointers
-from .git.result import Ok
-from .git.run import command_environment, run_git
+from .git.run import command_environment
 from .git.shared_state import read_shared_state
-from .isolation.command import CommandOutcome
-from .isolation.confinement import Confinement, confine, watched
-from .isolation.errors import known_os_failure
-from .isolation.fidelity import Fidelity, Proof, look_before_command
-from .isolation.placement import enter_prefix
-from .isolation.provider import Isolation
-from .report import CheckoutLook, Ran, checkout_changes, command_hints
-from .start import Start
+from .hints import ran_hints
+from .sandbox.confinement import Confinement, confine, watched
+from .values import Ran, Start
+from .worktrees.fidelity import Fidelity, Proof, look_before_command
+from .worktrees.placement import enter_prefix, not_other_runs
+from .worktrees.provider import Isolation
+from .worktrees.results import open_private
 
 
 @contextlib.contextmanager
@@ -43,7 +42,7 @@ def command(
     """Run the command; yield what it did and the confinement, alive for
     the body (git-isopatch's own git calls in the worktree run confined
     too), then closed.  ``state`` carries a signal received
-    (:func:`.isolation.command.forward_signals`); ``checkout`` is the look
+    (:func:`.sandbox.command.forward_signals`); ``checkout`` is the look
     at the user's checkout before the command, under way.
 
     Raises:
@@ -52,7 +51,8 @@ def command(
     """
     repository = isolation.repository
     env = command_environment(start.environ)
-    before = read_shared_state(repository.git_dir, repository.common_dir, env=start.git_env)
+    git_env = start.git_env
+    before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     with contextlib.ExitStack() as stack:
         try:
             cwd = enter_prefix(isolation.worktree, repository.prefix)
@@ -97,33 +97,30 @@ def command(
             outcome=outcome,
             stdout=paths[0],
             stderr=paths[1],
-            shared_writes=confinement.shared_writes(before, repository, start.git_env),
+            shared_writes=not_other_runs(confinement.shared_writes(before, repository, git_env)),
             outside_writes=_outside_writes(confinement, repository.common_dir, warn),
             checkout_before=checkout_before,
             checkout_changes=checkout_changes(
                 checkout_before,
                 repository,
                 (isolation.private_dir, isolation.container),
-                start.git_env,
+                git_env,
             ),
-            hints=command_hints(
-                start.command, outcome, repository.top, isolation.worktree, repository.prefix
-            )
-            + _signing_hints(start, outcome, paths[1], confinement.confined),
+            hints=ran_hints(start, outcome, isolation.worktree, paths[1], confinement.confined),
             fidelity=fidelity,
         )
         yield ran, confinement
 
 
 def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]) -> Fidelity:
-    """The worktree just before the command (:mod:`.isolation.fidelity`).
+    """The worktree just before the command (:mod:`.worktrees.fidelity`).
     A worktree claimed from the pool was proved fresh by its claim; what
     step 4 checks out after it (the sparse files of
     ``--include-uncommitted``, submodules) is why its proof may not hold,
     and then git is asked; where attributes apply (the claim's listing
     says whether a ``.gitattributes`` is tracked), the files a conversion
     applies to are read again.  Linked and copied paths are never
-    tracked (:func:`.isolation.include.refuse_tracked`): they change no
+    tracked (:func:`.worktrees.include.refuse_tracked`): they change no
     tracked path."""
     proved = (
         isolation.proved_fresh and not start.include_uncommitted and not start.recurse_submodules
@@ -138,43 +135,6 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
         warn=warn,
         proved=Proof(isolation.tracks_attributes) if proved else None,
     )
-
-
-#: The advice for a sandboxed command that failed where git signs.
-SIGNING_HINT = (
-    "signing needs your gpg or ssh agent, a credential the sandbox keeps from "
-    "the command: commit unsigned inside (git -c commit.gpgSign=false), sign "
-    "after applying the patch, or use --no-sandbox"
-)
-
-#: What git (or the signing program it runs) says when signing fails.
-SIGNING_FAILURES = (b"failed to sign", b"No private key found", b"gpg failed", b"signing failed")
-
-#: The settings that make git sign on its own.
-SIGNING_KEYS = ("commit.gpgSign", "tag.gpgSign")
-
-
-def _signing_hints(
-    start: Start, outcome: CommandOutcome, stderr: str | None, confined: bool
-) -> tuple[str, ...]:
-    """:data:`SIGNING_HINT` when the sandboxed command failed and signing
-    is why it may have: the repository's configuration signs, or its
-    captured stderr says signing failed (decided on these, never on
-    timing)."""
-    if not confined or outcome.exit_code == 0 or outcome.start_error is not None:
-        return ()
-    if stderr is not None:
-        with contextlib.suppress(OSError), open(stderr, "rb") as handle:
-            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65536))
-            tail = handle.read()
-            if any(failure in tail for failure in SIGNING_FAILURES):
-                return (SIGNING_HINT,)
-    top = start.repository.top
-    for key in SIGNING_KEYS:
-        said = run_git(["-C", top, "config", "--type=bool", "--get", key], env=start.git_env)
-        if isinstance(said, Ok) and said.value.strip() == b"true":
-            return (SIGNING_HINT,)
-    return ()
 
 
 #: How many paths the warning about discarded outside writes names.

@@ -4,8 +4,8 @@ Untracked files are marked intent-to-add in the worktree's own index, then
 ``git diff --binary <commit>`` (pinned options, :mod:`.git.diff`) streams
 into a 0600 file in the run's private folder (or beside ``-o``, renamed
 over it); its paths are counted and read with their status and line
-counts (:mod:`.git.patch_paths`) and, when a summary is shown, its diffstat
-taken.  git runs through the run's :class:`.isolation.worktree_git.WorktreeGit`:
+counts (:mod:`.git.patch.paths`) and, when a summary is shown, its diffstat
+taken.  git runs through the run's :class:`.worktrees.worktree_git.WorktreeGit`:
 confined as the command was.
 """
 
@@ -19,42 +19,24 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import IO
 
+from .errors import IsopatchError, known_failure, known_os_failure
 from .git.diff import apply_size_warning
 from .git.intent_to_add import Found, dot_git_warning, unreadable_folder_warning
-from .git.patch_headers import count_patch_files, quote_ambiguous_headers
-from .git.patch_paths import PatchContents, read_contents
+from .git.patch.headers import count_patch_files, quote_ambiguous_headers
+from .git.patch.paths import read_contents
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
-from .isolation.errors import IsopatchError, known_failure, known_os_failure
-from .isolation.fidelity import Fidelity
-from .isolation.worktree_git import WorktreeGit
-from .start import Start
+from .values import Extracted, Start
+from .worktrees.fidelity import Fidelity
+from .worktrees.results import open_private
+from .worktrees.worktree_git import WorktreeGit
 
 log = logging.getLogger("git_isopatch")
 
 PATCH_NAME = "isopatch.patch"
-
-
-@dataclass(frozen=True)
-class Extracted:
-    """The patch of one run.
-
-    Attributes:
-        patch: its path.
-        files: the number of paths in it.
-        diffstat: git's diffstat of it, when asked for and git could show it.
-        contents: its paths with their status and its line counts, read
-            from the patch itself.
-    """
-
-    patch: str
-    files: int
-    diffstat: bytes | None
-    contents: PatchContents
 
 
 def extract(
@@ -70,12 +52,12 @@ def extract(
     """Step 6: the patch of the worktree against ``start.commit``, in
     ``private_dir`` or at ``start.output``; the linked and copied paths
     never enter it, nor the paths that differed before the command and that
-    it left as they were (``fidelity``, :meth:`.isolation.fidelity.Fidelity.left_out`);
+    it left as they were (``fidelity``, :meth:`.worktrees.fidelity.Fidelity.left_out`);
     the changes inside each of ``submodules`` (populated by
     ``--recurse-submodules``) follow the superproject's, while they are
     still submodules.  When the command changed the attributes
     (``attributes_outside``: ``info/attributes``), git compares every file
-    again (:func:`.isolation.fidelity.settle_attributes`).  With
+    again (:func:`.worktrees.fidelity.settle_attributes`).  With
     ``start.diffstat`` the diffstat is taken, coloured as git colours a
     diff where it goes (``start.terminal_columns``).
 
@@ -103,11 +85,6 @@ def extract(
         else:
             shown = _diffstat(git, base, exclude, start.repository.git_dir, start.terminal_columns)
     return Extracted(patch, files, shown, contents)
-
-
-def open_private(path: str) -> IO[bytes]:
-    """Create ``path`` with mode 0600 (it must not exist) for writing bytes."""
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
 
 
 def _umask() -> int:
@@ -232,7 +209,7 @@ def _extract_patch(
             git, base, private_dir, output, exclude, warn, submodules, attributes_outside
         )
     except subprocess.SubprocessError as exc:  # only a confinement that failed raises it
-        from .isolation.sandbox import UNAVAILABLE
+        from .sandbox.landlock import UNAVAILABLE
 
         raise IsopatchError(
             UNAVAILABLE, f"--sandbox is not available: could not confine git: {exc}"

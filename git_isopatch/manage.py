@@ -2,9 +2,9 @@
 git-isopatch made for a repository (design: "Kept worktrees"), and the
 result folders its runs left (design: "Placement").
 
-The work is :mod:`.isolation.inventory` (list) and
-:mod:`.isolation.removal` (prune); this opens the repository as
-:func:`.capture.capture` does (:mod:`.isolation.repository`) and hands back what the CLI renders.
+The work is :mod:`.worktrees.inventory` (list) and
+:mod:`.worktrees.removal` (prune); this opens the repository as
+:func:`.capture.capture` does (:mod:`.errors`) and hands back what the CLI renders.
 """
 
 from __future__ import annotations
@@ -12,18 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from .errors import config_failure, open_repository
 from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
-from .isolation import results
-from .isolation.errors import config_failure
-from .isolation.inventory import OwnedWorktree, owned_worktrees
-from .isolation.lock import AdminLock, admin_lock_seconds
-from .isolation.removal import Pruned, prune
-from .isolation.repository import open_repository
-from .isolation.results import ResultFolder
-from .isolation.store import GitMetadataStore
 from .settings import ConfigError, configured_tmpdir
+from .worktrees import results
+from .worktrees.inventory import OwnedWorktree, owned_worktrees
+from .worktrees.lock import AdminLock, admin_lock_seconds
+from .worktrees.removal import Pruned, prune
+from .worktrees.results import ResultFolder
+from .worktrees.store import GitMetadataStore
 
 
 def list_worktrees(
@@ -49,7 +48,7 @@ def prune_worktrees(
     environ: Mapping[str, str] | None = None,
 ) -> Pruned:
     """Remove the kept and orphaned worktrees git-isopatch made for the
-    repository at ``repo_path`` (:func:`.isolation.removal.prune`).
+    repository at ``repo_path`` (:func:`.worktrees.removal.prune`).
 
     Args:
         expire: only those made before this time, as git's ``--expire``
@@ -57,7 +56,7 @@ def prune_worktrees(
         dry_run: remove nothing; return what would be removed.
 
     Returns:
-        :class:`.isolation.removal.Pruned`: the worktrees removed, oldest
+        :class:`.worktrees.removal.Pruned`: the worktrees removed, oldest
         first, and those that could not be removed, with why.
 
     Raises:
@@ -95,7 +94,7 @@ def prune_result_folders(
     """Remove the result folders of earlier runs of the repository at
     ``repo_path``: its ``git-isopatch-*`` folders under the temporary root
     (``isopatch.tmpdir``, else ``$TMPDIR``) that hold no worktree
-    (:func:`.isolation.results.expire`).
+    (:func:`.worktrees.results.expire`).
 
     Args:
         expire: only those last modified before this time, as git's

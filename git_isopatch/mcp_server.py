@@ -168,9 +168,8 @@ def apply_patch(patch: str, repo: str, environ: Mapping[str, str] | None = None)
             ``apply-failed`` (nothing was written, the reason in one line).
     """
     from .bring_home import bring_home
+    from .errors import IsopatchError, open_repository
     from .git.run import own_git_environment
-    from .isolation.errors import IsopatchError
-    from .isolation.repository import open_repository
 
     environ = os.environ if environ is None else environ
     repository = open_repository(repo, environ)
@@ -337,7 +336,7 @@ def _add_apply(server: Any, where: Callable[[str | None], str]) -> None:
     import anyio
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from .isolation.errors import IsopatchError
+    from .errors import IsopatchError
     from .mcp_parameters import Patch, Repo
 
     @server.tool(annotations=_tool_annotations("Apply a captured patch to the work tree"))

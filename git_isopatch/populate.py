@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .errors import known_failure
 from .git.result import Err, Ok
 from .git.submodule import Submodule
-from .isolation.errors import known_failure
-from .isolation.include import bring_in
-from .isolation.provider import Isolation
-from .isolation.submodules import populate as populate_submodules
-from .start import Start
+from .values import Start
+from .worktrees.include import bring_in
+from .worktrees.provider import Isolation
+from .worktrees.submodules import populate as populate_submodules
 
 
 def populate(

@@ -264,7 +264,7 @@ def apply_command(patch: str, top: str, cwd: str) -> str:
 class ListedWorktree(Protocol):
     """What ``git isopatch list`` shows of a worktree (the inventory's
     ``OwnedWorktree`` has it); a protocol so that rendering does not
-    import the isolation layer."""
+    import the worktrees or the sandbox."""
 
     @property
     def path(self) -> str: ...

@@ -85,7 +85,7 @@ class CaptureRequest:
         pool: how many used worktrees to keep warm for later runs of the
             repository (``isopatch.pool``, default 0: none).
         sandbox: confine the command with the kernel's namespaces
-            (:mod:`git_isopatch.isolation.confinement`): ``True``, or fail
+            (:mod:`git_isopatch.sandbox.confinement`): ``True``, or fail
             where the machine cannot (``--sandbox``,
             ``isopatch.sandbox=true``); ``False``: unconfined
             (``--no-sandbox``); ``"auto"``: confined where the machine

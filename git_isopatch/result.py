@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: importing the result stays cheap
-    from .git.patch_paths import PathChange
+    from .git.patch.paths import PathChange
     from .git.shared_state import SharedWrite
     from .git.types import CommitId
 
@@ -28,14 +28,14 @@ class CaptureResult:
         stderr: file holding the command's stderr, when captured.
         worktree_path: the worktree, when it was kept (``keep`` or failure).
         tmpdir: the private temporary folder of this run (mode 0700), the
-            caller's to delete (:func:`git_isopatch.isolation.results.discard`)
+            caller's to delete (:func:`git_isopatch.worktrees.results.discard`)
             once it has read the patch and output; already deleted when it
             holds nothing reported here (``output`` without ``capture_output``).
             Folders left behind expire after two weeks (checked at most once a
             day per repository) and with ``git isopatch prune``.
         error: one line saying why extraction failed, else ``None``.
         error_code: the stable code of that failure (see
-            :data:`git_isopatch.isolation.errors.FAILURE_TABLE`), else ``None``.
+            :data:`git_isopatch.errors.FAILURE_TABLE`), else ``None``.
         timed_out: the timeout expired.
         signal: the signal git-isopatch received and forwarded, else ``None``.
         command_error: why the command could not be started, else ``None``.
@@ -81,7 +81,7 @@ class CaptureResult:
         command_signal: the signal that ended the command (one it died of,
             or one git-isopatch received and forwarded), else ``None``.
         paths: each path of the patch with its status, as ``git diff
-            --name-status`` (:class:`.git.patch_paths.PathChange`), in the
+            --name-status`` (:class:`.git.patch.paths.PathChange`), in the
             patch's order; ``None`` when extraction failed.
         insertions: lines the patch adds (``git apply --numstat``; binary
             files count none), or ``None`` when extraction failed.

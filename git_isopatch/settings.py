@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
 
 #: Default of ``isopatch.maxWorktrees``: how many worktrees git-isopatch
 #: keeps registered in one repository at most
-#: (:func:`.isolation.removal.make_room`).
+#: (:func:`.worktrees.removal.make_room`).
 DEFAULT_MAX_WORKTREES = 25
 
 #: A request (:class:`~git_isopatch.request.CaptureRequest`): a frozen
@@ -58,7 +58,7 @@ class ConfigError(Exception):
     """A configuration git-isopatch cannot use: ``message`` is ``bad config
     value for 'isopatch.<key>'`` with a ``hint``, or, when git could not
     read the configuration, the action and git's ``error``
-    (:func:`.isolation.errors.config_failure` makes the failure of it)."""
+    (:func:`.errors.config_failure` makes the failure of it)."""
 
     def __init__(
         self, message: str, *, hint: str | None = None, error: GitError | None = None
@@ -136,7 +136,7 @@ def _tmpdir(key: str, value: str | None, repository: UserRepository) -> str:
 
 def _include_path(key: str, value: str | None, _repository: UserRepository) -> str:
     """A path to link or copy, as written (relative to the top of the work
-    tree); it is checked when a run brings it in (:mod:`.isolation.include`)."""
+    tree); it is checked when a run brings it in (:mod:`.worktrees.include`)."""
     if value is None:
         raise BadValue(f"{key} needs a path")
     return value
@@ -218,7 +218,7 @@ def default_tmpdir(environ: Mapping[str, str]) -> str:
     """``tmpdir`` when neither the caller nor ``isopatch.tmpdir`` says:
     ``$TMPDIR``, else ``/tmp``.  Only the run's private folder goes there;
     a ``tmpdir`` that differs holds the worktree too
-    (:func:`.isolation.placement.place_worktree`)."""
+    (:func:`.worktrees.placement.place_worktree`)."""
     return environ.get("TMPDIR") or "/tmp"
 
 

@@ -14,103 +14,31 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from .errors import (
+    IsopatchError,
+    config_failure,
+    known_failure,
+    known_os_failure,
+    open_repository,
+    repository_failure,
+)
 from .git.ignored import WORKTREE_INCLUDE_FILE, worktree_include_paths
 from .git.metadata import git_metadata_dir
 from .git.repo import UserRepository, resolve_commit
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .git.types import CommitId, Ref
-from .isolation import confinement
-from .isolation.confinement import ConfinementPlan
-from .isolation.errors import (
-    IsopatchError,
-    config_failure,
-    known_failure,
-    known_os_failure,
-    repository_failure,
-)
-from .isolation.include import (
-    COPY,
-    LINK,
-    Include,
-    IncludeRequest,
-    refuse_tracked,
-    resolve_includes,
-)
-from .isolation.repository import open_repository
 from .request import CaptureRequest, conflicts
+from .sandbox import confinement
+from .sandbox.confinement import ConfinementPlan
 from .settings import AUTO, ConfigError, complete_request, default_tmpdir
-
-
-@dataclass(frozen=True)
-class Start:
-    """One run, resolved and checked (black's ``Mode``: nothing left to
-    complete).  ``None`` below is a value, never "not resolved yet".
-
-    Attributes:
-        command: the argument list to run.
-        repository: the user's repository.
-        commit: the commit the worktree starts at.
-        includes: the paths to link or copy in, checked.
-        sandbox: the confinement plan (:data:`.isolation.confinement.UNCONFINED`
-            with ``--no-sandbox``, or where ``auto`` found no sandbox).
-        sandboxed_by_default: confined because ``isopatch.sandbox`` is
-            ``auto`` (no ``--sandbox``, no ``true``): a failing command
-            gets a hint that the sandbox may be why.
-        sandbox_unavailable: ``auto`` found no sandbox here: the command
-            runs unconfined, after a warning saying what is missing.
-        environ: the caller's environment; ``git_env``: the one for
-            git-isopatch's own git calls.
-        output: ``-o`` as an absolute path; ``None``: the run's private folder.
-        output_folder: the real path of the folder of ``output`` before the
-            command ran (the patch goes there, never where a link the
-            command put in its place leads).
-        timeout: seconds; ``None``: no limit.
-        tmp_root: where the run's private folder goes.
-        worktree_root: where the worktree goes (``isopatch.tmpdir``);
-            ``None``: beside the checkout.
-        keep, pool, max_worktrees, recurse_submodules: completed from
-            configuration.
-        include_uncommitted, staged, from_head_alone, capture_output,
-        command_stdout, apply, progress, diffstat, informational_hints,
-        terminal_columns:
-            as the request says (:class:`~git_isopatch.request.CaptureRequest`).
-    """
-
-    command: tuple[str, ...]
-    repository: UserRepository
-    commit: CommitId
-    includes: tuple[Include, ...]
-    sandbox: ConfinementPlan
-    sandboxed_by_default: bool
-    sandbox_unavailable: bool
-    environ: Mapping[str, str]
-    git_env: Mapping[str, str]
-    output: str | None
-    timeout: float | None
-    tmp_root: str
-    worktree_root: str | None
-    keep: bool
-    pool: int
-    max_worktrees: int
-    recurse_submodules: bool
-    include_uncommitted: bool
-    staged: bool
-    from_head_alone: bool
-    capture_output: bool
-    command_stdout: int | None
-    apply: bool
-    progress: bool
-    diffstat: bool
-    informational_hints: bool
-    terminal_columns: int | None
-    output_folder: str | None = None
-
+from .values import Start
+from .worktrees.include import COPY, LINK, IncludeRequest, refuse_tracked, resolve_includes
 
 #: The error-code of a sandbox the machine cannot give
-#: (:func:`.isolation.confinement.plan`).
+#: (:func:`.sandbox.confinement.plan`).
 SANDBOX_UNAVAILABLE = "sandbox-unavailable"
 
 
@@ -232,7 +160,7 @@ def _existing_allowed_writes(
     skipped with a warning (when a sandbox may be asked for): a policy in
     the global configuration names folders not every machine or
     repository has.  A ``--allow-write`` that names nothing stays fatal
-    (:func:`.isolation.confinement.plan`)."""
+    (:func:`.sandbox.confinement.plan`)."""
     kept = []
     for path in request.allow_write or ():
         if os.path.lexists(path):

@@ -365,7 +365,7 @@ def _main(argv: list[str] | None) -> NoReturn:
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except Exception as exc:
-        from .isolation.lock import LockWaitInterrupted
+        from .worktrees.lock import LockWaitInterrupted
 
         if isinstance(exc, LockWaitInterrupted):  # a signal ended a wait for a lock
             raise SystemExit(128 + (exc.signum or 2)) from None

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from job_control_helpers import session_for  # noqa: F401 (a fixture of two sections)
 from packages import (  # noqa: F401 (pytest hooks: optional packages, skips in CI)
     pytest_collectreport,
     pytest_configure,
@@ -21,6 +22,7 @@ from repo_helpers import (
     hermetic_environ,
     write_tree,
 )
+from sandbox_helpers import no_bwrap  # noqa: F401 (a fixture of two sections)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from repo_helpers import ISOPATCH, git, isopatch
 
-from git_isopatch.isolation import results
+from git_isopatch.worktrees import results
 
 DAY = 24 * 3600
 

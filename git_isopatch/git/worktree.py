@@ -63,7 +63,7 @@ def add_detached_worktree(
 
     The worktree is locked from the moment git registers it (git-worktree(1),
     ``--lock``), so a concurrent ``git worktree prune`` cannot take it, and the
-    reason names the owner (see the isolation layer).
+    reason names the owner (see the worktrees package).
 
     With ``progress`` (our standard error is a terminal), git says what it
     does (``Preparing worktree (detached HEAD <id>)``) and shows its

@@ -1,0 +1,79 @@
+"""The user's checkout, looked at before and after the command: what of
+it changed during the run (design: procedure step 7, "checkout changes")."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from .git.repo import UserRepository
+from .git.result import Err, GitResult, Ok
+from .git.status import CheckoutState, changed_paths, read_checkout
+from .values import Start
+
+
+class CheckoutLook:
+    """The look at the user's checkout before the command (unconfined
+    runs: under the sandbox the command's writes cannot reach it), started
+    in a thread as soon as the run is checked, so that its ``git status``
+    of the whole checkout overlaps getting the worktree (a claim's three
+    git processes, or ``git worktree add``) instead of coming after it.
+    Nothing that changes the checkout is git-isopatch's, so an earlier
+    look sees what a later one would, and what the user changes meanwhile
+    is reported as changed during the run."""
+
+    def __init__(self, start: Start) -> None:
+        self._result: GitResult[CheckoutState] | BaseException | None = None
+        self._thread = None
+        if start.sandbox.confined:
+            return
+        import threading  # subprocess has imported it already
+
+        repository = start.repository
+        args = (repository.git_dir, repository.top, start.git_env)
+        self._thread = threading.Thread(target=self._look, args=args, name="checkout-look")
+        self._thread.start()
+
+    def _look(self, git_dir: str, top: str, env: Mapping[str, str]) -> None:
+        try:
+            self._result = read_checkout(git_dir, top, env=env)
+        except BaseException as exc:  # handed to the caller of result()
+            self._result = exc
+
+    def result(self) -> GitResult[CheckoutState] | None:
+        """The look (``None``: not taken, the run is sandboxed); waits for it."""
+        if self._thread is None:
+            return None
+        self._thread.join()
+        if isinstance(self._result, BaseException):
+            raise self._result
+        return self._result
+
+
+def checkout_changes(
+    before: GitResult[CheckoutState] | None,
+    repository: UserRepository,
+    ours: Sequence[str],
+    env: Mapping[str, str],
+) -> tuple[str, ...]:
+    """The paths of the user's work tree that changed since ``before``
+    (:mod:`.git.status`), leaving out git-isopatch's own folders (``ours``) where they
+    lie inside it (``isopatch.tmpdir`` inside the work tree); empty when
+    either look fails or none was taken (``None``: ``--sandbox``)."""
+    match before:
+        case Ok(old):
+            pass
+        case _:
+            return ()
+    match read_checkout(repository.git_dir, repository.top, env=env):
+        case Ok(new):
+            pass
+        case Err():
+            return ()
+    top = os.path.realpath(repository.top)
+    inside = []
+    for folder in ours:
+        relative = os.path.relpath(os.path.realpath(folder), top)
+        if relative != ".." and not relative.startswith("../"):
+            inside.append(os.fsencode(relative))
+    return tuple(os.fsdecode(p) for p in changed_paths(old, new, ignore=inside))

@@ -1,0 +1,178 @@
+"""The advice a run gives, one ``hint:`` line each: for a command that
+could not run a program (:func:`command_hints`), that failed where git
+signs (:func:`signing_hints`) or in the default sandbox
+(:func:`sandbox_hint`), and for a run from ``HEAD`` that left the user's
+uncommitted changes out (:data:`UNCOMMITTED_HINT`).  Each is decided on
+what the run saw, never on timing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import shlex
+from collections.abc import Sequence
+
+from .git.result import Ok
+from .git.run import run_git
+from .sandbox.command import CommandOutcome
+from .values import Start
+
+#: Folders of installed dependencies that commands commonly need and git
+#: does not track: npm, pnpm and yarn's ``node_modules``, a Python virtual
+#: environment ``.venv``, Go, PHP and Ruby's ``vendor``.
+DEPENDENCY_FOLDERS = ("node_modules", ".venv", "vendor")
+#: Exit statuses for a program that was not found (127) or could not be
+#: executed (126), as POSIX shells report it ("Command Search and
+#: Execution") and npm, make and ``sh -c`` pass it on.
+NOT_RUNNABLE = frozenset({126, 127})
+#: git-isopatch's subcommands, recognised only as its first argument: after
+#: an option (``-C <path> list``, git's own order) they name a program.
+SUBCOMMANDS = ("list", "prune", "mcp")
+
+
+def _runs_a_package(command: Sequence[str]) -> bool:
+    """``command`` runs a package's tool through ``npx``, ``npm exec`` or
+    ``npm x``: without ``node_modules`` these fall back to downloading the
+    package, which fails (exit 1, not 127) where there is no network."""
+    name = posixpath.basename(command[0]) if command else ""
+    if name == "npx":
+        return True
+    return name == "npm" and len(command) > 1 and command[1] in ("exec", "x")
+
+
+def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
+    """The hint for a command that failed in the default sandbox
+    (``isopatch.sandbox=auto``): what the sandbox took away, and the way
+    out.  None for one that was signalled, timed out or could not run a
+    program (126, 127: the sandbox hides none), nor under ``--sandbox``,
+    which the user asked for."""
+    failed = outcome.exit_code != 0 and outcome.exit_code not in NOT_RUNNABLE
+    ended_otherwise = (
+        outcome.timed_out
+        or outcome.died_of is not None
+        or outcome.received_signal is not None
+        or outcome.start_error is not None
+    )
+    if not start.sandboxed_by_default or not failed or ended_otherwise:
+        return ()
+    if start.sandbox.allow_network:
+        return (
+            "the command ran in the sandbox, its writes outside its worktree discarded; "
+            "--no-sandbox runs it unconfined",
+        )
+    return (
+        "the command ran in the sandbox, without network and its writes outside its "
+        "worktree discarded; --allow-network keeps the network, --no-sandbox runs it "
+        "unconfined",
+    )
+
+
+def command_hints(
+    command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str, prefix: str = ""
+) -> tuple[str, ...]:
+    """Advice for a command that could not run a program (exit 126 or
+    127; see :data:`NOT_RUNNABLE`), one line each:
+
+    - the command's name is a subcommand (:data:`SUBCOMMANDS`) and it
+      failed with any status: given after an option (``-C <path> list``)
+      it names a program, none or another (the MCP SDK installs an
+      ``mcp``);
+    - the command's name holds a space and was not found: it is not run by
+      a shell, so ``"ruff format src"`` is one program name;
+    - a folder of :data:`DEPENDENCY_FOLDERS` is at the top of the user's
+      checkout (``top``) but not in the ``worktree`` (git does not track it,
+      and it was neither linked nor copied): ``--link``/``--copy`` it,
+      named from the user's folder (``prefix``, ``/``-separated from the
+      top, as :attr:`.git.repo.UserRepository.prefix`), since ``--link``
+      paths are taken from there.
+
+    A package runner (:func:`_runs_a_package`) that failed with any status
+    gets the last one for ``node_modules``: it exits 1, not 127, when the
+    package is missing.  Deciding on the exit status, never on timing,
+    keeps the advice the same on a slow machine.
+    """
+    ended_otherwise = outcome.timed_out or outcome.died_of or outcome.received_signal
+    failed = outcome.exit_code != 0 and not ended_otherwise
+    name = command[0] if command else ""
+    if failed and name in SUBCOMMANDS:
+        return (
+            f"'{name}' is git isopatch's subcommand only as its first argument: "
+            f"git isopatch {name} -C <path>",
+        )
+    runner = failed and _runs_a_package(command)
+    if outcome.exit_code not in NOT_RUNNABLE and not runner:
+        return ()
+    hints = []
+    if outcome.start_error is not None and " " in name:
+        split = " ".join(shlex.quote(word) for word in name.split())
+        hints.append(
+            f"the command is run without a shell, so '{name}' is one program name; "
+            f"split it (git isopatch -- {split}) or use sh -c {shlex.quote(name)}"
+        )
+        return tuple(hints)  # the name, not a missing dependency, is the trouble
+    for folder in ("node_modules",) if runner else DEPENDENCY_FOLDERS:
+        if os.path.isdir(os.path.join(top, folder)) and not os.path.lexists(
+            os.path.join(worktree, folder)
+        ):
+            path = shlex.quote(posixpath.relpath(folder, prefix or "."))
+            hints.append(
+                f"'{folder}' of your checkout is not in the worktree; "
+                f"bring it in with --link {path} (or --copy {path})"
+            )
+    return tuple(hints)
+
+
+def ran_hints(
+    start: Start, outcome: CommandOutcome, worktree: str, stderr: str | None, confined: bool
+) -> tuple[str, ...]:
+    """The hints of step 5, for the command that ran in ``worktree``:
+    :func:`command_hints`, then :func:`signing_hints`."""
+    repository = start.repository
+    found = command_hints(start.command, outcome, repository.top, worktree, repository.prefix)
+    return found + signing_hints(start, outcome, stderr, confined)
+
+
+#: Said when a run from ``HEAD`` changed nothing while the user's work
+#: tree has changes of its own, which the worktree does not hold.
+UNCOMMITTED_HINT = (
+    "your uncommitted changes are not in the worktree, which starts from HEAD; "
+    "--include-uncommitted starts from them"
+)
+
+
+#: The advice for a sandboxed command that failed where git signs.
+SIGNING_HINT = (
+    "signing needs your gpg or ssh agent, a credential the sandbox keeps from "
+    "the command: commit unsigned inside (git -c commit.gpgSign=false), sign "
+    "after applying the patch, or use --no-sandbox"
+)
+
+#: What git (or the signing program it runs) says when signing fails.
+SIGNING_FAILURES = (b"failed to sign", b"No private key found", b"gpg failed", b"signing failed")
+
+#: The settings that make git sign on its own.
+SIGNING_KEYS = ("commit.gpgSign", "tag.gpgSign")
+
+
+def signing_hints(
+    start: Start, outcome: CommandOutcome, stderr: str | None, confined: bool
+) -> tuple[str, ...]:
+    """:data:`SIGNING_HINT` when the sandboxed command failed and signing
+    is why it may have: the repository's configuration signs, or its
+    captured stderr says signing failed (decided on these, never on
+    timing)."""
+    if not confined or outcome.exit_code == 0 or outcome.start_error is not None:
+        return ()
+    if stderr is not None:
+        with contextlib.suppress(OSError), open(stderr, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65536))
+            tail = handle.read()
+            if any(failure in tail for failure in SIGNING_FAILURES):
+                return (SIGNING_HINT,)
+    top = start.repository.top
+    for key in SIGNING_KEYS:
+        said = run_git(["-C", top, "config", "--type=bool", "--get", key], env=start.git_env)
+        if isinstance(said, Ok) and said.value.strip() == b"true":
+            return (SIGNING_HINT,)
+    return ()

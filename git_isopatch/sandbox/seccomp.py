@@ -1,0 +1,147 @@
+"""The seccomp filter of the sandbox (:mod:`.landlock`, :mod:`.namespaces`):
+the command, and all it starts, cannot push input into a terminal
+(``TIOCSTI``, ``TIOCLINUX``) nor reach the user's kernel keyrings
+(``add_key``, ``request_key``, ``keyctl``: namespaces give no keyring of
+its own, and the session keyring holds credentials; Docker's and
+Flatpak's filters refuse them alike), on any ABI its processes can call
+the kernel with.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import os
+import sys
+
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+# Terminal requests that inject input (include/uapi/asm-generic/ioctls.h; the
+# same values on every architecture of _SECCOMP_ARCHITECTURES).
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
+#: ioctl requests the command can never make (:func:`seccomp_filter`).
+REFUSED_IOCTLS = (TIOCSTI, TIOCLINUX)
+
+# include/uapi/linux/audit.h and each architecture's syscall table: per
+# machine, for every ABI its processes can call the kernel with, its
+# AUDIT_ARCH_*, its ioctl numbers and its add_key, request_key and keyctl
+# numbers.  x32 (``__X32_SYSCALL_BIT`` | n) shares x86_64's AUDIT_ARCH;
+# ``int 0x80`` from a 64-bit process is i386.
+_X32_SYSCALL_BIT = 0x40000000
+_X32 = _X32_SYSCALL_BIT
+_GENERIC_KEYRING = (217, 218, 219)  # include/uapi/asm-generic/unistd.h
+_SECCOMP_ARCHITECTURES: dict[str, tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]] = {
+    "x86_64": (
+        (0xC000003E, (16, _X32 | 514), (248, 249, 250, _X32 | 248, _X32 | 249, _X32 | 250)),
+        (0x40000003, (54,), (286, 287, 288)),
+    ),
+    "aarch64": ((0xC00000B7, (29,), _GENERIC_KEYRING), (0x40000028, (54,), (309, 310, 311))),
+    "riscv64": ((0xC00000F3, (29,), _GENERIC_KEYRING), (0x400000F3, (29,), _GENERIC_KEYRING)),
+    "loongarch64": ((0xC0000102, (29,), _GENERIC_KEYRING),),
+    "ppc64le": (
+        (0xC0000015, (54,), (269, 270, 271)),
+        (0x80000015, (54,), (269, 270, 271)),
+        (0x00000014, (54,), (269, 270, 271)),
+    ),
+    "s390x": ((0x80000016, (54,), (278, 279, 280)), (0x00000016, (54,), (278, 279, 280))),
+}
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+# Classic BPF (include/uapi/linux/filter.h).
+_BPF_LD_W_ABS = 0x20
+_BPF_JEQ_K = 0x15
+_BPF_RET_K = 0x06
+# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
+_SECCOMP_NR = 0
+_SECCOMP_ARCH = 4
+_SECCOMP_ARG1 = 24
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -> bytes:
+    """The classic BPF program that refuses :data:`REFUSED_IOCTLS` and the
+    keyring calls.
+
+    For each ABI of ``machine`` (``os.uname().machine``): an ``ioctl``
+    whose request's low 32 bits are ``TIOCSTI`` or ``TIOCLINUX``, and every
+    ``add_key``, ``request_key`` and ``keyctl``, return ``EPERM``; every
+    other call is allowed.  A call of an architecture not
+    in the table returns ``EPERM`` whatever it is.
+
+    Returns:
+        the program as ``struct sock_filter`` records (8 bytes each).
+    Raises:
+        KeyError: ``machine`` is not one the sandbox supports.
+    """
+    abis = _SECCOMP_ARCHITECTURES[machine or os.uname().machine]
+    # The low half of the 64-bit args[1], where the kernel's unsigned int cmd is.
+    request = _SECCOMP_ARG1 + (4 if byteorder == "big" else 0)
+    deny = _SECCOMP_RET_ERRNO | errno.EPERM
+    # (code, k, jump-if-true label, jump-if-false label) and label positions.
+    code: list[tuple[int, int, str | None, str | None]] = []
+    code.append((_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None))
+    labels: dict[str, int] = {}
+    for index, (arch, _, _) in enumerate(abis):
+        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
+    code.append((_BPF_RET_K, deny, None, None))  # an architecture we do not know
+    for index, (_, ioctls, keyring) in enumerate(abis):
+        labels[f"abi{index}"] = len(code)
+        code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
+        for number in ioctls:
+            code.append((_BPF_JEQ_K, number, "request", None))
+        for position, number in enumerate(keyring):
+            last = position == len(keyring) - 1
+            code.append((_BPF_JEQ_K, number, "deny", "allow" if last else None))
+    labels["request"] = len(code)
+    code.append((_BPF_LD_W_ABS, request, None, None))
+    for position, refused in enumerate(REFUSED_IOCTLS):
+        last = position == len(REFUSED_IOCTLS) - 1
+        code.append((_BPF_JEQ_K, refused, "deny", "allow" if last else None))
+    labels["allow"] = len(code)
+    code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
+    labels["deny"] = len(code)
+    code.append((_BPF_RET_K, deny, None, None))
+    program = bytearray()
+    for at, (op, k, true, false) in enumerate(code):
+        jt = labels[true] - at - 1 if true else 0
+        jf = labels[false] - at - 1 if false else 0
+        program += bytes(_SockFilter(op, jt, jf, k))
+    return bytes(program)
+
+
+def install_seccomp(program: bytes) -> None:
+    """Install ``program`` (from :func:`seccomp_filter`) on the calling
+    thread; ``PR_SET_NO_NEW_PRIVS`` must be set.
+
+    Raises:
+        OSError: the kernel refused it (no ``CONFIG_SECCOMP_FILTER``).
+    """
+    count = len(program) // ctypes.sizeof(_SockFilter)
+    records = (_SockFilter * count).from_buffer_copy(program)
+    prog = _SockFprog(count, records)
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"cannot install a seccomp filter: {os.strerror(code)}")

@@ -1,0 +1,133 @@
+"""The values one step of the procedure hands the next (design: Architecture,
+"step modules"): the run resolved and checked (:class:`Start`, steps 1-2),
+what the command did (:class:`Ran`, step 5) and the patch (:class:`Extracted`,
+step 6).  Every step may import this module; no step imports another."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .git.patch.paths import PatchContents
+from .git.repo import UserRepository
+from .git.result import GitResult
+from .git.shared_state import SharedWrite
+from .git.status import CheckoutState
+from .git.types import CommitId
+from .sandbox.command import CommandOutcome
+from .sandbox.confinement import ConfinementPlan
+from .worktrees.fidelity import Fidelity
+from .worktrees.include import Include
+
+
+@dataclass(frozen=True)
+class Start:
+    """One run, resolved and checked (black's ``Mode``: nothing left to
+    complete).  ``None`` below is a value, never "not resolved yet".
+
+    Attributes:
+        command: the argument list to run.
+        repository: the user's repository.
+        commit: the commit the worktree starts at.
+        includes: the paths to link or copy in, checked.
+        sandbox: the confinement plan (:data:`.sandbox.confinement.UNCONFINED`
+            with ``--no-sandbox``, or where ``auto`` found no sandbox).
+        sandboxed_by_default: confined because ``isopatch.sandbox`` is
+            ``auto`` (no ``--sandbox``, no ``true``): a failing command
+            gets a hint that the sandbox may be why.
+        sandbox_unavailable: ``auto`` found no sandbox here: the command
+            runs unconfined, after a warning saying what is missing.
+        environ: the caller's environment; ``git_env``: the one for
+            git-isopatch's own git calls.
+        output: ``-o`` as an absolute path; ``None``: the run's private folder.
+        output_folder: the real path of the folder of ``output`` before the
+            command ran (the patch goes there, never where a link the
+            command put in its place leads).
+        timeout: seconds; ``None``: no limit.
+        tmp_root: where the run's private folder goes.
+        worktree_root: where the worktree goes (``isopatch.tmpdir``);
+            ``None``: beside the checkout.
+        keep, pool, max_worktrees, recurse_submodules: completed from
+            configuration.
+        include_uncommitted, staged, from_head_alone, capture_output,
+        command_stdout, apply, progress, diffstat, informational_hints,
+        terminal_columns:
+            as the request says (:class:`~git_isopatch.request.CaptureRequest`).
+    """
+
+    command: tuple[str, ...]
+    repository: UserRepository
+    commit: CommitId
+    includes: tuple[Include, ...]
+    sandbox: ConfinementPlan
+    sandboxed_by_default: bool
+    sandbox_unavailable: bool
+    environ: Mapping[str, str]
+    git_env: Mapping[str, str]
+    output: str | None
+    timeout: float | None
+    tmp_root: str
+    worktree_root: str | None
+    keep: bool
+    pool: int
+    max_worktrees: int
+    recurse_submodules: bool
+    include_uncommitted: bool
+    staged: bool
+    from_head_alone: bool
+    capture_output: bool
+    command_stdout: int | None
+    apply: bool
+    progress: bool
+    diffstat: bool
+    informational_hints: bool
+    terminal_columns: int | None
+    output_folder: str | None = None
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What step 5 saw of the command.
+
+    Attributes:
+        outcome: how it ended.
+        stdout, stderr: the files holding its output, when captured.
+        shared_writes: what it changed in the refs and configuration the
+            worktree shares with the user's repository.
+        checkout_before: the user's checkout before it ran (``None``: not
+            looked at, under ``--sandbox``), and ``checkout_changes``:
+            the paths of it that changed during the run.
+        hints: advice for a command that could not run a program.
+        fidelity: the worktree just before it ran, and the settings pinned
+            for git there (:mod:`.worktrees.fidelity`).
+        outside_writes: under the sandbox, what it wrote outside its
+            worktree, discarded.
+    """
+
+    outcome: CommandOutcome
+    stdout: str | None
+    stderr: str | None
+    shared_writes: tuple[SharedWrite, ...]
+    checkout_before: GitResult[CheckoutState] | None
+    checkout_changes: tuple[str, ...]
+    hints: tuple[str, ...]
+    fidelity: Fidelity = field(default_factory=Fidelity)
+    outside_writes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The patch of one run.
+
+    Attributes:
+        patch: its path.
+        files: the number of paths in it.
+        diffstat: git's diffstat of it, when asked for and git could show it.
+        contents: its paths with their status and its line counts, read
+            from the patch itself.
+    """
+
+    patch: str
+    files: int
+    diffstat: bytes | None
+    contents: PatchContents

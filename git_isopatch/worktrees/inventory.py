@@ -1,0 +1,166 @@
+"""The worktrees git-isopatch made for a repository and the state of each:
+the read side of their life cycle.  Nothing here changes a worktree; making,
+returning, keeping, evicting and pruning them is :mod:`.provider`'s.
+
+A worktree is git-isopatch's when its private folder holds our record
+(``isopatch.json``, see :mod:`.store`) or when it is locked with our lock
+reason (``git-isopatch pid <pid> on <host> started <ticks>``: a run that
+has not written its record yet).  Every other worktree is the user's and is
+never listed, pruned or counted.  Each of ours is in one state:
+
+``running``
+    the process that made it still runs (same pid, same start time; a
+    process on another host always counts as running).
+``kept``
+    kept on purpose (``--keep``, or kept for inspection when extraction
+    failed) and its process has ended.
+``orphaned``
+    its process ended without removing it (killed, or the machine stopped).
+``locked``
+    ours, its process has ended, but someone locked it since
+    (``git worktree lock``): it is left alone like a running one.  The
+    pool's own reason is not someone's lock: with a record that is not
+    pooled (a run killed while it claimed or returned it) it is orphaned.
+``pooled``
+    waiting in the pool (``isopatch.pool``) for the next run to claim it:
+    its record says so and it is locked with the pool's reason.
+
+Git's own view comes from ``git worktree list --porcelain -z``; the
+records from the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import known_failure
+from ..git.repo import UserRepository
+from ..git.result import Err, Ok
+from ..git.types import GitDirPath
+from ..git.worktree import list_worktrees, worktree_admin_dirs
+from .placement import made_by_isopatch
+from .store import POOL_LOCK_REASON, GitMetadataStore, parse_lock_reason
+
+__all__ = [
+    "OwnedWorktree",
+    "owned_worktrees",
+]
+
+log = logging.getLogger("git_isopatch")
+
+RUNNING = "running"
+KEPT = "kept"
+ORPHANED = "orphaned"
+LOCKED = "locked"
+POOLED = "pooled"
+
+#: States a worktree can be pruned in.
+PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED})
+
+
+@dataclass(frozen=True)
+class OwnedWorktree:
+    """One worktree git-isopatch made.
+
+    Attributes:
+        path: its top folder, as ``git worktree list`` shows it.
+        state: :data:`RUNNING`, :data:`KEPT`, :data:`ORPHANED`, :data:`LOCKED`
+            or :data:`POOLED`.
+        admin_dir: its private folder ``$GIT_COMMON_DIR/worktrees/<id>``,
+            when found.
+        pid: the process that made it, when known.
+        created: when it was made, seconds since the epoch (the record's
+            time; else the private folder's modification time), or ``None``.
+        head: the commit id checked out, when git reports one.
+        command: the command it was made for (empty when unknown).
+        tmpdir: the run's private ``git-isopatch-*`` folder holding its
+            patch and output, when known.
+        container: the folder made for it alone, which holds it
+            (:func:`.placement.place_worktree`).
+        prunable: git's reason to prune it (its folder is gone), or ``None``.
+    """
+
+    path: str
+    state: str
+    admin_dir: GitDirPath | None
+    pid: int | None
+    created: float | None
+    head: str | None
+    command: tuple[str, ...]
+    tmpdir: str | None
+    prunable: str | None
+    container: str | None = None
+
+    def age(self, now: float) -> float | None:
+        """Seconds since it was made, or ``None`` when unknown."""
+        return None if self.created is None else max(0.0, now - self.created)
+
+
+def owned_worktrees(
+    repository: UserRepository, store: GitMetadataStore, *, env: Mapping[str, str]
+) -> list[OwnedWorktree]:
+    """Every worktree of the repository that git-isopatch made, oldest
+    first (those of unknown age last).
+
+    Raises:
+        IsopatchError: git could not list the worktrees (a classified failure).
+    """
+    match list_worktrees(repository.git_dir, env=env):
+        case Ok(records):
+            pass
+        case Err(error):
+            raise known_failure("could not list worktrees", error)
+    admin_dirs = worktree_admin_dirs(repository.common_dir)
+    owned = []
+    for entry in records:
+        admin_dir = admin_dirs.get(os.path.normpath(entry.path))
+        if admin_dir is None:
+            continue  # the main work tree, or one git cannot tell us about
+        record = store.load(admin_dir)
+        lock_owner = parse_lock_reason(entry.locked)
+        if record is None and lock_owner is None:
+            continue  # not ours
+        folder = record.worktree_folder if record is not None else None
+        if not made_by_isopatch(entry.path, folder):
+            continue  # a record or lock reason written into a worktree we did not make
+        if record is not None:
+            running = record.owner_is_running()
+            pid: int | None = record.pid
+            created: float | None = record.created
+        else:
+            assert lock_owner is not None
+            running = lock_owner.is_running()
+            pid = lock_owner.pid
+            try:
+                created = os.stat(admin_dir).st_mtime
+            except OSError:
+                created = None
+        if record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
+            state = POOLED
+        elif running:
+            state = RUNNING
+        elif entry.locked is not None and lock_owner is None and entry.locked != POOL_LOCK_REASON:
+            state = LOCKED  # the pool's reason with a record that is not pooled: an orphan
+        elif record is not None and record.kept:
+            state = KEPT
+        else:
+            state = ORPHANED
+        owned.append(
+            OwnedWorktree(
+                path=entry.path,
+                state=state,
+                admin_dir=admin_dir,
+                pid=pid,
+                created=created,
+                head=entry.head,
+                command=tuple(record.command) if record is not None else (),
+                tmpdir=record.tmpdir if record is not None else None,
+                prunable=entry.prunable,
+                container=os.path.dirname(os.path.normpath(entry.path)),
+            )
+        )
+    owned.sort(key=lambda w: (w.created is None, w.created or 0.0))
+    return owned

@@ -1,0 +1,190 @@
+"""A kept worktree's administrative files, put right before the user gets
+its path.
+
+The worktree's private folder (``$GIT_COMMON_DIR/worktrees/<id>``) and its
+``.git`` file are the command's to write, and a process it left behind may
+still write them after the run put ``commondir`` and ``gitdir`` back
+(:func:`.git.admin_files.restore_pointers`).  A ``commondir`` leading to
+another repository, or a ``config.worktree`` (read with
+``extensions.worktreeConfig``) naming a ``core.fsmonitor``, would run a
+planted program on the user's next ``git status`` there.  So when the
+worktree is handed over, each of :data:`GUARDED` is made again what
+git-isopatch wrote (:func:`snapshot`, taken when the worktree was ready
+for the command): a file that was not there is removed.
+
+A populated submodule (``--recurse-submodules``) has its git directory in
+the private folder too (``modules/<name>``), and its ``.git`` file in the
+worktree: its ``config``, ``config.worktree``, hooks and ``.git`` file are
+guarded the same way (:func:`snapshot_submodules`, taken once they are
+populated), keyed by absolute path; a hook that was not there is removed.
+
+Design: procedure step 7 ("or keep it").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+
+from ..git.admin_files import read_admin_file, replace_admin_file
+from ..sandbox.layers import inside
+from .deletion import delete_tree
+
+#: The files of the private folder that tell git where the repository is,
+#: where the worktree is, and the worktree's own configuration.
+GUARDED = ("commondir", "gitdir", "config.worktree")
+
+#: The worktree's own ``.git`` file, which names its private folder.
+DOTGIT = ".git"
+
+
+def _paths(admin_dir: str, worktree: str) -> dict[str, str]:
+    paths = {name: os.path.join(admin_dir, name) for name in GUARDED}
+    # only into the worktree's own folder: never through a link the command
+    # put in its place (to the user's checkout), never into a folder it deleted
+    real = os.path.join(os.path.realpath(os.path.dirname(worktree)), os.path.basename(worktree))
+    if (
+        not os.path.islink(worktree)
+        and os.path.isdir(worktree)
+        and os.path.realpath(worktree) == real
+    ):
+        paths[DOTGIT] = os.path.join(worktree, DOTGIT)
+    return paths
+
+
+def _content(path: str) -> bytes | None:
+    """``path``'s bytes as a regular file, ``None`` when absent.
+
+    Raises:
+        OSError: it is something else (a folder, a link, a FIFO).
+    """
+    try:
+        return read_admin_file(path)
+    except FileNotFoundError:
+        return None
+
+
+def snapshot(admin_dir: str, worktree: str) -> dict[str, bytes | None]:
+    """What each guarded file holds now (``None``: absent or not a regular
+    file, which git-isopatch never makes)."""
+    taken: dict[str, bytes | None] = {}
+    for name, path in _paths(admin_dir, worktree).items():
+        try:
+            taken[name] = _content(path)
+        except OSError:
+            taken[name] = None
+    return taken
+
+
+#: The files of a submodule's git directory that name programs git runs.
+SUBMODULE_GUARDED = ("config", "config.worktree")
+
+
+def _real_folder(path: str) -> bool:
+    """``path`` is a folder reached through no symbolic link."""
+    return (
+        os.path.isdir(path)
+        and not os.path.islink(path)
+        and os.path.realpath(path) == os.path.abspath(path)
+    )
+
+
+def snapshot_submodules(
+    admin_dir: str, worktree: str, submodules: Sequence[tuple[str, str]]
+) -> dict[str, bytes | None]:
+    """What guards each submodule, ``(path in the worktree, git
+    directory)``: its :data:`SUBMODULE_GUARDED` files and hooks (every file
+    of ``hooks``), and its ``.git`` file, keyed by absolute path; only a git
+    directory inside ``admin_dir``."""
+    taken: dict[str, bytes | None] = {}
+    for path, git_dir in submodules:
+        if not inside(os.path.realpath(git_dir), os.path.realpath(admin_dir)):
+            continue
+        names = [os.path.join(git_dir, name) for name in SUBMODULE_GUARDED]
+        hooks = os.path.join(git_dir, "hooks")
+        with contextlib.suppress(OSError):
+            names += [e.path for e in os.scandir(hooks) if e.is_file(follow_symlinks=False)]
+        taken[hooks + os.sep] = b""  # its hooks are exactly those recorded
+        names.append(os.path.join(worktree, path, DOTGIT))
+        for name in names:
+            try:
+                taken[name] = _content(name)
+            except OSError:
+                taken[name] = None
+    return taken
+
+
+def _put_right_submodules(
+    admin_dir: str, worktree: str, made: Mapping[str, bytes | None]
+) -> list[str]:
+    """:func:`put_right` for :func:`snapshot_submodules`' files: each put
+    back only into a real folder of the private folder or of the worktree
+    (never through a link the command put in place of a folder), and a
+    hook the command added removed."""
+    changed = []
+    roots = [os.path.realpath(admin_dir), os.path.realpath(worktree)]
+    for path, expected in made.items():
+        if not os.path.isabs(path):
+            continue
+        folder = os.path.dirname(path.rstrip(os.sep))
+        if not any(inside(folder, root) for root in roots) or not _real_folder(folder):
+            continue
+        if path.endswith(os.sep):  # a hooks folder: remove what was added
+            hooks = path.rstrip(os.sep)
+            if os.path.lexists(hooks) and not _real_folder(hooks):
+                _remove(hooks)  # a link to a folder of planted hooks
+                changed.append(hooks)
+            if not os.path.lexists(hooks):
+                os.mkdir(hooks, 0o755)
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(hooks):
+                    if entry.path not in made:
+                        _remove(entry.path)
+                        changed.append(entry.path)
+            continue
+        with contextlib.suppress(OSError):
+            if _content(path) == expected:
+                continue
+        _remove(path)
+        if expected is not None:
+            replace_admin_file(path, expected)
+        changed.append(path)
+    return changed
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        failure = delete_tree(path)
+        if failure is not None:
+            raise OSError(failure)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -> list[str]:
+    """Make each guarded file hold what :func:`snapshot` read into ``made``
+    again: rewritten by rename (never through a link), or removed when it
+    was not there.
+
+    Returns:
+        The paths that were put right.
+
+    Raises:
+        OSError: one could not be.
+    """
+    changed = []
+    for name, path in _paths(admin_dir, worktree).items():
+        if name not in made:
+            continue
+        expected = made.get(name)
+        try:
+            if _content(path) == expected:
+                continue
+        except OSError:
+            pass  # not a regular file: replaced below
+        _remove(path)
+        if expected is not None:
+            replace_admin_file(path, expected)
+        changed.append(path)
+    return changed + _put_right_submodules(admin_dir, worktree, made)

@@ -1,0 +1,196 @@
+"""The locks of one repository: the one that serialises changes to
+git-isopatch's worktrees (add, claim from the pool, return to it, remove,
+prune) between concurrent runs, and the one that serialises ``--apply``;
+commands themselves are never serialised."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+
+from ..errors import IsopatchError
+from ..git.types import GitDirPath
+
+log = logging.getLogger("git_isopatch")
+
+#: File in the common git directory that holds the lock.
+LOCK_FILE = "isopatch.lock"
+
+
+#: File in the common git directory that serialises ``--apply`` runs
+#: (:func:`held_within`): a lock of its own, so that an apply waiting for
+#: another never holds up the making or removing of worktrees, and a run
+#: removing its worktree never waits for an apply.
+APPLY_LOCK_FILE = "isopatch-apply.lock"
+
+#: How often a waiting :func:`held_within` tries the lock again, in seconds.
+POLL_SECONDS = 0.05
+
+
+class LockTimeout(Exception):
+    """:func:`held_within` gave up: another process held ``path`` for
+    ``seconds``."""
+
+    def __init__(self, path: str, seconds: float) -> None:
+        super().__init__(path, seconds)
+        self.path = path
+        self.seconds = seconds
+
+
+class LockWaitInterrupted(Exception):
+    """:func:`held_within` stopped waiting for ``path``: ``interrupted()``
+    said so (a signal the caller recorded: ``signum`` when known)."""
+
+    def __init__(self, path: str, signum: int | None = None) -> None:
+        super().__init__(path)
+        self.path = path
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def held_within(
+    path: str,
+    seconds: float,
+    *,
+    interrupted: Callable[[], bool] = lambda: False,
+    on_wait: Callable[[], None] | None = None,
+) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path`` (made if missing), waiting at
+    most ``seconds`` for another holder to let go.
+
+    The wait polls (:data:`POLL_SECONDS`), so that it ends as soon as
+    ``interrupted()`` is true (a signal handler that records instead of
+    raising, :func:`..sandbox.command.forward_signals`) and a ``KeyboardInterrupt``
+    raised by Python's own handler ends it too.  ``on_wait`` is called once
+    when the lock is found held.  The lock goes with the process: a holder
+    that dies (even by ``SIGKILL``) lets go at once.
+
+    Yields:
+        True when the lock is held; False when ``path`` cannot be opened
+        (a read-only repository): the block runs unlocked.
+
+    Raises:
+        LockTimeout: ``seconds`` passed with the lock held elsewhere.
+        LockWaitInterrupted: ``interrupted()`` said stop.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.debug("no lock %s: %s", path, exc)
+        yield False
+        return
+    try:
+        deadline = time.monotonic() + seconds
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pass
+            if interrupted():
+                raise LockWaitInterrupted(path)
+            if time.monotonic() >= deadline:
+                raise LockTimeout(path, seconds)
+            if not told and on_wait is not None:
+                on_wait()
+                told = True
+            time.sleep(POLL_SECONDS)
+        yield True
+    finally:
+        os.close(fd)
+
+
+#: How long a run or ``prune`` waits for another process to let go of
+#: :data:`LOCK_FILE` by default, in seconds (:class:`AdminLock`): making a
+#: worktree of a large repository holds it for as long as its checkout.
+ADMIN_LOCK_SECONDS = 60.0
+
+#: How long the clean-up of a run that a signal ended waits for the lock
+#: (the signal itself no longer ends the wait: it came before).
+SIGNALLED_LOCK_SECONDS = 5.0
+
+#: The environment variable that sets that wait (seconds, a number > 0).
+LOCK_TIMEOUT_VARIABLE = "ISOPATCH_LOCK_TIMEOUT"
+
+
+def admin_lock_seconds(environ: Mapping[str, str]) -> float:
+    """The wait for :data:`LOCK_FILE`: :data:`LOCK_TIMEOUT_VARIABLE` when
+    it holds a number of seconds above 0, else :data:`ADMIN_LOCK_SECONDS`."""
+    try:
+        seconds = float(environ.get(LOCK_TIMEOUT_VARIABLE, ""))
+    except ValueError:
+        return ADMIN_LOCK_SECONDS
+    return seconds if 0 < seconds < float("inf") else ADMIN_LOCK_SECONDS
+
+
+class AdminLock:
+    """The lock that serialises changes to git-isopatch's worktrees of a
+    repository (add, claim from the pool, return to it, remove, prune):
+    an exclusive ``flock`` on ``<common_dir>/isopatch.lock``, waited for at
+    most ``seconds`` (:func:`held_within`), and no longer once ``interrupted()``
+    names a signal the caller recorded during the wait (a run a signal
+    already ended waits at most :data:`SIGNALLED_LOCK_SECONDS` to clean up).
+
+    A holder that never lets go (a process an unconfined command left
+    behind, holding the lock it inherited or took) makes the wait end
+    with ``lock-timeout``; after one such wait the same run no longer
+    waits for the lock (its clean-up would wait again, each time in vain).
+    """
+
+    def __init__(
+        self,
+        seconds: float = ADMIN_LOCK_SECONDS,
+        interrupted: Callable[[], int | None] = lambda: None,
+    ) -> None:
+        self.seconds = seconds
+        self.interrupted = interrupted
+        self.gave_up = False
+
+    @contextlib.contextmanager
+    def held(self, common_dir: GitDirPath) -> Iterator[bool]:
+        """Hold the lock for the block.  Best effort: where the file cannot
+        be opened (a read-only repository) the block runs unlocked and
+        git's own locking is all there is.
+
+        Yields:
+            True when the lock is held, False when the block runs unlocked
+            (what needs the lock to be safe, such as claiming a pooled
+            worktree, must not be done then).
+
+        Raises:
+            IsopatchError: ``lock-timeout``, naming the lock file.
+            LockWaitInterrupted: a signal arrived while waiting.
+        """
+        path = os.path.join(common_dir, LOCK_FILE)
+        seconds = 0.0 if self.gave_up else self.seconds
+        before = self.interrupted()
+        if before is not None:  # the clean-up of a run a signal ended
+            seconds = min(seconds, SIGNALLED_LOCK_SECONDS)
+        stack = contextlib.ExitStack()
+        try:
+            held = stack.enter_context(
+                held_within(
+                    path,
+                    seconds,
+                    interrupted=lambda: before is None and self.interrupted() is not None,
+                )
+            )
+        except LockTimeout:
+            self.gave_up = True
+            raise IsopatchError(
+                "lock-timeout",
+                f"another process has held the lock '{path}' for {self.seconds:g} seconds",
+                hint=(
+                    "a process an earlier unconfined run left behind may hold it "
+                    f"(fuser -v '{path}' names it); {LOCK_TIMEOUT_VARIABLE} sets the wait"
+                ),
+            ) from None
+        except LockWaitInterrupted:
+            raise LockWaitInterrupted(path, self.interrupted()) from None
+        with stack:
+            yield held

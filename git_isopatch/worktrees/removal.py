@@ -1,0 +1,320 @@
+"""The one way to remove a worktree of ours, and what uses it besides the
+run: prune (``git isopatch prune``) and eviction at ``isopatch.maxWorktrees``.
+
+:func:`remove_ours` is the removal: the run's giving back
+(:meth:`.provider.WorktreeProvider.remove`), :func:`prune` and
+:func:`make_room` all call it, under :class:`.lock.AdminLock`.
+
+Design: procedure step 7, Architecture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import IsopatchError
+from ..git.admin_files import pointer_leads_to, reset_commondir
+from ..git.repo import UserRepository
+from ..git.result import Err, Ok
+from ..git.types import GitDirPath, WorktreePath
+from ..git.worktree import list_worktrees, worktree_admin_dirs
+from .deletion import delete_tree
+from .inventory import KEPT, ORPHANED, POOLED, PRUNABLE_STATES, OwnedWorktree, owned_worktrees
+from .lock import AdminLock
+from .mounts import mount_points_under
+from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
+from .store import GitMetadataStore
+
+log = logging.getLogger("git_isopatch")
+
+
+def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> None:
+    """Delete the private folder of one worktree of ours, and
+    ``$GIT_COMMON_DIR/worktrees`` when that leaves it empty, as git's own
+    ``worktree prune`` and ``worktree remove`` do (worktree.c,
+    ``delete_git_dir``); its lock goes with it.  Only a folder right under
+    ``worktrees/`` of the user's repository is touched, by file descriptor
+    (:func:`.deletion.delete_tree`: the command may write in it)."""
+    worktrees = os.path.join(repository.common_dir, "worktrees")
+    if os.path.realpath(os.path.dirname(admin_dir)) != os.path.realpath(worktrees):
+        log.warning("not deleting '%s': not a worktree registration", admin_dir)
+        return
+    delete_tree(os.path.join(worktrees, os.path.basename(admin_dir)))
+    with contextlib.suppress(OSError):
+        os.rmdir(worktrees)
+
+
+def _mend_our_commondirs(repository: UserRepository, store: GitMetadataStore) -> None:
+    """Point ``commondir`` of each of our registrations back at the
+    repository (:func:`.git.admin_files.reset_commondir`) where a command
+    rewrote it: one that leads nowhere has ``git worktree list`` fail in
+    the whole repository, so nothing could be listed or pruned."""
+    folder = os.path.join(repository.common_dir, "worktrees")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        admin_dir = GitDirPath(os.path.join(folder, name))
+        if store.load(admin_dir) is not None:
+            with contextlib.suppress(OSError):
+                reset_commondir(admin_dir)
+
+
+def _registration_of(repository: UserRepository, path: WorktreePath) -> GitDirPath | None:
+    """The private folder (``$GIT_COMMON_DIR/worktrees/<id>``) whose
+    ``gitdir`` names ``<path>/.git``, or ``None``: read from the
+    repository's side, never from the worktree's ``.git`` file, which the
+    command may have rewritten."""
+    folder = os.path.join(repository.common_dir, "worktrees")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    dotgit = os.path.join(path, ".git")
+    for name in names:
+        admin_dir = GitDirPath(os.path.join(folder, name))
+        if pointer_leads_to(admin_dir, "gitdir", dotgit):
+            return admin_dir
+    return None
+
+
+def registered_inside(repository: UserRepository, folder: str, ours: str) -> str | None:
+    """A registered worktree other than ``ours`` that lies in ``folder``
+    (or is it), or ``None``: deleting ``folder`` would delete its files and
+    leave its registration (a command's ``git worktree add ../agent``)."""
+    real = os.path.realpath(folder)
+    for top in worktree_admin_dirs(repository.common_dir):
+        other = os.path.realpath(top)
+        if other != os.path.realpath(ours) and (other == real or other.startswith(real + os.sep)):
+            return top
+    return None
+
+
+def refusal(path: str) -> str | None:
+    """Why ``path`` is no worktree of ours to remove, or ``None``: only a
+    worktree whose path proves git-isopatch made it
+    (:func:`.placement.made_by_isopatch`) is touched, and none with a mount
+    point in it (:func:`.mounts.mount_points_under`): removing it would
+    delete what is mounted."""
+    if not made_by_isopatch(path, os.path.dirname(os.path.normpath(path))):
+        return "git-isopatch did not make it (it is not in a folder git-isopatch made)"
+    mounted = mount_points_under(path) if os.path.lexists(path) else []
+    if mounted:
+        return f"'{mounted[0]}' is a mount point in it"
+    return None
+
+
+def remove_ours(
+    repository: UserRepository,
+    path: WorktreePath,
+    admin_dir: GitDirPath | None,
+    *,
+    env: Mapping[str, str],
+    also: Sequence[str | None] = (),
+    warn: Callable[[str], None] = log.warning,
+    folder_counts: bool = True,
+) -> str | None:
+    """Remove one of our worktrees (running, kept, pooled or orphaned), the
+    folder made for it, and ``also`` (a run's private folder) when its name
+    says git-isopatch made it.  The caller holds the worktree lock
+    (:class:`.lock.AdminLock`).
+
+    Nothing is touched when :func:`refusal` refuses.  What ``git worktree
+    remove --force --force`` does is done here, by file descriptor
+    (:func:`.deletion.delete_tree`), because git walks the worktree by
+    path and a process the command left behind can redirect that walk into
+    the user's checkout: the worktree's folder is deleted (locked or not,
+    whatever its state), then its private folder (``admin_dir``, else the
+    one whose ``gitdir`` names it; it holds our record and git's lock),
+    even when some of the worktree's folder could not be deleted (as
+    git's ``delete_git_dir`` after ``delete_git_work_tree``), and
+    ``$GIT_COMMON_DIR/worktrees`` when empty, without pruning anyone
+    else's.  Last, ``git worktree list`` must no longer show it.  A folder of ours that cannot
+    be deleted (something is mounted in it) is said through ``warn``, and
+    counts as a failure only with ``folder_counts`` (prune: the user asked
+    for it to go).
+
+    Returns:
+        ``None`` when it is gone, else why not (one line).
+    """
+    why = refusal(path)
+    if why is not None:
+        return why
+    inside = registered_inside(repository, path, path)
+    if inside is not None:
+        return f"it holds the registered worktree '{inside}'"
+    folder = os.path.dirname(os.path.normpath(path))
+    admin_dir = admin_dir or _registration_of(repository, path)
+    if admin_dir and os.path.isdir(admin_dir):
+        with contextlib.suppress(OSError):  # a command may have rewritten it
+            reset_commondir(admin_dir)
+    failure = delete_tree(path)
+    if admin_dir is not None and os.path.lexists(admin_dir):
+        _delete_registration(repository, admin_dir)  # even so, as git does
+        if os.path.lexists(admin_dir):
+            return failure or f"could not delete its registration '{admin_dir}'"
+    if failure is not None:
+        return failure
+    match list_worktrees(repository.git_dir, env=env):
+        case Ok(records):
+            real = os.path.realpath(path)
+            if any(os.path.realpath(r.path) == real for r in records):
+                return "it is still registered"
+        case Err(error):
+            return f"cannot list worktrees: {error.message()}"
+    for ours in (folder, *also):
+        # folder is proven ours (refusal); a run's private folder by its name
+        if ours == folder and registered_inside(repository, folder, path) is not None:
+            continue  # the registered worktree's files stay (reported as a shared write)
+        if ours and (
+            ours == folder or os.path.basename(os.path.normpath(ours)).startswith(TMP_PREFIX)
+        ):
+            if not remove_tree(ours, warn=warn) and ours == folder and folder_counts:
+                return f"could not delete '{folder}'"
+    return None
+
+
+def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]) -> bool:
+    """:func:`remove_ours` for a worktree of the inventory, its run's
+    private folder with it; the reason logged as a warning.
+
+    Returns:
+        True when it is gone.
+    """
+    path = WorktreePath(worktree.path)
+    reason = remove_ours(repository, path, worktree.admin_dir, env=env, also=(worktree.tmpdir,))
+    if reason is not None:
+        log.warning("could not remove worktree '%s': %s", worktree.path, reason)
+    return reason is None
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What :func:`prune` did.
+
+    Attributes:
+        removed: the worktrees removed (or that would be, with ``dry_run``),
+            oldest first.
+        failed: the worktrees that could not be removed, each with why.
+        here: the one that would have been removed but that the caller
+            stands in (its shell would be left in a deleted folder), if any.
+    """
+
+    removed: list[OwnedWorktree]
+    failed: list[tuple[OwnedWorktree, str]]
+    here: OwnedWorktree | None = None
+
+
+def prune(
+    repository: UserRepository,
+    store: GitMetadataStore,
+    *,
+    env: Mapping[str, str],
+    expire: float | None = None,
+    dry_run: bool = False,
+    lock: AdminLock | None = None,
+) -> Pruned:
+    """Remove our kept and orphaned worktrees (:func:`remove_ours`);
+    never a running or locked one, never the one the caller stands in
+    (returned as :attr:`Pruned.here`), never one we did not make.
+
+    Args:
+        expire: remove only those made before this time (seconds since the
+            epoch; ``git isopatch prune --expire <time>``); ``None`` for all.
+        dry_run: remove nothing, report what would go.
+        lock: the repository's worktree lock and its bounded wait.
+
+    Returns:
+        :class:`Pruned`: the worktrees removed (or that would be), oldest
+        first, and those that could not be, with why.
+
+    Raises:
+        IsopatchError: git could not list the worktrees; ``lock-timeout``.
+    """
+    here = os.path.realpath(repository.top)
+    with (lock or AdminLock()).held(repository.common_dir):
+        if not dry_run:
+            _mend_our_commondirs(repository, store)
+        prunable = [
+            worktree
+            for worktree in owned_worktrees(repository, store, env=env)
+            if worktree.state in PRUNABLE_STATES
+            and (expire is None or (worktree.created is not None and worktree.created <= expire))
+        ]
+        standing = next((w for w in prunable if os.path.realpath(w.path) == here), None)
+        candidates = [w for w in prunable if os.path.realpath(w.path) != here]
+        candidates.sort(key=lambda w: w.created or 0.0)
+        if dry_run:
+            return Pruned(candidates, [], standing)
+        removed, failed = [], []
+        for worktree in candidates:
+            reason = remove_ours(
+                repository,
+                WorktreePath(worktree.path),
+                worktree.admin_dir,
+                env=env,
+                also=(worktree.tmpdir,),
+            )
+            if reason is None:
+                removed.append(worktree)
+            else:
+                failed.append((worktree, reason))
+        return Pruned(removed, failed, standing)
+
+
+def make_room(
+    repository: UserRepository,
+    store: GitMetadataStore,
+    *,
+    env: Mapping[str, str],
+    limit: int,
+    warn: Callable[[str], None],
+) -> None:
+    """Keep fewer than ``limit`` of our worktrees before one more is added:
+    remove pooled ones, then orphaned ones, oldest first, then the oldest
+    kept ones (with a warning).  The caller holds the worktree lock.  ``limit`` 0 or less
+    means no limit.
+
+    Raises:
+        IsopatchError: ``too-many-worktrees`` when the rest are running (or
+            locked) and no room can be made.
+    """
+    if limit <= 0:
+        return
+    try:  # fewer linked worktrees of any owner than the limit: no need to ask git
+        if len(os.listdir(os.path.join(repository.common_dir, "worktrees"))) < limit:
+            return
+    except OSError:
+        return  # no linked worktree at all
+    owned = owned_worktrees(repository, store, env=env)
+    excess = len(owned) - limit + 1
+    if excess <= 0:
+        return
+    here = os.path.realpath(repository.top)
+
+    def oldest_first(state: str) -> list[OwnedWorktree]:
+        found = [w for w in owned if w.state == state and os.path.realpath(w.path) != here]
+        return sorted(found, key=lambda w: w.created or 0.0)
+
+    for worktree in oldest_first(POOLED) + oldest_first(ORPHANED) + oldest_first(KEPT):
+        if excess <= 0:
+            break
+        if discard(repository, worktree, env=env):
+            excess -= 1
+            if worktree.state == KEPT:
+                warn(
+                    f"removed the oldest kept worktree '{worktree.path}' "
+                    f"(isopatch.maxWorktrees is {limit})"
+                )
+    if excess > 0:
+        raise IsopatchError(
+            "too-many-worktrees",
+            f"{len(owned)} git-isopatch worktrees are in use in this repository "
+            f"and isopatch.maxWorktrees is {limit}",
+            hint="wait for a run to finish, or raise isopatch.maxWorktrees",
+        )

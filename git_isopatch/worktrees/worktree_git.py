@@ -1,0 +1,114 @@
+"""git-isopatch's own git calls inside a run's worktree, bound to it.
+
+:class:`WorktreeGit` is the git layer bound to one worktree (its folder,
+its private git directory, the environment) and to the run's
+:class:`..sandbox.confinement.Confinement`: after the command ran, git runs what the
+worktree names (a filter, a nested repository's attributes), which the
+command wrote, so it runs confined as the command did.  No caller passes
+the git directory, the environment or the confinement around (git-revise's
+``Index.git()``: the repository's wrapper bound to one index).  The git
+layer sees only an opaque ``preexec_fn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from ..git import diff, index_flags, intent_to_add
+from ..git import submodule as git_submodule
+from ..git.result import GitResult
+from ..git.submodule import Submodule
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..sandbox.confinement import Confinement
+from .fidelity import settle_attributes
+from .submodules import warn_changed
+
+
+@dataclass(frozen=True)
+class WorktreeGit:
+    """git in ``worktree`` (private git directory ``admin_dir``) with
+    ``env``, confined by ``confinement``.  Its methods raise
+    ``subprocess.SubprocessError`` when the confinement could not be
+    entered (git did not run)."""
+
+    worktree: WorktreePath
+    admin_dir: GitDirPath
+    env: Mapping[str, str]
+    confinement: Confinement
+
+    def _bound(self) -> dict[str, Any]:
+        return {"git_dir": self.admin_dir, "env": self.env, "preexec_fn": self.confinement.hook}
+
+    def clear_hiding_flags(self) -> GitResult[bytes]:
+        """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths."""
+        return index_flags.clear_hiding_flags(self.worktree, **self._bound())
+
+    def mark_untracked_intent_to_add(
+        self,
+        *,
+        exclude: Sequence[str],
+        tracked: bytes,
+        found: intent_to_add.Found,
+    ) -> GitResult[int]:
+        """:func:`.git.intent_to_add.mark_untracked_intent_to_add`."""
+        return intent_to_add.mark_untracked_intent_to_add(
+            self.worktree, exclude=exclude, tracked=tracked, found=found, **self._bound()
+        )
+
+    def still_checked_out(self, submodules: Sequence[Submodule]) -> GitResult[list[Submodule]]:
+        """:func:`.git.submodule.still_checked_out`: the ``submodules`` the
+        command did not remove."""
+        return git_submodule.still_checked_out(
+            self.worktree, submodules=submodules, **self._bound()
+        )
+
+    def settle_attributes(
+        self, base: CommitId, attributes: Sequence[bytes], *, info_changed: bool
+    ) -> None:
+        """:func:`.fidelity.settle_attributes` (never raises but for the
+        confinement)."""
+        settle_attributes(
+            self.worktree,
+            self.admin_dir,
+            base,
+            attributes,
+            env=self.env,
+            info_changed=info_changed,
+            preexec_fn=self.confinement.hook,
+        )
+
+    def write_binary_diff(
+        self, base: CommitId, out: IO[bytes], *, exclude: Sequence[str]
+    ) -> GitResult[None]:
+        """:func:`.git.diff.write_binary_diff`."""
+        return diff.write_binary_diff(self.worktree, base, out, exclude=exclude, **self._bound())
+
+    def write_submodule_diff(self, submodule: Submodule, out: IO[bytes]) -> GitResult[None]:
+        """:func:`.git.submodule.write_submodule_diff` (the submodule's own
+        git directory)."""
+        return git_submodule.write_submodule_diff(
+            self.worktree, submodule, out, env=self.env, preexec_fn=self.confinement.hook
+        )
+
+    def diff_stat(
+        self, base: CommitId, *, exclude: Sequence[str], color: bool, width: int | None
+    ) -> GitResult[bytes]:
+        """:func:`.git.diff.diff_stat`."""
+        return diff.diff_stat(
+            self.worktree, base, exclude=exclude, color=color, width=width, **self._bound()
+        )
+
+    def warn_changed_submodules(
+        self, populated: Sequence[Submodule], warn: Callable[[str], None]
+    ) -> None:
+        """:func:`.submodules.warn_changed` (never raises)."""
+        warn_changed(
+            self.worktree,
+            self.admin_dir,
+            populated=populated,
+            env=self.env,
+            warn=warn,
+            preexec_fn=self.confinement.hook,
+        )

@@ -1,0 +1,350 @@
+"""``git isopatch mcp``, the Model Context Protocol server (design: Command
+line, "Subcommands"), end to end: the SDK's own client spawns the installed
+``git-isopatch mcp`` over stdio and calls its tools on real repositories.
+Parallel captures are independent runs, a timeout is a result, a bad base
+or a bad folder is a tool error and the server goes on, ``apply`` is all or
+nothing; without the SDK, ``git isopatch mcp`` says what to install."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from repo_helpers import ISOPATCH, isopatch, registered_worktrees, repo_state
+from startup_helpers import imported
+
+mcp = pytest.importorskip(
+    "mcp", reason="needs the Python package 'mcp' (the mcp and test extras install it)"
+)
+import anyio  # noqa: E402 (the SDK brings it)
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+#: How long each call may take before the test fails (the server must answer).
+CALL_TIMEOUT = 120
+
+
+def serve(repo: Path, env: dict[str, str], tmp_path: Path, body):
+    """Start ``git-isopatch mcp`` in ``repo`` with the SDK's stdio client,
+    run ``await body(client)`` and return what it returns; the server's
+    stderr goes to ``tmp_path/server.err``."""
+
+    async def main():
+        params = StdioServerParameters(
+            command=str(ISOPATCH), args=["mcp"], cwd=str(repo), env=dict(env)
+        )
+        with open(tmp_path / "server.err", "w") as errlog:
+            with anyio.fail_after(CALL_TIMEOUT):
+                async with Client(stdio_client(params, errlog=errlog)) as client:
+                    return await body(client)
+
+    return anyio.run(main)
+
+
+def text(result) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def test_lists_capture_and_apply_with_their_parameters(env, make_repo, tmp_path) -> None:
+    repo = make_repo()
+
+    async def body(client):
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = serve(repo, env, tmp_path, body)
+    assert set(tools) == {"capture", "apply"}
+    capture = tools["capture"].input_schema
+    assert capture["required"] == ["command"]
+    assert capture["properties"]["command"]["type"] == "array"
+    assert capture["properties"]["command"]["minItems"] == 1
+    assert {
+        "repo", "base", "include_uncommitted", "staged", "link", "copy", "no_link", "no_copy",
+        "recurse_submodules", "sandbox", "allow_write", "allow_network", "timeout", "keep",
+        "patch_limit",
+    } == set(capture["properties"]) - {"command"}  # fmt: skip
+    assert tools["apply"].input_schema["required"] == ["patch"]
+    assert set(tools["apply"].input_schema["properties"]) == {"patch", "repo"}
+    assert tools["capture"].description and tools["apply"].description
+
+
+def test_capture_returns_the_json_result_with_the_patch_inline(env, make_repo, tmp_path) -> None:
+    """The same keys as ``--json`` prints for the same run, and the patch
+    text, which ``git apply`` takes as it is."""
+    repo = make_repo({"README": "hello\n"})
+    before = repo_state(repo, env)
+    command = ["sh", "-c", "echo world >> README"]
+
+    async def body(client):
+        return await client.call_tool("capture", {"command": command})
+
+    result = serve(repo, env, tmp_path, body)
+    assert not result.is_error, text(result)
+    got = result.structured_content
+    assert json.loads(text(result)) == got
+    cli = json.loads(isopatch("--json", "--", *command, cwd=repo, env=env).out)
+    assert set(got) - {"patch-text", "patch-text-truncated"} == set(cli)
+    assert got["exit"] == 0 and got["files"] == 1 and got["base"] == cli["base"]
+    assert got["patch-text-truncated"] is False
+    assert got["patch-text"].encode() == Path(got["patch"]).read_bytes()
+    assert "+world" in got["patch-text"]
+    assert repo_state(repo, env) == before
+
+
+def test_parallel_captures_are_independent_runs(env, make_repo, tmp_path) -> None:
+    """Three calls at once: each command waits until all three have
+    started (so they really run together), then changes the same file its
+    own way; three results, three patches, the checkout untouched."""
+    repo = make_repo({"README": "hello\n"})
+    before = repo_state(repo, env)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    wait = (
+        'touch "$0/$1"; n=0; '
+        'while [ "$(ls "$0" | wc -l)" -lt 3 ]; do n=$((n+1)); [ $n -lt 600 ] || exit 9; '
+        "sleep 0.05; done; "
+        'echo "candidate $1" > README'
+    )
+
+    async def body(client):
+        results = {}
+
+        async def one(name):
+            results[name] = await client.call_tool(
+                "capture",
+                {"command": ["sh", "-c", wait, str(barrier), name], "sandbox": False},
+            )
+
+        async with anyio.create_task_group() as group:
+            for name in ("a", "b", "c"):
+                group.start_soon(one, name)
+        return results
+
+    results = serve(repo, env, tmp_path, body)
+    patches = set()
+    for name, result in results.items():
+        assert not result.is_error, text(result)
+        got = result.structured_content
+        assert got["exit"] == 0, got  # 9: the three did not run at once
+        assert f"+candidate {name}" in got["patch-text"]
+        patches.add(got["patch"])
+    assert len(patches) == 3
+    assert repo_state(repo, env) == before
+
+
+def test_a_timeout_is_a_result_with_exit_124(env, make_repo, tmp_path) -> None:
+    repo = make_repo()
+
+    async def body(client):
+        started = time.monotonic()
+        result = await client.call_tool(
+            "capture", {"command": ["sh", "-c", "echo x > new; sleep 60"], "timeout": 1}
+        )
+        return result, time.monotonic() - started
+
+    result, took = serve(repo, env, tmp_path, body)
+    assert not result.is_error, text(result)
+    assert result.structured_content["exit"] == 124
+    assert "+x" in result.structured_content["patch-text"]  # captured all the same
+    assert took < 30
+
+
+#: Bad calls of ``capture`` and what the tool error says.
+BAD_CALLS = [
+    ({"command": ["true"], "base": "no-such-rev"}, "fatal: unknown revision 'no-such-rev'"),
+    ({"command": ["true"], "base": "--output=/tmp/x"}, "'--output=/tmp/x'"),
+    ({"command": ["true"], "repo": "/"}, "not a git repository"),
+    ({"command": ["true"], "repo": "no/such/folder"}, "no/such/folder"),
+    ({"command": ["true"], "timeout": -1}, "timeout"),
+    ({"command": ["true"], "link": ["../outside"]}, "../outside"),
+    ({"command": []}, "command"),
+    ({"command": "true"}, "command"),
+    ({}, "command"),
+]
+
+
+def test_bad_input_is_a_tool_error_and_the_server_goes_on(env, make_repo, tmp_path) -> None:
+    """Each bad call is an ``isError`` result saying what was wrong, and the
+    next call works; nothing changes in the repository.  A fatal run's
+    result (its ``error-code``) ends the message."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+
+    async def body(client):
+        answers = []
+        for arguments, _ in BAD_CALLS:
+            bad = await client.call_tool("capture", arguments)
+            good = await client.call_tool("capture", {"command": ["true"]})
+            answers.append((bad, good))
+        return answers
+
+    answers = serve(repo, env, tmp_path, body)
+    for (arguments, says), (bad, good) in zip(BAD_CALLS, answers, strict=True):
+        assert bad.is_error and says in text(bad), (arguments, text(bad))
+        assert not good.is_error and good.structured_content["exit"] == 0
+    first = text(answers[0][0]).splitlines()
+    assert json.loads(first[-1])["error-code"] == "unknown-revision"
+    assert repo_state(repo, env) == before
+
+
+def test_apply_brings_a_captured_patch_home_all_or_nothing(env, make_repo, tmp_path) -> None:
+    """``apply`` writes the work tree, never the index; a patch that no
+    longer applies in full writes nothing and is a tool error."""
+    repo = make_repo({"a.txt": "one\n", "b.txt": "two\n"})
+    command = ["sh", "-c", "echo ONE > a.txt; echo TWO > b.txt"]
+
+    async def body(client):
+        captured = await client.call_tool("capture", {"command": command})
+        patch = captured.structured_content["patch"]
+        applied = await client.call_tool("apply", {"patch": patch})
+        # now b.txt alone goes back: a second apply fits a.txt, not b.txt
+        (repo / "a.txt").write_text("one\n")
+        (repo / "b.txt").write_text("edited\n")
+        refused = await client.call_tool("apply", {"patch": patch})
+        missing = await client.call_tool("apply", {"patch": str(tmp_path / "none.patch")})
+        return applied, refused, missing
+
+    index = (repo / ".git" / "index").read_bytes()
+    applied, refused, missing = serve(repo, env, tmp_path, body)
+    assert not applied.is_error, text(applied)
+    assert applied.structured_content["applied"] is True
+    assert refused.is_error and "does not apply" in text(refused), text(refused)
+    assert (repo / "a.txt").read_text() == "one\n"  # nothing written
+    assert (repo / "b.txt").read_text() == "edited\n"
+    assert missing.is_error and "no such patch file" in text(missing)
+    assert (repo / ".git" / "index").read_bytes() == index
+
+
+def test_apply_in_a_subfolder_applies_at_the_top(env, make_repo, tmp_path) -> None:
+    repo = make_repo({"top.txt": "a\n", "sub/file": "b\n"})
+
+    async def body(client):
+        captured = await client.call_tool("capture", {"command": ["sh", "-c", "echo c > top.txt"]})
+        return await client.call_tool(
+            "apply", {"patch": captured.structured_content["patch"], "repo": "sub"}
+        )
+
+    result = serve(repo, env, tmp_path, body)
+    assert not result.is_error, text(result)
+    assert (repo / "top.txt").read_text() == "c\n"
+
+
+def test_patch_text_is_cut_after_a_whole_line_or_left_out(env, make_repo, tmp_path) -> None:
+    repo = make_repo({"big.txt": "".join(f"line {n}\n" for n in range(2000))})
+    latin1 = ["sh", "-c", "printf 'caf\\351\\n' > latin1.txt"]
+
+    async def body(client):
+        command = ["sh", "-c", "sed -i 's/line/LINE/' big.txt"]
+        short = await client.call_tool("capture", {"command": command, "patch_limit": 1000})
+        none = await client.call_tool("capture", {"command": command, "patch_limit": 0})
+        binary = await client.call_tool("capture", {"command": latin1})
+        return short, none, binary
+
+    short, none, binary = serve(repo, env, tmp_path, body)
+    got = short.structured_content
+    whole = Path(got["patch"]).read_bytes()
+    assert got["patch-text-truncated"] is True
+    assert 0 < len(got["patch-text"].encode()) <= 1000
+    assert got["patch-text"].endswith("\n") and whole.startswith(got["patch-text"].encode())
+    assert none.structured_content["patch-text-truncated"] is True
+    assert "patch-text" not in none.structured_content
+    assert binary.structured_content["files"] == 1
+    assert "patch-text" not in binary.structured_content  # not UTF-8
+    assert binary.structured_content["patch-text-truncated"] is True
+
+
+def test_without_the_sdk_mcp_says_what_to_install(env, make_repo, tmp_path) -> None:
+    """An ``mcp`` that cannot be imported (as when the extra is not
+    installed): one ``fatal:`` line, a ``hint:`` naming the extra, 128."""
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n"
+    )
+    environ = {**env, "PYTHONPATH": str(shadow.parent)}
+    run = isopatch("mcp", cwd=make_repo(), env=environ)
+    assert run.returncode == 128
+    lines = run.err.splitlines()
+    assert lines[0].startswith("fatal: the MCP server needs the 'mcp' package")
+    assert lines[1:] == ["hint: pip install 'git-isopatch[mcp]'"]
+    assert run.out == ""
+
+
+def test_mcp_usage(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch("mcp", "-h", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.out.splitlines()[0] == "usage: git isopatch mcp [-C <path>]"
+    bad = isopatch("mcp", "--bogus", cwd=repo, env=env)
+    assert bad.returncode == 129 and bad.err.startswith("error: unknown option 'bogus'")
+    assert "   or: git isopatch mcp [-C <path>]" in isopatch("-h", cwd=repo, env=env).out
+
+
+def test_the_server_ends_when_its_client_closes_stdin(env, make_repo) -> None:
+    done = subprocess.run(
+        [str(ISOPATCH), "mcp"],
+        cwd=make_repo(),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b""
+
+
+def test_only_mcp_loads_the_sdk(env, make_repo) -> None:
+    """Start-up does not grow: ``-h`` and a plain run load neither the SDK
+    nor the server module."""
+    repo = make_repo()
+    for args in (["-h"], ["-q", "--", "true"], ["list"]):
+        loaded = imported(args, repo, env)
+        assert not {"mcp", "git_isopatch.mcp_server", "pydantic", "anyio"} & loaded, args
+
+
+@pytest.mark.needs("git")
+def test_completion_offers_mcp_and_its_option(env, make_repo) -> None:
+    from test_cli_completion import complete
+
+    repo = make_repo()
+    first = complete("git isopatch mc", repo, env)
+    # after an option, only programs on PATH of that name (the SDK may
+    # install one called mcp): the subcommand is offered as the first word
+    later = complete("git isopatch -q mc", repo, env)
+    assert first.count("mcp ") == later.count("mcp ") + 1
+    assert complete("git isopatch mcp -", repo, env) == ["-C "]
+
+
+def test_a_cancelled_call_stops_its_run_and_removes_its_worktree(env, make_repo, tmp_path) -> None:
+    """The client gives up on a call: the run gets SIGTERM, stops its
+    command and removes its worktree, as on Ctrl-C; the server goes on."""
+    repo = make_repo()
+    started = tmp_path / "started"
+
+    async def body(client):
+        with anyio.move_on_after(60) as scope:
+            async with anyio.create_task_group() as group:
+
+                async def call():
+                    await client.call_tool(
+                        "capture",
+                        {"command": ["sh", "-c", f"touch {started}; sleep 120"], "sandbox": False},
+                    )
+
+                group.start_soon(call)
+                while not started.exists():
+                    await anyio.sleep(0.05)
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught, "the command never started"
+        for _ in range(300):  # its clean-up takes a moment
+            if not registered_worktrees(repo, env):
+                break
+            await anyio.sleep(0.1)
+        return await client.call_tool("capture", {"command": ["true"]})
+
+    after = serve(repo, env, tmp_path, body)
+    assert not after.is_error and after.structured_content["exit"] == 0
+    assert registered_worktrees(repo, env) == []

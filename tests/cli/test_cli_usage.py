@@ -1,0 +1,254 @@
+"""`git isopatch` on the command line behaves as a git command (design:
+"Command line"): ``-h`` prints a short git-style usage (exit 129), every
+usage error prints ``error: ...`` and the usage on stderr, exits 129 and
+creates nothing, and ``--version`` prints the version."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from repo_helpers import (
+    git,
+    isopatch,
+    repo_state,
+)
+
+import git_isopatch
+from git_isopatch import cli
+
+SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
+
+
+def _option_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("    ")]
+
+
+def _nothing_created(repo: Path, env: dict[str, str], before: dict) -> None:
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert repo_state(repo, env) == before
+    assert not (repo / ".git" / "worktrees").exists()
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env)
+    assert listed.count(b"worktree ") == 1
+
+
+USAGE_ERRORS = [
+    (["--bogus", "--", "touch", "x"], "unknown option 'bogus'"),
+    (["--no-bogus", "--", "touch", "x"], "unknown option 'no-bogus'"),
+    (["-Y", "--", "touch", "x"], "unknown switch 'Y'"),
+    (["-qY", "--", "touch", "x"], "unknown switch 'Y'"),
+    ([], "no command given"),
+    (["--porcelain"], "no command given"),
+    (["--porcelain", "--"], "no command given"),
+    (["--base"], "option 'base' requires a value"),
+    (["-C"], "switch 'C' requires a value"),
+    (["--keep=yes", "--", "touch", "x"], "option 'keep' takes no value"),
+    (["--timeout", "soon", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout=-1", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout", "inf", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout", "nan", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["--timeout", "", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (["-o", "", "--", "touch", "x"], "option 'output' expects a file name"),
+    (["--output=", "--", "touch", "x"], "option 'output' expects a file name"),
+    (["-z", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
+    (["-z", "--json", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
+    (
+        ["--porcelain", "--json", "--", "touch", "x"],
+        "options '--porcelain' and '--json' cannot be used together",
+    ),
+    (
+        ["--stdout", "--porcelain", "--", "touch", "x"],
+        "options '--stdout' and '--porcelain' cannot be used together",
+    ),
+    (
+        ["--stdout", "--json", "--", "touch", "x"],
+        "options '--stdout' and '--json' cannot be used together",
+    ),
+    (
+        ["--stdout", "-o", "x.patch", "--", "touch", "x"],
+        "options '--stdout' and '--output' cannot be used together",
+    ),
+]
+
+
+@pytest.mark.hostile
+def test_an_empty_command_name_is_a_usage_error(env, make_repo) -> None:
+    repo = make_repo()
+    run = isopatch("--", "", cwd=repo, env=env)
+    assert run.returncode == 129
+    assert run.err.startswith("error: the command name is empty\nusage: git isopatch")
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+
+
+def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> None:
+    repo = make_repo()
+    for via_git in (False, True):
+        run = isopatch("-h", cwd=repo, env=env, via_git=via_git)
+        assert run.returncode == 129
+        assert run.err == ""
+        lines = run.out.split("\n")
+        assert lines[0] == SYNOPSIS
+        # the subcommands' forms follow, as git prints them ("   or: ...")
+        assert lines[1:5] == [
+            "   or: git isopatch list [--porcelain [-z] | --json] [-C <path>]",
+            "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
+            "   or: git isopatch mcp [-C <path>]",
+            "",
+        ]
+        assert run.out.endswith("\n\n"), "git ends the usage with a blank line"
+        assert "    --base <ref>          commit to start from (default HEAD)" in lines
+        assert "    -o, --output <file>   write the patch to <file>" in lines
+        assert (
+            "    --[no-]keep           keep the worktree after the run, whatever its exit status"
+            in lines
+        )
+
+
+def test_short_help_columns_match_gits_own(env, make_repo) -> None:
+    """Help text starts where git's parse-options puts it (column 26 after a
+    name of up to 20 characters), as `git worktree list -h` shows."""
+    repo = make_repo()
+    theirs = subprocess.run(
+        ["git", "worktree", "list", "-h"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert theirs.returncode == 129
+    ours = isopatch("-h", cwd=repo, env=env)
+
+    def help_columns(text: str) -> set[int]:
+        columns = set()
+        for line in _option_lines(text):
+            match = re.match(r"    (\S+(?: \S+)*?)(  +)(\S.*)$", line)
+            if match and len(match.group(1)) <= 20:
+                columns.add(match.start(3))
+        return columns
+
+    assert help_columns(theirs.stdout) == {26}
+    assert help_columns(ours.out) == {26}
+
+
+def test_short_help_lists_every_option_of_the_command(env, make_repo) -> None:
+    run = isopatch("-h", cwd=make_repo(), env=env)
+    listed = " ".join(_option_lines(run.out))
+    for names, text in cli.option_rows():
+        assert names in listed and text in listed
+
+
+@pytest.mark.parametrize(("args", "message"), USAGE_ERRORS, ids=lambda v: repr(v))
+def test_usage_error_prints_error_and_usage_exits_129_creates_nothing(
+    env, make_repo, args: list[str], message: str
+) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    run = isopatch(*args, cwd=repo, env=env)
+    assert run.returncode == 129, run.err
+    assert run.out == ""
+    lines = run.err.split("\n")
+    assert lines[0] == f"error: {message}"
+    assert lines[1] == SYNOPSIS
+    assert run.err.endswith("\n\n")
+    for typer_default in ("Usage:", "Error:", "Try ", "Possible options", "╭", "Traceback"):
+        assert typer_default not in run.err
+    _nothing_created(repo, env, before)
+
+
+def test_usage_error_through_git_is_129_too(env, make_repo) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    run = isopatch("--bogus", "--", "touch", "x", cwd=repo, env=env, via_git=True)
+    assert run.returncode == 129
+    assert run.err.startswith("error: unknown option 'bogus'\n" + SYNOPSIS + "\n")
+    _nothing_created(repo, env, before)
+
+
+def test_options_after_the_command_belong_to_the_command(env, make_repo) -> None:
+    """`git isopatch touch --bogus` runs `touch --bogus`: options are only
+    read before the command (and before `--`)."""
+    repo = make_repo()
+    run = isopatch("--porcelain", "sh", "-c", 'echo "$@" > args', "sh", "--bogus", "-h",
+                   cwd=repo, env=env)  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert b"+--bogus -h" in Path(run.fields()["patch"]).read_bytes()
+
+
+def test_zero_timeout_means_no_limit(env, make_repo) -> None:
+    run = isopatch("--porcelain", "--timeout", "0", "--", "true", cwd=make_repo(), env=env)
+    assert run.returncode == 0, run.err
+    assert run.fields()["exit"] == "0"
+
+
+def test_version_prints_the_package_version(env, make_repo) -> None:
+    for via_git in (False, True):
+        run = isopatch("--version", cwd=make_repo(name=f"r{via_git}"), env=env, via_git=via_git)
+        assert run.returncode == 0
+        assert run.out == f"git-isopatch {git_isopatch.__version__}\n"
+        assert run.err == ""
+
+
+def test_version_is_the_installed_distributions(env) -> None:
+    """One source of truth: the wheel's metadata takes its version from
+    ``git_isopatch.__version__`` (pyproject: ``[tool.hatch.version]``)."""
+    from importlib.metadata import version
+
+    assert version("git-isopatch") == git_isopatch.__version__
+
+
+def test_help_and_version_do_not_load_pygit2(env) -> None:
+    """Start-up stays light (issue 6): -h and --version import neither
+    pygit2 nor the capture machinery."""
+    import sys
+
+    code = (
+        "import sys\n"
+        "from git_isopatch import cli\n"
+        "try:\n"
+        "    cli.main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('pygit2', 'git_isopatch.capture') if m in sys.modules]\n"
+        "sys.stderr.write(repr(heavy))\n"
+    )
+    for flag in ("-h", "--version"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, flag], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.stderr == "[]", done.stderr
+
+
+def test_library_warnings_get_gits_prefix() -> None:
+    stream = io.StringIO()
+    handler = cli.configure_logging(stream)
+    try:
+        logging.getLogger("git_isopatch.worktrees").warning("could not remove worktree '%s'", "x")
+        logging.getLogger("git_isopatch").error("it broke")
+        logging.getLogger("git_isopatch").debug("not shown")
+    finally:
+        logging.getLogger("git_isopatch").removeHandler(handler)
+    assert stream.getvalue() == "warning: could not remove worktree 'x'\nerror: it broke\n"
+
+
+def test_fatal_messages_follow_gits_guidelines(env, make_repo, tmp_path: Path) -> None:
+    """Known failures: one `fatal:` line, lowercase, no full stop, subject
+    quoted; nothing on stdout in human mode."""
+    repo = make_repo()
+    cases = [
+        (["--base", "nosuch", "--", "true"], repo, "fatal: unknown revision 'nosuch'"),
+        (["-C", str(tmp_path / "nowhere"), "--", "true"], repo, "fatal: cannot change to '"),
+        (["--", "true"], tmp_path / "home", "fatal: not a git repository"),
+    ]
+    for args, cwd, start in cases:
+        run = isopatch(*args, cwd=cwd, env=env)
+        assert run.returncode == 128
+        assert run.out == ""
+        lines = run.err.splitlines()
+        assert lines[0].startswith(start), run.err
+        assert not lines[0].endswith(".")
+        assert all(re.match(r"(fatal|error|warning|hint): [a-z']", line) for line in lines)

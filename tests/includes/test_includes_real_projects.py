@@ -1,0 +1,210 @@
+"""Real formatters end to end (issue 5): a Node project formatted by
+prettier through ``npm run lint:fix`` with ``--link node_modules``, a Python
+project formatted by ruff, and ruff on top of unstaged edits with
+``--include-uncommitted``.
+
+The Node project is ``tests/fixtures/node-prettier`` (``package.json`` and
+``package-lock.json`` pinning prettier); ``npm ci`` installs it once per test
+session from the npm registry.  ``.ci/run`` installs node and npm where they
+are missing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from repo_helpers import BIN_DIR, apply_to_clean_checkout, git, isopatch, repo_state, write_tree
+
+NODE_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "node-prettier"
+
+UNFORMATTED_JS = "const a = {b:1,c:[1,2,3]}\nfunction f ( x ){return x*2}\nexport default   f\n"
+PRETTIER_JS = (
+    "const a = { b: 1, c: [1, 2, 3] };\nfunction f(x) {\n  return x * 2;\n}\nexport default f;\n"
+)
+
+UNFORMATTED_PY = "def f( a,b ):\n    return {'x':a,'y':b}\nx=[1,2,\n3]\n"
+RUFF_PY = 'def f(a, b):\n    return {"x": a, "y": b}\n\n\nx = [1, 2, 3]\n'
+
+
+@pytest.fixture(scope="session")
+def prettier_node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``npm ci`` of the fixture, once per session (shared by xdist workers
+    through a lock file); returns its ``node_modules``."""
+    npm = shutil.which("npm")
+    assert npm is not None, "the tests that use this fixture are marked needs('npm')"
+    lock_bytes = (NODE_FIXTURE / "package-lock.json").read_bytes()
+    key = hashlib.sha256(lock_bytes).hexdigest()[:16]
+    shared = tmp_path_factory.getbasetemp().parent
+    target = shared / f"npm-prettier-{key}"
+    with open(shared / f"npm-prettier-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "installed").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(NODE_FIXTURE, target)
+            subprocess.run(
+                [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+                cwd=target,
+                env={
+                    **os.environ,
+                    "npm_config_cache": str(shared / "npm-cache"),
+                    "npm_config_update_notifier": "false",
+                },
+                check=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                timeout=600,
+            )
+            (target / "installed").touch()
+    return target / "node_modules"
+
+
+@pytest.fixture
+def node_project(make_repo, prettier_node_modules: Path) -> Path:
+    """A committed Node project with an unformatted source file and its
+    (ignored) ``node_modules`` installed."""
+    repo = make_repo(
+        {
+            ".gitignore": "node_modules/\n",
+            "package.json": (NODE_FIXTURE / "package.json").read_bytes(),
+            "package-lock.json": (NODE_FIXTURE / "package-lock.json").read_bytes(),
+            "src/index.js": UNFORMATTED_JS,
+        }
+    )
+    shutil.copytree(prettier_node_modules, repo / "node_modules", symlinks=True)
+    return repo
+
+
+def _npm_env(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
+
+
+@pytest.mark.needs("nodejs", "npm")
+def test_npm_lint_fix_needs_node_modules(env, node_project: Path) -> None:
+    run = isopatch(
+        "--porcelain", "--", "npm", "run", "lint:fix", cwd=node_project, env=_npm_env(env)
+    )
+    assert run.fields()["exit"] == "127", "prettier is not found without node_modules"
+
+
+SANDBOX = pytest.mark.parametrize("options", [(), ("--sandbox",)], ids=["plain", "sandbox"])
+
+
+@pytest.mark.needs("nodejs", "npm")
+@SANDBOX
+def test_npm_lint_fix_with_linked_node_modules(
+    env, node_project: Path, tmp_path: Path, no_leftovers, options: tuple[str, ...]
+) -> None:
+    """Under ``--sandbox`` too: the linked ``node_modules`` is read-only
+    then, and npm's own writes to ``~/.npm`` fail without stopping it."""
+    before = repo_state(node_project, env)
+    run = isopatch(
+        "--porcelain",
+        *options,
+        "--link",
+        "node_modules",
+        "--",
+        "npm",
+        "run",
+        "lint:fix",
+        cwd=node_project,
+        env=_npm_env(env),
+    )
+    assert run.returncode == 0, run.err + Path(run.fields()["stderr"]).read_text()
+    assert repo_state(node_project, env) == before
+    patch = Path(run.fields()["patch"])
+    assert b"node_modules" not in patch.read_bytes()
+    assert run.fields()["files"] == "1"
+    checkout = apply_to_clean_checkout(
+        node_project, run.fields()["base"], patch, tmp_path / "checkout", env
+    )
+    assert (checkout / "src/index.js").read_text() == PRETTIER_JS
+
+
+@SANDBOX
+def test_ruff_format_python_project(
+    env, make_repo, tmp_path: Path, no_leftovers, options: tuple[str, ...]
+) -> None:
+    assert (BIN_DIR / "ruff").exists(), "ruff comes with the test extra"
+    repo = make_repo({"app.py": UNFORMATTED_PY, "pkg/mod.py": RUFF_PY})
+    before = repo_state(repo, env)
+    run = isopatch("--porcelain", *options, "--", "ruff", "format", ".", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert repo_state(repo, env) == before
+    assert run.fields()["files"] == "1"
+    checkout = apply_to_clean_checkout(
+        repo, run.fields()["base"], Path(run.fields()["patch"]), tmp_path / "checkout", env
+    )
+    assert (checkout / "app.py").read_text() == RUFF_PY
+    assert (checkout / "pkg/mod.py").read_text() == RUFF_PY
+
+
+def test_ruff_format_on_top_of_unstaged_edits(env, make_repo, no_leftovers) -> None:
+    """The user un-formats a file without committing and adds a new one;
+    the patch, applied to their work tree, formats both."""
+    repo = make_repo({"app.py": RUFF_PY, "other.py": RUFF_PY})
+    write_tree(repo, {"app.py": UNFORMATTED_PY, "new.py": UNFORMATTED_PY})
+    before = repo_state(repo, env)
+
+    plain = isopatch("--porcelain", "--", "ruff", "format", ".", cwd=repo, env=env)
+    assert plain.fields()["files"] == "0", "HEAD is formatted already"
+
+    run = isopatch(
+        "--porcelain", "--include-uncommitted", "--", "ruff", "format", ".", cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    assert repo_state(repo, env) == before
+    assert run.fields()["files"] == "2"
+    git("apply", "--binary", run.fields()["patch"], cwd=repo, env=env)
+    for name in ("app.py", "other.py", "new.py"):
+        assert (repo / name).read_text() == RUFF_PY, name
+    assert git("status", "--porcelain", cwd=repo, env=env) == b"?? new.py\n"
+
+
+@pytest.mark.needs("nodejs", "npm")
+def test_npm_workspace_packages_resolve_through_a_link_to_the_checkout(
+    env, make_repo, no_leftovers
+) -> None:
+    """npm workspaces put relative links in node_modules (``a ->
+    ../packages/a``).  Through ``--link node_modules`` they resolve against
+    the real node_modules, in the user's checkout: the command would load
+    (and a build would write) the checkout's workspace packages.  A
+    ``--copy`` keeps the links relative to the worktree's own packages.  The
+    README and the manual page say so; this is what they rest on."""
+    repo = make_repo(
+        {
+            ".gitignore": "node_modules/\n",
+            "package.json": '{"name": "ws", "private": true, "workspaces": ["packages/*"]}\n',
+            "packages/a/package.json": '{"name": "a", "version": "1.0.0", "main": "index.js"}\n',
+            "packages/a/index.js": "module.exports = __dirname;\n",
+            "packages/b/package.json": '{"name": "b", "version": "1.0.0", '
+            '"dependencies": {"a": "1.0.0"}}\n',
+            "packages/b/index.js": 'console.log(require("a"));\n',
+        }
+    )
+    subprocess.run(
+        ["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"],
+        cwd=repo,
+        env=_npm_env(env),
+        check=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        timeout=600,
+    )
+    assert os.readlink(repo / "node_modules" / "a") == "../packages/a"
+    command = ("--", "node", "packages/b/index.js")
+    linked = isopatch("--porcelain", "--link", "node_modules", *command, cwd=repo, env=env)
+    copied = isopatch("--porcelain", "--copy", "node_modules", *command, cwd=repo, env=env)
+    for run in (linked, copied):
+        assert run.fields()["exit"] == "0", run.err
+    loaded_linked = Path(linked.fields()["stdout"]).read_text().strip()
+    loaded_copied = Path(copied.fields()["stdout"]).read_text().strip()
+    assert loaded_linked == str((repo / "packages" / "a").resolve())
+    assert loaded_copied != loaded_linked
+    assert loaded_copied.endswith("/packages/a")
+    assert not Path(loaded_copied).exists(), "the worktree's own package, gone with it"

@@ -1,0 +1,51 @@
+"""The benchmark harness runs: ``bench/run.py --quick --pool`` on a tiny
+repository prints the table, warm runs from the pool beside the cold ones,
+the alternatives a user would pick (in place with stash/reset/pop, a
+``git clone --shared``) with every way's ratio to each, and the targets,
+against the installed tool.  No timing is asserted; the harness exits 1 when
+a run leaves the checkout or the stash changed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from repo_helpers import BIN_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            ROOT / "bench" / "run.py",
+            "--quick",
+            "--workdir",
+            tmp_path / "bench",
+            "--tool",
+            BIN_DIR / "git-isopatch",
+            "--startup-rounds",
+            "1",
+            "--pool",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ratio tool/bare" in done.stdout
+    assert "ratio sandbox/bare" in done.stdout
+    assert "ratio warm/bare" in done.stdout
+    assert "left behind" not in done.stdout + done.stderr
+    assert "patch under $TMPDIR" not in done.stdout + done.stderr
+    for column in ("in place s", "clone s", "warm+sandbox s"):
+        assert column in done.stdout
+    for way in ("cold", "sandbox", "warm", "warm+sandbox"):
+        for alternative in ("bare", "in place", "clone"):
+            assert f"ratio {way}/{alternative}" in done.stdout
+    assert "target peak RSS of the tool process" in done.stdout
+    assert "startup: git isopatch -h" in done.stdout

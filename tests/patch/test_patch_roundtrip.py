@@ -1,0 +1,292 @@
+"""The central invariant (design: "The patch"): on generated trees and
+changes, applying the captured patch to a clean checkout of the base
+reproduces the tree the command left, byte for byte, and the user's
+repository is bit-identical before and after; also with every diff setting
+of the hostile profile in the global configuration, and from inside a
+hook-like environment."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hostile import install_hostile_profile
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from repo_helpers import (
+    apply_to_clean_checkout,
+    git,
+    isopatch,
+    repo_state,
+    write_tree,
+)
+
+#: What git exports to a pre-commit hook of ``git --git-dir=.git commit -a``
+#: (relative GIT_DIR, GIT_INDEX_FILE at the user's index lock), and to a
+#: ``!`` alias (GIT_PREFIX).
+HOOK_ENVIRONMENT = {
+    "GIT_DIR": ".git",
+    "GIT_INDEX_FILE": ".git/index",
+    "GIT_PREFIX": "",
+    "GIT_EDITOR": ":",
+    "GIT_REFLOG_ACTION": "commit",
+}
+
+
+CHANGE_SCRIPT = Path(__file__).resolve().parents[1] / "change_script.py"
+
+
+NAME_ALPHABET = "abcXYZ019 -_.\t\"\\'é日\n"
+
+
+names = st.text(NAME_ALPHABET, min_size=1, max_size=6).filter(
+    lambda n: n not in (".", "..") and not n.startswith(".git") and n != "ignored"
+)
+
+
+paths = st.lists(names, min_size=1, max_size=3).map("/".join)
+
+
+contents = st.one_of(
+    st.just(b""),
+    st.binary(max_size=48),
+    st.lists(st.sampled_from([b"alpha", b"beta", b"", b"\tgamma  ", b"\xff\xfe"]), max_size=6).map(
+        lambda lines: b"\n".join(lines) + b"\n"
+    ),
+    st.lists(st.sampled_from([b"line", b"other"]), min_size=1, max_size=4).map(b"\n".join),
+    st.binary(min_size=1, max_size=16).map(lambda b: b"\0" + b * 4),
+)
+
+
+def _b64(data: bytes | str) -> str:
+    return base64.b64encode(data if isinstance(data, bytes) else os.fsencode(data)).decode()
+
+
+def _no_prefix_clash(tree: dict[str, bytes]) -> bool:
+    names_ = set(tree)
+    return not any(
+        "/".join(name.split("/")[:i]) in names_
+        for name in names_
+        for i in range(1, name.count("/") + 1)
+    )
+
+
+base_trees = st.dictionaries(paths, contents, min_size=1, max_size=5).filter(_no_prefix_clash)
+
+
+@st.composite
+def change_lists(draw: st.DrawFn, tree: dict[str, bytes]) -> list[dict]:
+    existing = sorted(tree)
+    any_path = st.one_of(st.sampled_from(existing), paths) if existing else paths
+    change = st.one_of(
+        st.builds(
+            lambda p, d, x: {"kind": "write", "path": _b64(p), "data": _b64(d), "exec": x},
+            any_path,
+            contents,
+            st.booleans(),
+        ),
+        st.builds(lambda p: {"kind": "delete", "path": _b64(p)}, any_path),
+        st.builds(
+            lambda p, x: {"kind": "chmod", "path": _b64(p), "exec": x}, any_path, st.booleans()
+        ),
+        st.builds(
+            lambda p, t: {"kind": "symlink", "path": _b64(p), "target": _b64(t)}, any_path, paths
+        ),
+        st.builds(lambda p, t: {"kind": "rename", "path": _b64(p), "to": _b64(t)}, any_path, paths),
+        st.just({"kind": "commit"}),
+        st.just({"kind": "ignored"}),
+    )
+    return draw(st.lists(change, min_size=1, max_size=6))
+
+
+def _load_manifest(path: Path) -> dict[bytes, tuple]:
+    manifest = {}
+    for key, value in json.loads(path.read_text()):
+        if value[0] == "link":
+            manifest[base64.b64decode(key)] = ("link", base64.b64decode(value[1]))
+        else:
+            manifest[base64.b64decode(key)] = tuple(value)
+    return manifest
+
+
+def _check_roundtrip(
+    root: Path,
+    env: dict[str, str],
+    tree: dict[str, bytes],
+    changes: list[dict],
+    extra_args: tuple[str, ...] = (),
+    isopatch_env: dict[str, str] | None = None,
+    options: tuple[str, ...] = (),
+) -> None:
+    repo = root / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo, env=env)
+    write_tree(repo, {".gitignore": "ignored/\n", **tree})
+    git("add", "-A", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    # the user has work in progress: staged, unstaged and untracked, and a stash
+    (repo / ".gitignore").write_text("ignored/\n# staged edit\n")
+    git("add", ".gitignore", cwd=repo, env=env)
+    (repo / "untracked file").write_bytes(b"mine\n")
+    base = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+
+    spec = root / "spec.json"
+    spec.write_text(json.dumps({"changes": changes}))
+    manifest_file = root / "manifest.json"
+    manifest_file.touch()
+    if "--no-sandbox" not in options:  # the manifest is written outside the worktree
+        options = (*options, "--allow-write", str(manifest_file))
+    before = repo_state(repo, env)
+    run = isopatch(
+        "--porcelain",
+        *options,
+        "--",
+        sys.executable,
+        CHANGE_SCRIPT,
+        spec,
+        manifest_file,
+        *extra_args,
+        cwd=repo,
+        env=isopatch_env or env,
+    )
+    after = repo_state(repo, env)
+    assert run.returncode == 0, run.err + (
+        Path(run.fields().get("stderr", "/dev/null")).read_text() if run.out else ""
+    )
+    assert before == after
+    fields = run.fields()
+    assert fields["base"] == base
+    patch = Path(fields["patch"])
+    assert b"ignored/" not in patch.read_bytes()
+    checkout = apply_to_clean_checkout(repo, base, patch, root / "checkout", env)
+    from repo_helpers import tree_manifest
+
+    assert tree_manifest(checkout, exclude=(".git", "ignored")) == _load_manifest(manifest_file)
+    assert int(fields["files"]) == patch.read_bytes().count(b"diff --git ")
+    assert not list(Path(fields["patch"]).parent.glob("*/.git")), "worktree left behind"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("profile", ["hostile global configuration", "hook environment"])
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), tree=base_trees)
+def test_patch_reproduces_the_worktree_in_hostile_environments(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes], profile: str
+) -> None:
+    changes = data.draw(change_lists(tree))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
+        if profile == "hook environment":
+            run_env = {**env, **HOOK_ENVIRONMENT}
+            check_env = env
+        else:
+            global_config = Path(env["HOME"]) / ".gitconfig"
+            global_config.unlink(missing_ok=True)
+            run_env = install_hostile_profile(env, Path(root) / "scripts")
+            check_env = env
+        _check_roundtrip(Path(root), check_env, tree, changes, isopatch_env=run_env)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), tree=base_trees)
+def test_patch_reproduces_the_worktree_and_repository_is_untouched(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
+) -> None:
+    changes = data.draw(change_lists(tree))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
+        # unconfined; the default sandbox: test_round_trip_under_the_sandbox
+        _check_roundtrip(Path(root), env, tree, changes, options=("--no-sandbox",))
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), tree=base_trees)
+def test_round_trip_under_the_sandbox(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
+) -> None:
+    """The same property with ``--sandbox``: the changes, commits made
+    inside the worktree included, come back whole."""
+    changes = data.draw(change_lists(tree))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
+        _check_roundtrip(Path(root), env, tree, changes, options=("--sandbox",))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [(), ("--no-sandbox",), ("--sandbox",)],
+    ids=["plain", "unconfined", "sandbox"],
+)
+def test_every_kind_of_change_round_trips(
+    env: dict[str, str], tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """A fixed example with each change the issue lists, so that a failure
+    of one kind does not depend on hypothesis finding it."""
+    tree = {
+        "modified.txt": b"one\ntwo\n",
+        "deleted.txt": b"gone\n",
+        "binary.bin": bytes(range(256)),
+        "exec.sh": b"#!/bin/sh\n",
+        "link": "symlink:modified.txt",
+        "to-symlink": b"a file\n",
+        "renamed-from.txt": b"some content that is long enough to be found as a rename\n" * 4,
+        "empty": b"",
+        "dir/nested.txt": b"nested\n",
+    }
+    changes = [
+        {"kind": "write", "path": _b64("modified.txt"), "data": _b64(b"one\n2\n"), "exec": False},
+        {"kind": "delete", "path": _b64("deleted.txt")},
+        {"kind": "write", "path": _b64("binary.bin"), "data": _b64(b"\0\xff" * 300), "exec": False},
+        {"kind": "chmod", "path": _b64("exec.sh"), "exec": True},
+        {"kind": "symlink", "path": _b64("to-symlink"), "target": _b64("dir/nested.txt")},
+        {"kind": "delete", "path": _b64("link")},
+        {"kind": "write", "path": _b64("link"), "data": _b64(b"now a file\n"), "exec": False},
+        {"kind": "rename", "path": _b64("renamed-from.txt"), "to": _b64("new/dir/renamed.txt")},
+        {"kind": "write", "path": _b64("empty"), "data": _b64(b"not empty\n"), "exec": False},
+        {"kind": "write", "path": _b64("new empty"), "data": _b64(b""), "exec": False},
+        {"kind": "commit"},
+        {"kind": "write", "path": _b64("-leading dash"), "data": _b64(b"x\n"), "exec": False},
+        {
+            "kind": "write",
+            "path": _b64('q"uo\\te\tand\nnewline'),
+            "data": _b64(b"y\n"),
+            "exec": False,
+        },
+        {"kind": "write", "path": _b64("non-ascii é日.txt"), "data": _b64(b"\xff\n"), "exec": True},
+        {"kind": "ignored"},
+    ]
+    tree_bytes = {k: v for k, v in tree.items()}
+    _check_roundtrip(tmp_path, env, tree_bytes, changes, options=options)
+
+
+def test_large_binary_change_round_trips(env: dict[str, str], tmp_path: Path) -> None:
+    """A 20 MB binary change (issue 2)."""
+    blob = os.urandom(20 * 1024 * 1024)
+    changes = [{"kind": "write", "path": _b64("big.bin"), "data": _b64(blob), "exec": False}]
+    _check_roundtrip(tmp_path, env, {"small": b"x\n"}, changes)
+
+
+@pytest.mark.parametrize("subdir", ["sub", "sub/deeper"])
+def test_command_runs_in_the_mirrored_subdirectory(
+    env: dict[str, str], make_repo, subdir: str
+) -> None:
+    repo = make_repo({"sub/deeper/file": "x\n"})
+    run = isopatch("--porcelain", "--", "sh", "-c", "pwd > here.txt", cwd=repo / subdir, env=env)
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert f"b/{subdir}/here.txt".encode() in patch
+    assert f"/{subdir}\n".encode() in patch

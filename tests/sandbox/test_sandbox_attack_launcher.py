@@ -1,0 +1,127 @@
+"""A hostile command in the namespaces sandbox turns on the launcher
+between bubblewrap and itself (``git_isopatch.sandbox.launcher``), the
+one process of the namespace that speaks for it (design: "Exit status").
+
+- It opens the launcher's report descriptor again through
+  ``/proc/<pid>/fd`` and writes a wait status of its own first (a stopped
+  process, a number no status fits, ``exec`` failed, success), reads the
+  launcher's memory or attaches to it with ``ptrace``: refused, and the run
+  reports the command's real exit with no traceback.
+- It stops the launcher (``SIGSTOP``) or kills it (``SIGKILL``), then
+  exits: the run ends, with the command's own exit code, instead of
+  hanging on a stopped launcher or ending as if killed.
+
+Real bubblewrap, real git; as root and as the unprivileged uid 65534.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from repo_helpers import isopatch
+from sandbox_helpers import run_as_nobody
+
+#: Forges the launcher's report wherever the command can reach it, then
+#: exits 3; prints what it managed.
+FORGE = """\
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+me = os.getpid()
+lines = [b"wait 4991\\n", b"wait 99999999999999999999\\n", b"wait -1\\n"]
+lines += [b"exec 2\\n", b"wait 0\\n"]
+for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me):
+    try:
+        fds = [int(fd) for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        fds = list(range(3, 64))
+    for fd in (fd for fd in fds if fd > 2):
+        try:
+            out = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                os.write(out, line)
+            except OSError:
+                pass
+        print("forged", pid, fd)
+    try:
+        open(f"/proc/{pid}/mem", "rb").close()
+        print("mem", pid)
+    except OSError:
+        pass
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+        print("traced", pid)
+        libc.ptrace(17, pid, 0, 0)
+print("probed")
+raise SystemExit(3)
+"""
+
+#: Stops, then kills, every other process of the namespace, then exits 5.
+STOP_KILL = """\
+import os, signal
+me = os.getpid()
+for sig in (signal.SIGSTOP, signal.SIGKILL):
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+print("probed")
+raise SystemExit(5)
+"""
+
+PROBES = {"forge": (FORGE, 3), "stop-kill": (STOP_KILL, 5)}
+
+
+def _check(code: int, out: str, err: str, expected: int) -> None:
+    """The run reports the command's own exit, and the probe got nowhere."""
+    records = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    assert "Traceback" not in err, err
+    assert code == expected, (code, out, err)
+    assert records.get("exit") == str(expected), out
+    assert "signal" not in records and "command-error" not in records, out
+    said = Path(records["stdout"]).read_text()
+    assert said.splitlines() == ["probed"], said
+
+
+def test_the_command_cannot_forge_the_launchers_report(env, make_repo, no_leftovers) -> None:
+    """Its descriptor, memory and ``ptrace`` are out of the command's reach."""
+    repo = make_repo()
+    run = isopatch("--porcelain", "--sandbox", "--", sys.executable, "-c", FORGE, cwd=repo, env=env)
+    _check(run.returncode, run.out, run.err, 3)
+
+
+def test_the_command_cannot_stop_or_kill_the_launcher(env, make_repo, no_leftovers) -> None:
+    """``SIGSTOP`` then ``SIGKILL`` to every other process it sees: the run
+    still ends (bounded by the timeout here) with the command's exit."""
+    repo = make_repo()
+    run = isopatch(
+        "--porcelain", "--sandbox", "--", sys.executable, "-c", STOP_KILL,
+        cwd=repo, env=env, timeout=90,
+    )  # fmt: skip
+    _check(run.returncode, run.out, run.err, 5)
+
+
+#: As uid 65534: each probe's run, as [returncode, stdout, stderr] in JSON.
+AS_NOBODY = """
+seen = {}
+for name, probe in json.loads(sys.argv[1]).items():
+    done = subprocess.run(
+        [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--",
+         sys.executable, "-c", probe],
+        cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, timeout=90)
+    seen[name] = [done.returncode, done.stdout.decode(), done.stderr.decode()]
+print(json.dumps(seen))
+"""
+
+
+def test_the_launcher_holds_as_an_unprivileged_user(env) -> None:
+    """As uid 65534 (bubblewrap makes an unprivileged user namespace),
+    both attacks fail the same way."""
+    probes = {name: probe for name, (probe, _) in PROBES.items()}
+    with run_as_nobody(env, AS_NOBODY, json.dumps(probes)) as seen:
+        for name, (_, expected) in PROBES.items():
+            _check(*seen[name], expected)  # reads the captured stdout

@@ -1,0 +1,130 @@
+"""A mount beneath a copy-on-write folder (design: "What it does"; issue 19,
+"Copy-on-write outside the worktree").
+
+In the sandbox's user namespace every mount inherited from the machine is
+locked, and the kernel refuses an overlay whose lower folder has a locked
+mount inside ("overlayfs: failed to clone lowerpath").  Any mount under
+``/tmp``, by any program, made every sandboxed run fail at set-up
+("bubblewrap could not set up the sandbox") for as long as it was mounted:
+the intermittent failure of the sandbox tests under ``pytest -n 2``, where
+another test's bind mount or tmpfs sits under ``/tmp`` now and then.  A
+temporary folder with a mount beneath becomes a private empty one; another
+folder is split into its subfolders, each copy-on-write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from repo_helpers import isopatch
+from sandbox_helpers import run_wrapped
+
+from git_isopatch.sandbox import layers, namespaces
+from git_isopatch.sandbox.landlock import seccomp_filter
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root")
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path) -> Iterator[Path]:
+    """A small tmpfs mounted at ``where`` for the block."""
+    where.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_sandboxed_run_works_with_a_mount_under_its_temporary_folder(
+    make_repo, env, tmp_path: Path
+) -> None:
+    """The hostile case: a mount under ``$TMPDIR`` and under the folder
+    holding the checkout (both copy-on-write); the run still captures its
+    patch, its writes outside are discarded and named, and bubblewrap's
+    set-up does not fail."""
+    repo = make_repo({"a.txt": "a\n"})
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "warm").write_text("warm\n")
+    tmp = Path(env["TMPDIR"])
+    with tmpfs(tmp / "mounted") as inner, tmpfs(tmp_path / "beside"):
+        (inner / "theirs").write_text("theirs\n")
+        script = (
+            f"echo b > b.txt; echo t > {tmp}/mine; cat {tmp_path}/cache/warm; "
+            f"echo new > {tmp_path}/cache/new; touch {inner}/theirs 2>/dev/null; "
+            f"echo done"
+        )
+        run = isopatch("--sandbox", "--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        fields = run.out.splitlines()
+        assert "files 1" in fields
+        assert f"outside-write {tmp_path}/cache/new" in fields, run.out
+        assert (inner / "theirs").read_text() == "theirs\n"
+    assert not (tmp / "mine").exists()
+    assert not (tmp_path / "cache" / "new").exists()
+    stdout = Path(run.fields()["stdout"]).read_text()
+    assert stdout == "warm\ndone\n"
+
+
+def test_a_temporary_folder_with_a_mount_beneath_is_private(tmp_path: Path) -> None:
+    """Private, and a copy-on-write folder inside it still gets its layer."""
+    tmp, home, checkout = tmp_path / "tmp", tmp_path / "home", tmp_path / "tmp" / "src"
+    for folder in (tmp / "x" / "m", home, checkout):
+        folder.mkdir(parents=True)
+    mounts = ["/", str(tmp / "x" / "m")]
+    plan = layers.plan_layers([str(tmp), str(home), str(checkout)], [str(tmp)], mounts)
+    assert plan == (
+        layers.Layer(str(home)),
+        layers.Layer(str(tmp), layers.PRIVATE),
+        layers.Layer(str(checkout)),
+    )
+
+
+def test_another_folder_with_a_mount_beneath_is_split_down_to_the_mount(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for name in ("a", "b/c", "b/d"):
+        (home / name).mkdir(parents=True)
+    (home / "file").write_text("x\n")
+    mounts = ["/", str(home / "b" / "c")]
+    plan = layers.plan_layers([str(home)], [], mounts)
+    assert plan == (
+        layers.Layer(str(home / "a")),
+        layers.Layer(str(home / "b" / "c")),
+        layers.Layer(str(home / "b" / "d")),
+    )
+
+
+def test_a_split_home_keeps_its_warm_caches_and_discards_writes(tmp_path: Path) -> None:
+    """Through the mechanism itself: ``$HOME`` with a tmpfs beneath it
+    reads as it is, a cache write is discarded and listed, the mount's
+    file reads as it is and stays as it was."""
+    bwrap = namespaces.find_bwrap()
+    assert not isinstance(bwrap, str), bwrap
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".cache").mkdir(parents=True)
+    (home / ".cache" / "warm").write_text("warm\n")
+    work.mkdir()
+    with tmpfs(home / "mnt") as mnt:
+        (mnt / "data").write_text("data\n")
+        policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
+        box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
+        box.prepare()
+        script = (
+            f"cat {home}/.cache/warm {mnt}/data; echo new > {home}/.cache/new; "
+            f"echo changed > {mnt}/data; echo ok > {work}/out"
+        )
+        done, status = run_wrapped(box, script, work)
+        assert done.returncode == 0, done.stderr
+        assert status.get("exit-code") == 0
+        assert done.stdout == b"warm\ndata\n"
+        assert (mnt / "data").read_text() == "data\n"
+        written = box.outside_writes()
+        assert str(home / ".cache" / "new") in written
+        assert str(mnt / "data") in written
+    assert (work / "out").read_text() == "ok\n"
+    assert not (home / ".cache" / "new").exists()

@@ -1,0 +1,53 @@
+"""A mount beneath a temporary folder hides none of its other subfolders
+(design: "What it does"; issue 19, "Copy-on-write outside the worktree").
+
+A temporary folder with a mount beneath it is made private for the command
+(:mod:`git_isopatch.sandbox.layers`); a project, a virtual environment or
+a tool under it (``/tmp/ci/.venv/bin/python``, a clone under ``/tmp``) must
+still be there to run, copy-on-write, whatever mount another program put
+elsewhere under the same folder.  Found in CI: with a clone under ``/tmp``,
+another test's tmpfs under ``/tmp`` made the venv's python vanish from the
+sandbox ("execvp ... No such file or directory").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from repo_helpers import isopatch
+from test_sandbox_mounts_beneath import tmpfs
+
+from git_isopatch.sandbox import layers
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root")
+
+
+def test_the_subfolders_of_a_private_temporary_folder_stay_readable(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    for folder in ("m/inner", "tools", "src"):
+        (tmp / folder).mkdir(parents=True)
+    (tmp / "file").write_text("x\n")
+    mounts = ["/", str(tmp / "m" / "inner")]
+    plan = layers.plan_layers([str(tmp), str(tmp / "src")], [str(tmp)], mounts)
+    assert plan == (
+        layers.Layer(str(tmp), layers.PRIVATE),
+        layers.Layer(str(tmp / "src")),
+        layers.Layer(str(tmp / "tools")),
+    )
+
+
+def test_a_tool_under_the_temporary_folder_runs_beside_a_mount(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    tmp = Path(env["TMPDIR"])
+    tool = tmp / "tools" / "fix"
+    tool.parent.mkdir()
+    tool.write_text('#!/bin/sh\necho fixed > a.txt\necho scratch > "$(dirname "$0")/left"\n')
+    tool.chmod(0o755)
+    with tmpfs(tmp / "mounted"):
+        run = isopatch("--sandbox", "--porcelain", "--", str(tool), cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "files 1" in run.out.splitlines(), run.out
+    assert f"outside-write {tool.parent}/left" in run.out.splitlines(), run.out
+    assert not (tool.parent / "left").exists()
