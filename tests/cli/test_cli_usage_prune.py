@@ -1,6 +1,6 @@
 """``git isopatch prune -h`` says what each option does, in git's words
 (``git worktree prune -h``: "report pruned working trees"), and the manual
-page and the README say the same: ``-v`` reports every worktree and every
+page says the same: ``-v`` reports every worktree and every
 result folder that is removed, not the worktrees alone."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ VERBOSE = "report pruned worktrees and result folders"
 
 def _words(text: str) -> str:
     """``text`` with its markup (``**``, backquotes) dropped and its white
-    space folded: a sentence the page or the README wraps reads whole."""
+    space folded: a sentence the page wraps reads whole."""
     return " ".join(text.replace("**", "").replace("`", "").split())
 
 
@@ -25,11 +25,9 @@ def test_prune_short_help_says_what_v_reports(env, make_repo) -> None:
     assert f"    -v, --verbose         {VERBOSE}" in run.out.splitlines()
 
 
-def test_the_page_and_the_readme_say_what_h_says_of_v() -> None:
+def test_the_page_says_what_h_says_of_v() -> None:
     page = _words((ROOT / "man" / "git-isopatch.rst").read_text())
-    readme = _words((ROOT / "README.md").read_text())
     assert "-v, --verbose reports pruned worktrees and result folders." in page
-    assert "-v reports pruned worktrees and result folders." in readme
 
 
 def test_v_reports_a_worktree_and_a_result_folder(env, make_repo) -> None:

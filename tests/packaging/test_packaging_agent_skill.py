@@ -252,7 +252,7 @@ def test_the_readme_parallel_candidates_recipe_works(env, make_repo) -> None:
     """The README's recipe, as printed: three candidates at once, the
     second brought home, everything cleaned up."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## For agents")[1].split("\n## ")[0]
+    section = readme.split("### Agents")[1].split("\n## ")[0]
     (recipe,) = [b for b in fenced(section, "sh") if "wait" in b]
     repo = make_repo({"app.py": SOURCE})
     done = subprocess.run(

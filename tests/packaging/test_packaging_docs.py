@@ -78,6 +78,36 @@ def test_the_manual_page_says_each_paragraph_once() -> None:
     assert not repeated, repeated
 
 
+def _plain_words(paragraph: str) -> str:
+    """A paragraph without its markup (README backquotes and stars, the
+    page's ``**``, ``*`` and escaped spaces), lowercased: the same text in
+    either document reads the same."""
+    return " ".join(re.sub(r"\\ |[`*]", "", paragraph).lower().split())
+
+
+def _sentences(text: str) -> set[str]:
+    return {s for s in re.split(r"(?<=[.:;])\s+", _plain_words(text)) if len(s) > 80}
+
+
+def test_no_paragraph_stands_in_the_readme_and_the_page() -> None:
+    """The README is the front page and the manual page the reference: a
+    paragraph (or a long sentence) of one is never copied into the other."""
+    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "man" / "git-isopatch.rst").read_text()
+    in_page = {_plain_words(p) for p in _paragraphs(page)}
+    both = [p for p in _paragraphs(readme) if _plain_words(p) in in_page]
+    assert not both, both
+    shared = _sentences(readme) & _sentences(page)
+    assert not shared, shared
+
+
+def test_the_readme_and_the_page_sentences_compare_without_markup() -> None:
+    """The comparison above sees through each document's markup."""
+    assert _plain_words("**--apply** writes the *<file>*\\ **.lock**") == _plain_words(
+        "`--apply` writes the <file>.lock"
+    )
+
+
 def test_the_first_lines_promise_what_is_true() -> None:
     """The command can write refs, the stash and configuration (a linked
     worktree shares them): the opening lines promise only what git-isopatch

@@ -8,8 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from git_isopatch import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +21,7 @@ SECTIONS = [
     "EXIT STATUS",
     "CONFIGURATION",
     "ENVIRONMENT",
+    "FILES",
     "EXAMPLES",
     "SEE ALSO",
 ]
@@ -85,18 +84,17 @@ def test_page_has_every_section_in_order() -> None:
     assert names == SECTIONS
 
 
-def test_every_option_is_in_options_section_readme_and_short_help() -> None:
+def test_every_option_is_in_options_section_and_short_help() -> None:
+    """The page's OPTIONS is the one table of options (the README links to
+    it rather than repeat it)."""
     options = _plain(_sections(PAGE.read_text())["OPTIONS"])
     terms = "\n".join(re.findall(r"^\.TP\n(?:\.B )?(.*)$", options, flags=re.MULTILINE))
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("| option | meaning |")[1].split("\n\n")[0]
     usage = "".join(cli.short_usage().replace("--[no-]", f) for f in ("--", "--no-"))
     names = _all_option_names()
     assert {"--base", "-C", "--output", "--keep", "--no-keep", "--timeout", "-z"} <= set(names)
     for name in names:
         word = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
         assert re.search(word, terms), f"{name} is not an entry of OPTIONS in the page"
-        assert re.search(rf"`{word}", table), f"{name} is not in the README's option table"
         assert re.search(word, usage), f"{name} is not in -h"
 
 
@@ -107,18 +105,12 @@ def test_examples_the_issue_asks_for() -> None:
     assert "--porcelain -z" in examples and "read -r -d ''" in examples
 
 
-@pytest.mark.parametrize("where", ["page", "readme"])
-def test_porcelain_script_example_works(env, make_repo, where: str) -> None:
+def test_porcelain_script_example_works(env, make_repo) -> None:
     """The script that reads `--porcelain -z` does what it says, as printed."""
-    if where == "page":
-        text = _plain(_sections(PAGE.read_text())["EXAMPLES"])
-    else:
-        text = (ROOT / "README.md").read_text()
+    text = _plain(_sections(PAGE.read_text())["EXAMPLES"])
     start = text.index("while IFS= read -r -d '' record; do")
     script = text[start : text.index("make fmt)", start) + len("make fmt)")]
-    script = (
-        re.sub(r"^\s{0,6}(?=\S)", "", script, flags=re.MULTILINE) if where == "page" else script
-    )
+    script = re.sub(r"^\s{0,6}(?=\S)", "", script, flags=re.MULTILINE)
     repo = make_repo({"Makefile": "fmt:\n\techo formatted > out.txt\n"})
     script += '\nprintf "%s|%s" "$status" "$patch"\n'
     done = subprocess.run(
