@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
+from .git.quote import quoted
 from .git.repo import UserRepository
 from .git.result import Err, GitError, Ok
 from .result import CaptureResult
@@ -113,7 +114,7 @@ def bring_home(
     match done:
         case Ok(applied):
             warnings = tuple(
-                f"'{path}' changed during the apply: it does not hold what the patch says"
+                f"{quoted(path)} changed during the apply: it does not hold what the patch says"
                 for path in applied.not_as_patched
             )
             return ApplyOutcome(applied=True, warnings=warnings)

@@ -20,6 +20,7 @@ from typing import IO
 from .checkout import CheckoutLook, checkout_changes
 from .errors import known_os_failure
 from .git.admin_files import read_pointers, restore_pointers
+from .git.quote import quoted
 from .git.run import command_environment
 from .git.shared_state import read_shared_state
 from .hints import ran_hints
@@ -148,7 +149,7 @@ def _outside_writes(
     with its layers), and one warning with their count and the first few."""
     found = confinement.outside_writes(common_dir)
     if found:
-        named = ", ".join(f"'{p}'" for p in found[:OUTSIDE_NAMED])
+        named = ", ".join(quoted(p) for p in found[:OUTSIDE_NAMED])
         more = ", ..." if len(found) > OUTSIDE_NAMED else ""
         count = f"{len(found)} path{'s' if len(found) != 1 else ''}"
         warn(f"the command wrote {count} outside its worktree, discarded: {named}{more}")
@@ -182,7 +183,8 @@ def _restore_pointers(
     try:
         changed = restore_pointers(isolation.admin_dir, pointers)
     except OSError as exc:
-        warn(f"could not put back the worktree's '{isolation.admin_dir}': {exc.strerror or exc}")
+        why = exc.strerror or exc
+        warn(f"could not put back the worktree's {quoted(isolation.admin_dir)}: {why}")
         return
     for name in changed:
-        warn(f"the command rewrote '{os.path.join(isolation.admin_dir, name)}'; put back")
+        warn(f"the command rewrote {quoted(os.path.join(isolation.admin_dir, name))}; put back")

@@ -58,6 +58,8 @@ def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
     ``informational``: not with ``-q``), the timeout, and what the command
     changed outside its worktree (``error:``, ``hint:``, ``warning:``
     lines)."""
+    from .git.quote import quote_c_style, quoted, shell_quoted  # not for -h: see usage
+
     lines = [f"error: {result.command_error}"] if result.command_error else []
     lines += [f"hint: {hint}" for hint in result.hints]
     if informational:
@@ -85,16 +87,12 @@ def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
         for write in result.shared_writes:
             if write.where is not None and write.change == "created":
                 lines.append(
-                    f"hint: the command added the worktree '{write.where}': its files stay "
-                    f"there; 'git worktree remove {write.where}' when done with it"
+                    f"hint: the command added the worktree {quoted(write.where)}: its files "
+                    f"stay there; 'git worktree remove {shell_quoted(write.where)}' when done "
+                    "with it"
                 )
     if result.checkout_changes:
-        from .render import quote_c_style
-
-        names = [
-            quote_c_style(os.fsencode(p)).decode("utf-8", "replace")
-            for p in result.checkout_changes
-        ]
+        names = [quote_c_style(os.fsencode(p)).decode("ascii") for p in result.checkout_changes]
         lines.append("warning: your work tree changed while the command ran: " + _some(names))
         lines.append(CHECKOUT_HINT_NO_SANDBOX if result.sandbox_unavailable else CHECKOUT_HINT)
     return lines
@@ -115,26 +113,30 @@ def failure_lines(result: CaptureResult, *, from_head: bool = False) -> list[str
     ``HEAD`` alone, so ``--include-uncommitted`` is named), or extraction
     failed (the worktree is kept); empty when nothing failed.  The apply's
     own hints (``apply_hints``) come here, after its ``error:``."""
+    from .git.quote import quoted
+
     if result.error_code == "apply-failed":  # as git apply and git am: error:, then hint:
         lines = [
             f"error: {result.error}",
-            f"hint: nothing was written; the patch is kept at '{result.patch_path}'",
+            f"hint: nothing was written; the patch is kept at {quoted(result.patch_path or '')}",
             *(f"hint: {hint}" for hint in result.apply_hints),
         ]
         return lines + ([f"hint: {INCLUDE_UNCOMMITTED_HINT}"] if from_head else [])
     if result.error is not None:
         return [
             f"fatal: {result.error}",
-            f"hint: the worktree is kept for inspection at '{result.worktree_path}'",
+            f"hint: the worktree is kept for inspection at {quoted(result.worktree_path or '')}",
         ]
     return []
 
 
 def stdout_failure_lines(result: CaptureResult, reason: str) -> list[str]:
     """The patch could not be copied to stdout (``--stdout``): it stays."""
+    from .git.quote import quoted
+
     return [
         f"fatal: could not write the patch to stdout: {reason}",
-        f"hint: the patch is kept at '{result.patch_path}'",
+        f"hint: the patch is kept at {quoted(result.patch_path or '')}",
     ]
 
 

@@ -17,6 +17,8 @@ import signal
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from .git.quote import quote_c_style, quoted, shell_quoted
+
 if TYPE_CHECKING:
     from .result import CaptureResult, OutputMode
 
@@ -72,40 +74,6 @@ QUOTED_NAME_KEYS = frozenset({"shared-write"})
 #: Keys whose value is one line of text: a newline in it becomes a space
 #: without ``-z``.
 TEXT_KEYS = frozenset({"error", "command-error", "hint"})
-
-_C_ESCAPES = {
-    0x07: b"\\a",
-    0x08: b"\\b",
-    0x09: b"\\t",
-    0x0A: b"\\n",
-    0x0B: b"\\v",
-    0x0C: b"\\f",
-    0x0D: b"\\r",
-    0x22: b'\\"',
-    0x5C: b"\\\\",
-}
-
-
-def quote_c_style(path: bytes) -> bytes:
-    """Quote ``path`` the way git quotes paths with ``core.quotePath=true``.
-
-    A path is quoted only when it has to be: when it holds a control byte,
-    ``"``, ``\\`` or a byte of 0x80 and above.  Then it is put in double
-    quotes with C escapes (``\\t``, ``\\n``, ``\\"``, ``\\\\``, ...) and octal
-    ``\\ooo`` for other bytes (git's quote.c, ``quote_c_style``).
-    """
-    if not any(b < 0x20 or b >= 0x7F or b in (0x22, 0x5C) for b in path):
-        return path
-    out = bytearray(b'"')
-    for b in path:
-        if b in _C_ESCAPES:
-            out += _C_ESCAPES[b]
-        elif b < 0x20 or b >= 0x7F:
-            out += b"\\%03o" % b
-        else:
-            out.append(b)
-    out += b'"'
-    return bytes(out)
 
 
 def result_fields(result: CaptureResult) -> dict[str, object]:
@@ -232,16 +200,21 @@ def summary_lines(
     if result.applied:
         line += f", applied to the {'index and the ' if result.applied_to_index else ''}work tree"
     elif show_patch:
-        line += f", patch {patch}"
+        line += f", patch {_bare(patch)}"
     yield line
     if result.worktree_path is not None:
-        yield f"isopatch: worktree kept at {result.worktree_path}"
+        yield f"isopatch: worktree kept at {_bare(result.worktree_path)}"
     if result.applied or result.error_code is not None:
         return
     if result.applied is False and result.files and result.exit_code != 0:
         yield f"hint: not applied: the command exited {result.exit_code}"
     if result.files and show_patch and result.top is not None:
         yield f"hint: to apply it: {apply_command(patch, result.top, cwd or os.getcwd())}"
+
+
+def _bare(path: str) -> str:
+    """``path`` as the summary shows it: bare, or C-quoted when it must be."""
+    return quote_c_style(os.fsencode(path)).decode("ascii")
 
 
 def apply_command(patch: str, top: str, cwd: str) -> str:
@@ -251,14 +224,14 @@ def apply_command(patch: str, top: str, cwd: str) -> str:
     (``..``-style when ``cwd`` is below the top), since ``git apply`` in a
     subfolder leaves out the paths outside it
     (git-apply(1)).  Paths are quoted for a POSIX shell."""
-    quoted = shlex.quote(patch)
+    word = shell_quoted(patch)
     # --whitespace=nowarn: the user's apply.whitespace must neither refuse
     # nor "fix" a line that ends in blanks (git-config(1), apply.whitespace)
     if os.path.realpath(cwd) == os.path.realpath(top):
-        return f"git apply --whitespace=nowarn {quoted}"
+        return f"git apply --whitespace=nowarn {word}"
     up = os.path.relpath(os.path.realpath(top), os.path.realpath(cwd))
     where = up if all(part == ".." for part in up.split(os.sep)) else top
-    return f"git -C {shlex.quote(where)} apply --whitespace=nowarn {quoted}"
+    return f"git -C {shell_quoted(where)} apply --whitespace=nowarn {word}"
 
 
 class ListedWorktree(Protocol):
@@ -323,12 +296,6 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
     ]
 
 
-def _quoted_path(path: str) -> str:
-    """``path`` as a message names it: in single quotes, or C-quoted."""
-    text = quote_c_style(os.fsencode(path)).decode("utf-8", "replace")
-    return text if text.startswith('"') else f"'{text}'"
-
-
 def prune_lines(
     removed: Iterable[tuple[str, str]],
     folders: Iterable[str],
@@ -343,8 +310,8 @@ def prune_lines(
     failed), each ended by a newline."""
     out = [f"Removing {path}: {state}\n" for path, state in removed] if verbose else []
     out += [f"Removing {path}: result folder\n" for path in folders] if verbose else []
-    err = [f"warning: not pruning {_quoted_path(here)}: you are in it\n"] if here else []
-    err += [f"error: could not prune {_quoted_path(path)}: {why}\n" for path, why in failed]
+    err = [f"warning: not pruning {quoted(here)}: you are in it\n"] if here else []
+    err += [f"error: could not prune {quoted(path)}: {why}\n" for path, why in failed]
     return out, err
 
 

@@ -49,7 +49,11 @@ class UsageFailure(Exception):
 
 
 def stderr_line(line: str) -> None:
-    stderr_write(line + "\n")
+    """Write one message line; a control character in it is escaped
+    (:func:`.git.quote.terminal_safe`), whatever put it there."""
+    from .git.quote import terminal_safe  # not for -h and --version
+
+    stderr_write(terminal_safe(line) + "\n")
 
 
 def stderr_write(data: str | bytes) -> None:
@@ -262,10 +266,12 @@ def configure_logging(stream: TextIO | None = None) -> logging.Handler:
     milliseconds to import).  Returns the handler."""
     import logging
 
+    from .git.quote import terminal_safe
+
     class GitStyleFormatter(logging.Formatter):
         def format(self, record: logging.LogRecord) -> str:
             prefix = "error" if record.levelno >= logging.ERROR else "warning"
-            return f"{prefix}: {record.getMessage()}"
+            return terminal_safe(f"{prefix}: {record.getMessage()}")
 
     logger = logging.getLogger("git_isopatch")
     for old in [h for h in logger.handlers if getattr(h, "git_style", False)]:

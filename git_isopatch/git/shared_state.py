@@ -20,6 +20,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .quote import quote_c_style, quoted
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath
@@ -200,8 +201,9 @@ class SharedWrite:
             return "the configuration file" + (" (discarded)" if self.discarded else "")
         gone = ", discarded" if self.discarded else ""
         if self.where is not None:
-            return f"worktree '{self.where}' ({self.change}{gone})"
-        return f"{self.name} ({self.change}{gone})"
+            return f"worktree {quoted(self.where)} ({self.change}{gone})"
+        name = quote_c_style(os.fsencode(self.name)).decode("ascii")
+        return f"{name} ({self.change}{gone})"
 
     def record(self) -> str:
         """The porcelain and JSON form, ``<name> <change>[ discarded]``:

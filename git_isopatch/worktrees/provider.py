@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.attributes import is_attributes_file
+from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -320,7 +321,7 @@ class WorktreeProvider:
         """
         why = refusal(isolation.worktree)
         if why is not None:
-            self.warn(f"not removing worktree '{isolation.worktree}': {why}")
+            self.warn(f"not removing worktree {quoted(isolation.worktree)}: {why}")
             return False
         try:
             with self.lock.held(isolation.repository.common_dir):
@@ -420,7 +421,7 @@ class WorktreeProvider:
         try:
             changed = kept.put_right(isolation.admin_dir, isolation.worktree, isolation.admin_files)
         except OSError as exc:
-            self.warn(f"could not put back '{isolation.admin_dir}': {exc.strerror or exc}")
+            self.warn(f"could not put back {quoted(isolation.admin_dir)}: {exc.strerror or exc}")
             return
         for path in changed:
-            self.warn(f"the command rewrote '{path}'; put back")
+            self.warn(f"the command rewrote {quoted(path)}; put back")
