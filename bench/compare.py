@@ -22,12 +22,22 @@ do it for one way, so that ``HEAD HEAD+sandbox`` times what the sandbox costs.
 last commit adds a ``.gitattributes`` holding those lines (``'* text
 eol=lf'``: git converts every file); each commit's way then runs in a
 clone of its own, so that its pool holds only the worktrees it put back.
+Beside them runs the floor (``bench/floor.py``: a typer app parsing
+``-q -o x -- true``, pygit2 opening the repository and resolving HEAD, started
+through git as ``git isopatch-floor``), and every run is traced
+(``GIT_TRACE2_EVENT``), so that each way's time from exec to its first git
+process is measured in the same rounds and set against the floor's whole
+run.  On the small repository the report ends with the targets: a warm run
+at most 5.0x the bare sequence unconfined, 6.0x sandboxed, its first git
+process at most 25 ms after the floor.
+
 Standard library only; the repositories are bench/run.py's.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -42,6 +52,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/run.py: repositories, environment)
 import timing  # noqa: E402  (bench/timing.py: the timing loop run.py shares)
+
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "floor.py"
+#: Largest median warm / median bare on the small repository, unconfined and sandboxed.
+SMALL_RATIO_TARGETS = {False: 5.0, True: 6.0}
+#: How much later than the floor's whole run a warm run may start its first git.
+FIRST_GIT_MARGIN = 0.025
 
 
 def export(commit: str, into: Path) -> tuple[str, Path]:
@@ -78,23 +94,33 @@ def launcher(folder: Path, python: str) -> Path:
     return bin_dir
 
 
-def git_processes(argv: list[str], repo: Path, env: dict[str, str]) -> list[str]:
-    """The git subcommands one run of ``argv`` starts, in order."""
-    with tempfile.NamedTemporaryFile(suffix=".trace2") as trace:
-        subprocess.run(
-            argv,
-            cwd=repo,
-            env={**env, "GIT_TRACE2_EVENT": trace.name},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        names = []
-        for line in Path(trace.name).read_text().splitlines():
-            event = json.loads(line)
-            if event.get("event") == "cmd_name" and event.get("name") != "_run_dashed_":
-                names.append(event["name"])
-    return names  # the `git isopatch` that started the tool is _run_dashed_
+def floor_launcher(into: Path, python: str) -> Path:
+    """A ``git-isopatch-floor`` in ``into/bin`` that runs ``bench/floor.py``."""
+    bin_dir = into / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "git-isopatch-floor"
+    script.write_text(f'#!/bin/sh\nexec "{python}" "{FLOOR_SCRIPT}" "$@"\n')
+    script.chmod(0o755)
+    return bin_dir
+
+
+def read_trace(path: Path) -> tuple[list[str], float | None]:
+    """The git subcommands a run traced to ``path`` started, in order, and
+    when the first of them started (``time.time()``'s clock).  The ``git
+    isopatch`` that started the tool (``_run_dashed_``) is not counted."""
+    first: dict[str, float] = {}
+    names: dict[str, str] = {}
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        event = json.loads(line)
+        sid = event.get("sid", "")
+        if event.get("event") == "cmd_name":
+            names[sid] = event.get("name", "")
+        if sid not in first and "time" in event:
+            stamp = event["time"].replace("Z", "+00:00")
+            first[sid] = datetime.datetime.fromisoformat(stamp).timestamp()
+    started = sorted((first[sid], name) for sid, name in names.items() if name != "_run_dashed_")
+    return [name for _, name in started], started[0][0] if started else None
 
 
 def with_attributes(
@@ -173,26 +199,41 @@ def main(argv: list[str] | None = None) -> int:
             clone = workdir / "repos" / f"with-attributes-{number}"
             cwd[name] = with_attributes(generated, args.attributes, clone, workdir, env)
 
-    def once(name: str) -> tuple[float, float]:
+    floor_bin = floor_launcher(workdir / "floor", args.python)
+    ways["floor"] = (
+        ["git", "isopatch-floor", "-q", "-o", str(patch), "--", "true"],
+        {**env, "PATH": f"{floor_bin}{os.pathsep}{env['PATH']}"},
+    )
+    cwd["floor"] = repo
+    trace = workdir / "run.trace2"
+    traced: dict[str, list[str]] = {}
+
+    def once(name: str) -> tuple[float, float, float | None]:
         argv_, env_ = ways[name]
-        run = timing.measure(argv_, cwd=cwd[name], env=env_)
+        trace.unlink(missing_ok=True)
+        run = timing.measure(argv_, cwd=cwd[name], env={**env_, "GIT_TRACE2_EVENT": str(trace)})
         if run.exit_code != 0:
             raise SystemExit(f"{name} failed ({run.exit_code}): {run.stderr.strip()[-500:]}")
+        traced[name], first = read_trace(trace)
         for child in run_tmp.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
-        return run.seconds, run.cpu_seconds
+        if name == "floor":  # the floor's whole run is its way to where git would start
+            return run.seconds, run.cpu_seconds, run.seconds
+        return run.seconds, run.cpu_seconds, None if first is None else first - run.spawned_at
 
     names = list(ways)
     loads: list[float] = []
     # two untimed rounds: bytecode written, the pool filled
     timed = timing.interleaved(names, args.rounds, once, warmup=2, loads=loads)
-    samples = {name: [wall for wall, _ in values] for name, values in timed.items()}
-    cpu = {name: [used for _, used in values] for name, values in timed.items()}
-    counts = {name: git_processes(*ways[name][:1], cwd[name], ways[name][1]) for name in labels}
+    samples = {name: [wall for wall, _, _ in values] for name, values in timed.items()}
+    cpu = {name: [used for _, used, _ in values] for name, values in timed.items()}
+    first_git = {
+        name: [at for _, _, at in values if at is not None] for name, values in timed.items()
+    }
     # the warm ways' pool goes: the repository is left as found
     for folder in dict.fromkeys(cwd.values()):
         subprocess.run(
-            ["git", "isopatch", "prune"], cwd=folder, env=ways[names[-1]][1], check=False
+            ["git", "isopatch", "prune"], cwd=folder, env=ways[list(labels)[-1]][1], check=False
         )
 
     medians = {name: statistics.median(values) for name, values in samples.items()}
@@ -202,20 +243,52 @@ def main(argv: list[str] | None = None) -> int:
         f"{min(loads):.1f}-{max(loads):.1f}, median {statistics.median(loads):.1f}"
     )
     cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
+    firsts = {name: statistics.median(v) for name, v in first_git.items() if v}
     print(
         f"{'way':14s} {'median ms':>9s} {'q1-q3 ms':>13s} {'/bare':>6s} {'/in place':>9s}"
-        f" {'CPU ms':>7s} {'CPU/bare':>8s}  git processes"
+        f" {'CPU ms':>7s} {'CPU/bare':>8s} {'1st git':>7s}  git processes"
     )
     for name in names:
         q = statistics.quantiles(samples[name], n=4) if len(samples[name]) > 1 else [0, 0, 0]
-        count = f"{len(counts[name])}: {' '.join(counts[name])}" if name in counts else ""
+        count = f"{len(traced[name])}: {' '.join(traced[name])}" if name in labels else ""
+        shown = name in firsts and name not in ("bare", "inplace")
+        first = f"{firsts[name] * 1000:7.1f}" if shown else "      -"
         print(
             f"{labels.get(name, name):14s} {medians[name] * 1000:9.1f} "
             f"{q[0] * 1000:6.1f}-{q[2] * 1000:6.1f} {medians[name] / medians['bare']:6.2f} "
             f"{medians[name] / medians['inplace']:9.2f} {cpu_medians[name] * 1000:7.1f} "
-            f"{cpu_medians[name] / cpu_medians['bare']:8.2f}  {count}"
+            f"{cpu_medians[name] / cpu_medians['bare']:8.2f} {first}  {count}"
         )
+    if args.size == "small" and not args.cold:
+        print_targets(labels, medians, firsts, args.sandbox)
     return 0
+
+
+def print_targets(
+    labels: dict[str, str],
+    medians: dict[str, float],
+    firsts: dict[str, float],
+    all_sandboxed: bool,
+) -> None:
+    """One ``target ...: met`` or ``missed`` line per target of a warm way
+    on the small repository."""
+    for name, label in labels.items():
+        if "cold" in label.split("+")[1:]:
+            continue
+        sandboxed = all_sandboxed or "sandbox" in label.split("+")[1:]
+        limit, ratio = SMALL_RATIO_TARGETS[sandboxed], medians[name] / medians["bare"]
+        print(f"target {label}/bare: {ratio:.2f} <= {limit:.1f}: {verdict(ratio <= limit)}")
+        if name in firsts:
+            most = firsts["floor"] + FIRST_GIT_MARGIN
+            print(
+                f"target {label} first git process: {firsts[name] * 1000:.1f} ms <= floor "
+                f"{firsts['floor'] * 1000:.1f} + {FIRST_GIT_MARGIN * 1000:.0f} ms: "
+                f"{verdict(firsts[name] <= most)}"
+            )
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "missed"
 
 
 if __name__ == "__main__":

@@ -26,19 +26,22 @@ Sample = TypeVar("Sample")
 class Measurement:
     """One run: wall time, CPU time (user + system of the process and all
     it waited for), exit status, peak RSS of the largest process of the
-    tree (kB), and its standard error."""
+    tree (kB), its standard error, and when it was spawned (``time.time()``:
+    the clock git's trace2 events are stamped with)."""
 
     seconds: float
     cpu_seconds: float
     exit_code: int
     max_rss_kb: int
     stderr: str
+    spawned_at: float = 0.0
 
 
 def measure(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Measurement:
     """Run ``argv`` to completion, stdin and stdout closed; what ``wait4``
     reports of it."""
     with tempfile.TemporaryFile() as stderr:
+        spawned_at = time.time()
         started = time.perf_counter()
         process = subprocess.Popen(
             argv,
@@ -59,6 +62,7 @@ def measure(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Measureme
         process.returncode,
         usage.ru_maxrss,
         message,
+        spawned_at,
     )
 
 

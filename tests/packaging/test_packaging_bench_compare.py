@@ -1,8 +1,9 @@
 """``bench/compare.py`` times commits of this checkout against each other
 with the timing loop it shares with ``bench/run.py`` (``bench/timing.py``):
 a warm way claims its worktree from the pool, a ``+cold`` way makes one,
-and both are reported beside the bare sequence and in place, with the git
-processes one run starts.  No timing is asserted."""
+and both are reported beside the bare sequence, in place and the floor of
+the libraries (``bench/floor.py``), with the git processes one run starts
+and the time from its exec to the first of them.  No timing is asserted."""
 
 from __future__ import annotations
 
@@ -40,8 +41,13 @@ def test_compare_times_warm_and_cold_ways(env, tmp_path) -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = {line.split()[0]: line for line in done.stdout.splitlines()[2:] if line.strip()}
-    assert set(rows) == {"bare", "inplace", "HEAD", "HEAD+cold"}, done.stdout
+    assert set(rows) == {"bare", "inplace", "HEAD", "HEAD+cold", "floor"}, done.stdout
     warm, cold = rows["HEAD"].split(), rows["HEAD+cold"].split()
+    # the time to the first git process, in ms, beside the floor's whole run
+    end = done.stdout.splitlines()[1].index("1st git") + len("1st git")  # right-aligned
+    for way in ("HEAD", "HEAD+cold", "floor"):
+        assert float(rows[way][end - 7 : end]) > 0, rows[way]
+    assert rows["bare"][end - 7 : end].strip() == "-", rows["bare"]
     # the git processes one run starts: a claim brings the pooled worktree
     # to the commit with read-tree; a cold run adds one
     assert "read-tree" in warm and "worktree" not in warm, rows["HEAD"]
