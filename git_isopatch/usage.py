@@ -324,19 +324,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
     (:func:`modules_loaded`: a capture, which waits for its command, and
     the MCP server); ``list`` and ``prune`` end first.
 
-    The process ends when this returns, so the objects it made are frozen
-    first (:func:`gc.freeze`): the interpreter's last collection at exit
-    would walk every object of every module, 40-100 ms of a 0.4 s run, to
-    free memory the kernel takes back anyway.  Nothing here leaves its
-    clean-up to the collector: files, locks and temporary folders close in
-    ``with`` blocks, and ``atexit`` handlers, thread joins and the
-    flushing of stdout and stderr still run.
+    The executable ends without the interpreter's teardown
+    (:func:`.entry.end`): nothing here leaves its clean-up to the
+    collector or to the teardown; files, locks and temporary folders close
+    in ``with`` blocks.
     """
     gc.disable()
-    try:
-        _main(argv)
-    finally:
-        gc.freeze()
+    _main(argv)
 
 
 def modules_loaded() -> None:
