@@ -319,7 +319,7 @@ def worktree_list_porcelain(worktrees: Iterable[ListedWorktree], *, nul: bool) -
     """``git isopatch list --porcelain``: per worktree, ``key value``
     records in this order, then an empty record:
 
-    ``worktree <path>``, ``state <running|kept|orphaned|locked>``,
+    ``worktree <path>``, ``state <running|kept|pooled|orphaned|locked|base>``,
     ``pid <pid>`` (when known), ``created <seconds since the epoch>`` (when
     known), ``head <commit id>`` (when git reports one), ``command <the
     command, shell-quoted>`` (when known), ``prunable <reason>`` (its folder

@@ -24,6 +24,10 @@ never listed, pruned or counted.  Each of ours is in one state:
 ``pooled``
     waiting in the pool (``isopatch.pool``) for the next run to claim it:
     its record says so and it is locked with the pool's reason.
+``base``
+    a base tree (:mod:`.base_trees`): the checkout that sandboxed runs at
+    its commit share, kept for the next ones (its own record says so);
+    its age is the time since a run last used it.
 
 Git's own view comes from ``git worktree list --porcelain -z``; the
 records from the store.
@@ -40,9 +44,10 @@ from ..errors import known_failure
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath
+from ..git.worktree import WorktreeRecord as WorktreeEntry
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .placement import made_by_isopatch
-from .store import POOL_LOCK_REASON, GitMetadataStore, parse_lock_reason
+from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord, parse_lock_reason
 
 __all__ = [
     "OwnedWorktree",
@@ -56,9 +61,10 @@ KEPT = "kept"
 ORPHANED = "orphaned"
 LOCKED = "locked"
 POOLED = "pooled"
+BASE = "base"
 
-#: States a worktree can be pruned in.
-PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED})
+#: States a worktree can be pruned in (a base tree only while no run uses it).
+PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED, BASE})
 
 
 @dataclass(frozen=True)
@@ -67,13 +73,14 @@ class OwnedWorktree:
 
     Attributes:
         path: its top folder, as ``git worktree list`` shows it.
-        state: :data:`RUNNING`, :data:`KEPT`, :data:`ORPHANED`, :data:`LOCKED`
-            or :data:`POOLED`.
+        state: :data:`RUNNING`, :data:`KEPT`, :data:`ORPHANED`, :data:`LOCKED`,
+            :data:`POOLED` or :data:`BASE`.
         admin_dir: its private folder ``$GIT_COMMON_DIR/worktrees/<id>``,
             when found.
         pid: the process that made it, when known.
         created: when it was made, seconds since the epoch (the record's
-            time; else the private folder's modification time), or ``None``.
+            time; else the private folder's modification time; for a base
+            tree, when a run last used it), or ``None``.
         head: the commit id checked out, when git reports one.
         command: the command it was made for (empty when unknown).
         tmpdir: the run's private ``git-isopatch-*`` folder holding its
@@ -119,48 +126,76 @@ def owned_worktrees(
         admin_dir = admin_dirs.get(os.path.normpath(entry.path))
         if admin_dir is None:
             continue  # the main work tree, or one git cannot tell us about
-        record = store.load(admin_dir)
-        lock_owner = parse_lock_reason(entry.locked)
-        if record is None and lock_owner is None:
-            continue  # not ours
-        folder = record.worktree_folder if record is not None else None
-        if not made_by_isopatch(entry.path, folder):
-            continue  # a record or lock reason written into a worktree we did not make
-        if record is not None:
-            running = record.owner_is_running()
-            pid: int | None = record.pid
-            created: float | None = record.created
-        else:
-            assert lock_owner is not None
-            running = lock_owner.is_running()
-            pid = lock_owner.pid
-            try:
-                created = os.stat(admin_dir).st_mtime
-            except OSError:
-                created = None
-        if record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
-            state = POOLED
-        elif running:
-            state = RUNNING
-        elif entry.locked is not None and lock_owner is None and entry.locked != POOL_LOCK_REASON:
-            state = LOCKED  # the pool's reason with a record that is not pooled: an orphan
-        elif record is not None and record.kept:
-            state = KEPT
-        else:
-            state = ORPHANED
-        owned.append(
-            OwnedWorktree(
-                path=entry.path,
-                state=state,
-                admin_dir=admin_dir,
-                pid=pid,
-                created=created,
-                head=entry.head,
-                command=tuple(record.command) if record is not None else (),
-                tmpdir=record.tmpdir if record is not None else None,
-                prunable=entry.prunable,
-                container=os.path.dirname(os.path.normpath(entry.path)),
-            )
-        )
+        found = _base_tree(entry, admin_dir, store) or _ours(entry, admin_dir, store)
+        if found is not None:
+            owned.append(found)
     owned.sort(key=lambda w: (w.created is None, w.created or 0.0))
     return owned
+
+
+def _base_tree(
+    entry: WorktreeEntry, admin_dir: GitDirPath, store: GitMetadataStore
+) -> OwnedWorktree | None:
+    """``entry`` as a base tree of ours, or ``None``."""
+    base = store.load_base(admin_dir)
+    if base is None or not made_by_isopatch(entry.path, base.container):
+        return None
+    return OwnedWorktree(
+        path=entry.path,
+        state=BASE,
+        admin_dir=admin_dir,
+        pid=None,
+        created=base.used,
+        head=entry.head,
+        command=(),
+        tmpdir=None,
+        prunable=entry.prunable,
+        container=base.container,
+    )
+
+
+def _ours(
+    entry: WorktreeEntry, admin_dir: GitDirPath, store: GitMetadataStore
+) -> OwnedWorktree | None:
+    """``entry`` as a run's worktree of ours, in its state, or ``None``."""
+    record: WorktreeRecord | None = store.load(admin_dir)
+    lock_owner = parse_lock_reason(entry.locked)
+    if record is None and lock_owner is None:
+        return None  # not ours
+    folder = record.worktree_folder if record is not None else None
+    if not made_by_isopatch(entry.path, folder):
+        return None  # a record or lock reason written into a worktree we did not make
+    if record is not None:
+        running = record.owner_is_running()
+        pid: int | None = record.pid
+        created: float | None = record.created
+    else:
+        assert lock_owner is not None
+        running = lock_owner.is_running()
+        pid = lock_owner.pid
+        try:
+            created = os.stat(admin_dir).st_mtime
+        except OSError:
+            created = None
+    if record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
+        state = POOLED
+    elif running:
+        state = RUNNING
+    elif entry.locked is not None and lock_owner is None and entry.locked != POOL_LOCK_REASON:
+        state = LOCKED  # the pool's reason with a record that is not pooled: an orphan
+    elif record is not None and record.kept:
+        state = KEPT
+    else:
+        state = ORPHANED
+    return OwnedWorktree(
+        path=entry.path,
+        state=state,
+        admin_dir=admin_dir,
+        pid=pid,
+        created=created,
+        head=entry.head,
+        command=tuple(record.command) if record is not None else (),
+        tmpdir=record.tmpdir if record is not None else None,
+        prunable=entry.prunable,
+        container=os.path.dirname(os.path.normpath(entry.path)),
+    )

@@ -1,11 +1,13 @@
 """The locks of one repository: the one that serialises changes to
 git-isopatch's worktrees (add, claim from the pool, return to it, remove,
-prune) between concurrent runs, and the one that serialises ``--apply``;
-commands themselves are never serialised."""
+prune) between concurrent runs, the one that serialises ``--apply``, and
+the pins of its base trees (:func:`open_pin`); commands themselves are
+never serialised."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -29,6 +31,36 @@ APPLY_LOCK_FILE = "isopatch-apply.lock"
 
 #: How often a waiting :func:`held_within` tries the lock again, in seconds.
 POLL_SECONDS = 0.05
+
+#: The file of a base tree's private folder that runs pin
+#: (:mod:`.base_trees`): a shared ``flock`` for each run using the base
+#: tree; an exclusive one, taken without waiting, to move or remove it.
+PIN_FILE = "isopatch-pin"
+
+
+def open_pin(admin_dir: str) -> int | None:
+    """A descriptor of the pin file of the base tree whose private folder
+    is ``admin_dir`` (made if missing; never through a link, never
+    blocking), or ``None`` when it cannot be opened."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        return os.open(os.path.join(admin_dir, PIN_FILE), flags, 0o600)
+    except OSError as exc:
+        log.debug("cannot open the pin of '%s': %s", admin_dir, exc)
+        return None
+
+
+def try_flock(fd: int, *, exclusive: bool) -> bool:
+    """Take the ``flock`` of ``fd``, shared or ``exclusive``, without
+    waiting (a lock this descriptor holds is converted); False when
+    another holds it."""
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            log.debug("cannot lock a pin: %s", exc)
+        return False
+    return True
 
 
 class LockTimeout(Exception):

@@ -23,8 +23,16 @@ from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .deletion import delete_tree
-from .inventory import KEPT, ORPHANED, POOLED, PRUNABLE_STATES, OwnedWorktree, owned_worktrees
-from .lock import AdminLock
+from .inventory import (
+    BASE,
+    KEPT,
+    ORPHANED,
+    POOLED,
+    PRUNABLE_STATES,
+    OwnedWorktree,
+    owned_worktrees,
+)
+from .lock import AdminLock, open_pin, try_flock
 from .mounts import mount_points_under
 from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
 from .store import GitMetadataStore
@@ -219,8 +227,9 @@ def prune(
     dry_run: bool = False,
     lock: AdminLock | None = None,
 ) -> Pruned:
-    """Remove our kept and orphaned worktrees (:func:`remove_ours`);
-    never a running or locked one, never the one the caller stands in
+    """Remove our kept, orphaned and pooled worktrees and the base trees no
+    run uses (:func:`remove_ours`); never a running or locked one, never a
+    base tree a run has pinned, never the one the caller stands in
     (returned as :attr:`Pruned.here`), never one we did not make.
 
     Args:
@@ -249,22 +258,34 @@ def prune(
         standing = next((w for w in prunable if os.path.realpath(w.path) == here), None)
         candidates = [w for w in prunable if os.path.realpath(w.path) != here]
         candidates.sort(key=lambda w: w.created or 0.0)
-        if dry_run:
-            return Pruned(candidates, [], standing)
-        removed, failed = [], []
-        for worktree in candidates:
-            reason = remove_ours(
-                repository,
-                WorktreePath(worktree.path),
-                worktree.admin_dir,
-                env=env,
-                also=(worktree.tmpdir,),
-            )
-            if reason is None:
-                removed.append(worktree)
-            else:
-                failed.append((worktree, reason))
-        return Pruned(removed, failed, standing)
+        with contextlib.ExitStack() as pins:
+            candidates = [w for w in candidates if w.state != BASE or _unpinned(w, pins)]
+            if dry_run:
+                return Pruned(candidates, [], standing)
+            removed, failed = [], []
+            for worktree in candidates:
+                reason = remove_ours(
+                    repository,
+                    WorktreePath(worktree.path),
+                    worktree.admin_dir,
+                    env=env,
+                    also=(worktree.tmpdir,),
+                )
+                if reason is None:
+                    removed.append(worktree)
+                else:
+                    failed.append((worktree, reason))
+            return Pruned(removed, failed, standing)
+
+
+def _unpinned(worktree: OwnedWorktree, pins: contextlib.ExitStack) -> bool:
+    """The base tree ``worktree`` is used by no run: its pin is now held
+    exclusively (until ``pins`` closes), so that no run takes it meanwhile."""
+    fd = open_pin(worktree.admin_dir) if worktree.admin_dir is not None else None
+    if fd is None:
+        return False
+    pins.callback(os.close, fd)
+    return try_flock(fd, exclusive=True)
 
 
 def make_room(
@@ -291,7 +312,7 @@ def make_room(
             return
     except OSError:
         return  # no linked worktree at all
-    owned = owned_worktrees(repository, store, env=env)
+    owned = [w for w in owned_worktrees(repository, store, env=env) if w.state != BASE]
     excess = len(owned) - limit + 1
     if excess <= 0:
         return

@@ -1,7 +1,8 @@
-"""Where git-isopatch records the worktrees it made .
+"""Where git-isopatch records the worktrees it made.
 
-The git-metadata store writes one JSON file, ``isopatch.json``, into the
-worktree's private folder ``$GIT_COMMON_DIR/worktrees/<id>/``
+The git-metadata store writes one JSON file, ``isopatch.json`` (a run's
+worktree) or ``isopatch-base.json`` (a base tree, :mod:`.base_trees`), into
+the worktree's private folder ``$GIT_COMMON_DIR/worktrees/<id>/``
 (gitrepository-layout(5)).  Git ignores files it does not know there and
 deletes the folder with the worktree, so a record never outlives its
 worktree, and a worktree without the file was not made by git-isopatch.
@@ -23,7 +24,14 @@ from ..git.types import GitDirPath
 log = logging.getLogger("git_isopatch")
 
 RECORD_FILE = "isopatch.json"
+#: The record of a base tree (:class:`BaseRecord`).
+BASE_RECORD_FILE = "isopatch-base.json"
 LOCK_REASON_PREFIX = "git-isopatch"
+
+#: The ``git worktree lock`` reason of a base tree: no process owns it (the
+#: runs that use it pin it, :mod:`.base_trees`); ``git worktree prune``
+#: leaves it alone.
+BASE_LOCK_REASON = "git-isopatch base tree"
 
 #: The ``git worktree lock`` reason of a worktree waiting in the pool
 #: (``isopatch.pool``): no process owns it; a run claims it by writing its
@@ -207,6 +215,59 @@ def record_from_json(data: object) -> WorktreeRecord:
     return WorktreeRecord(**data)
 
 
+@dataclass
+class BaseRecord:
+    """What git-isopatch knows of a base tree (:mod:`.base_trees`).
+
+    Attributes:
+        commit: the commit it is checked out at (or being brought to).
+        created: when it was made, seconds since the epoch.
+        used: when a run last pinned it (least recently used go first).
+        ready: its checkout at ``commit`` is complete; False while it is
+            made or moved (by the run holding its pin exclusively), or
+            when that run died half-way.
+        container: the folder made for it alone, which holds it.
+    """
+
+    commit: str
+    created: float
+    used: float
+    container: str
+    ready: bool = False
+    version: int = 1
+
+
+_BASE_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "commit": (str,),
+    "created": (int, float),
+    "used": (int, float),
+    "container": (str,),
+    "ready": (bool,),
+    "version": (int,),
+}
+
+
+def base_record_from_json(data: object) -> BaseRecord:
+    """The record a decoded ``isopatch-base.json`` holds.
+
+    Raises:
+        ValueError: it is not an object of our fields with their types.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    unknown = sorted(set(data) - set(_BASE_FIELD_TYPES))
+    missing = [name for name in ("commit", "created", "used", "container") if name not in data]
+    if unknown or missing:
+        raise ValueError(
+            f"field '{(unknown or missing)[0]}' is {'unknown' if unknown else 'missing'}"
+        )
+    for name, value in data.items():
+        types = _BASE_FIELD_TYPES[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ValueError(f"field '{name}' has the wrong type")
+    return BaseRecord(**data)
+
+
 class GitMetadataStore:
     """The records of the worktrees git-isopatch made: ``isopatch.json`` in
     each worktree's private folder under ``$GIT_COMMON_DIR/worktrees/``.
@@ -236,6 +297,27 @@ class GitMetadataStore:
             return self._corrupt(path, "not JSON")
         try:
             return record_from_json(decoded)
+        except ValueError as exc:
+            return self._corrupt(path, str(exc))
+
+    def save_base(self, admin_dir: GitDirPath, record: BaseRecord) -> None:
+        data = json.dumps(asdict(record)).encode("utf-8")
+        replace_admin_file(os.path.join(admin_dir, BASE_RECORD_FILE), data)
+
+    def load_base(self, admin_dir: GitDirPath) -> BaseRecord | None:
+        """The base tree record in ``admin_dir``; ``None`` when there is
+        none (not a base tree) or it is corrupt (named in a warning)."""
+        path = os.path.join(admin_dir, BASE_RECORD_FILE)
+        try:
+            data = read_admin_file(path)
+        except OSError:
+            return None
+        try:
+            decoded = json.loads(data)
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            return self._corrupt(path, "not JSON")
+        try:
+            return base_record_from_json(decoded)
         except ValueError as exc:
             return self._corrupt(path, str(exc))
 

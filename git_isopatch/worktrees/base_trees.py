@@ -1,0 +1,419 @@
+"""The repository's base trees: one checkout per commit, shared by every
+sandboxed run at that commit and kept for the next (design: procedure
+step 3).
+
+A base tree is a real linked worktree (``git worktree add --detach``),
+checked out once and never written by a command: the read-only lower layer
+of each run's own copy-on-write layer.  It lives in the repository's git
+directory (``$GIT_COMMON_DIR/isopatch/git-isopatch-XXXXXXXX/<name>``), out
+of the user's view of the folder above the checkout; ``git worktree list``
+still shows it (every registered worktree is there), locked with the
+reason :data:`.store.BASE_LOCK_REASON`, which keeps ``git worktree prune``
+away.  Its private folder holds our record (:class:`.store.BaseRecord`)
+and its pin file.
+
+A run pins the base tree it uses (:func:`pin_base_tree`): a shared
+``flock`` on the pin file, held until the run lets go (:meth:`Pin.release`),
+however many runs share it.  Whatever changes a base tree (making it,
+moving it to another commit, removing it) takes the exclusive lock on
+that file without waiting, under the repository's worktree lock
+(:class:`.lock.AdminLock`): a base tree in use is never moved or removed,
+and the lock goes with the process that held it, however it ended.
+
+At most ``isopatch.baseTrees`` are kept (:func:`trim`, after each run):
+the least recently used idle ones go first; 0 keeps none, every run's base
+tree goes when its last run ends.  An idle one is moved to a new commit
+(``git checkout --detach``: what differs is written) when few of its files
+differ, or when no more may be kept; one unused for two weeks expires with
+the result folders (:func:`trim` with ``unused_since``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from ..errors import known_failure, known_os_failure
+from ..git.admin_files import read_admin_file
+from ..git.repo import UserRepository
+from ..git.result import Err, Ok
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..git.worktree import (
+    add_detached_worktree,
+    changed_path_count,
+    check_out_worktree,
+    worktree_admin_dir,
+    worktree_admin_dirs,
+)
+from .lock import PIN_FILE, POLL_SECONDS, AdminLock, LockWaitInterrupted, open_pin, try_flock
+from .placement import TMP_PREFIX, made_by_isopatch, worktree_name
+from .removal import remove_ours
+from .space import no_space
+from .store import BASE_LOCK_REASON, BaseRecord, GitMetadataStore
+
+log = logging.getLogger("git_isopatch")
+
+#: The folder of the common git directory that holds the base trees.
+FOLDER = "isopatch"
+#: Default of ``isopatch.baseTrees``: how many base trees a repository keeps.
+DEFAULT_BASE_TREES = 2
+#: An idle base tree is moved rather than a new one made when at most one
+#: in this many of its files differ from the commit wanted, or at most
+#: :data:`NEAR_FILES`.
+NEAR = 4
+NEAR_FILES = 1000
+
+
+@dataclass(frozen=True)
+class BaseTree:
+    """One base tree: its top folder, private folder and record."""
+
+    path: WorktreePath
+    admin_dir: GitDirPath
+    record: BaseRecord
+
+
+class Pin:
+    """A run's hold on its base tree (a shared ``flock`` on its pin file),
+    until :meth:`release`.  A value a caller may keep across several runs.
+
+    Attributes:
+        tree: the base tree, ready at the commit asked for.
+        made: this claim made the base tree or moved it (a cold start).
+    """
+
+    def __init__(self, tree: BaseTree, fd: int, made: bool) -> None:
+        self.tree = tree
+        self.made = made
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Let go of the base tree (it may be moved or removed from now
+        on).  Never raises; a second call does nothing."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def base_tree_folder(repository: UserRepository) -> str:
+    """Where the repository's base trees live."""
+    return os.path.join(repository.common_dir, FOLDER)
+
+
+def base_trees(repository: UserRepository, store: GitMetadataStore) -> list[BaseTree]:
+    """The repository's base trees, from their private folders alone (no
+    git call): registered worktrees with our base record, right in a folder
+    :func:`pin_base_tree` made under :func:`base_tree_folder`."""
+    here = os.path.realpath(base_tree_folder(repository))
+    found = []
+    for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
+        record = store.load_base(admin_dir)
+        if record is None or not made_by_isopatch(top, record.container):
+            continue
+        if os.path.realpath(os.path.dirname(record.container)) != here:
+            continue
+        found.append(BaseTree(WorktreePath(top), admin_dir, record))
+    return found
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _index_entries(admin_dir: GitDirPath) -> int:
+    """The number of entries of a base tree's index (its header), 0 when
+    unknown."""
+    try:
+        header = read_admin_file(os.path.join(admin_dir, "index"), limit=12)
+        signature, _, count = struct.unpack(">4sII", header)
+    except (OSError, struct.error):
+        return 0
+    return count if signature == b"DIRC" else 0
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the worktree lock's holder decided: a pin taken (``pin``), a
+    base tree to wait for (``wait``, a pin descriptor), one to move
+    (``move`` with its exclusive pin ``fd``), or one to make (none)."""
+
+    pin: Pin | None = None
+    wait: int | None = None
+    move: BaseTree | None = None
+    fd: int | None = None
+
+
+class BaseTrees:
+    """The base trees of one repository, as a run sees them.
+
+    Args:
+        repository: the user's repository.
+        env: the environment of git-isopatch's own git calls.
+        lock: the repository's worktree lock.
+        limit: ``isopatch.baseTrees``.
+        progress: a checkout shows its progress (on a terminal).
+        warn: called with a one-line warning.
+        store: the record store.
+    """
+
+    def __init__(
+        self,
+        repository: UserRepository,
+        *,
+        env: Mapping[str, str],
+        lock: AdminLock,
+        limit: int,
+        progress: bool = False,
+        warn: Callable[[str], None] = log.warning,
+        store: GitMetadataStore | None = None,
+    ) -> None:
+        self.repository = repository
+        self.env = env
+        self.lock = lock
+        self.limit = max(0, limit)
+        self.progress = progress
+        self.warn = warn
+        self.store = store or GitMetadataStore()
+
+    def pin(self, commit: CommitId, *, tmp_root: str | None = None) -> Pin:
+        """A base tree ready at ``commit``, pinned: the one at that commit
+        (waited for while another run makes it), else an idle one moved
+        there, else a new one.
+
+        Raises:
+            IsopatchError: the base tree could not be made or moved
+                (classified; nothing is left half-made), ``lock-timeout``.
+            LockWaitInterrupted: a signal arrived while waiting.
+        """
+        while True:
+            with self.lock.held(self.repository.common_dir):
+                plan = self._plan(commit)
+                if plan.pin is not None:
+                    return plan.pin
+                if plan.wait is None and plan.move is None:
+                    tree, fd = self._register(commit)
+                elif plan.move is not None:
+                    tree, fd = plan.move, plan.fd
+            if plan.wait is not None:
+                self._wait(plan.wait)
+                continue
+            assert fd is not None
+            return self._check_out(tree, fd, commit, moved=plan.move is not None, tmp_root=tmp_root)
+
+    def _plan(self, commit: CommitId) -> _Plan:
+        """Under the worktree lock: pin the base tree at ``commit`` when
+        one is ready, or say what to do."""
+        trees = base_trees(self.repository, self.store)
+        for tree in [t for t in trees if t.record.commit == commit]:
+            fd = open_pin(tree.admin_dir)
+            if fd is None:
+                continue
+            if tree.record.ready and try_flock(fd, exclusive=False):
+                record = replace(tree.record, used=time.time())
+                self._save(tree.admin_dir, record)
+                return _Plan(pin=Pin(replace(tree, record=record), fd, made=False))
+            if not tree.record.ready and try_flock(fd, exclusive=True):
+                self._remove(tree)  # its maker died half-way
+                _close([fd])
+                continue
+            return _Plan(wait=fd)  # another run makes it or moves it here
+        idle: list[tuple[BaseTree, int]] = []
+        for tree in trees:
+            fd = open_pin(tree.admin_dir)
+            if fd is not None and try_flock(fd, exclusive=True):
+                idle.append((tree, fd))
+            elif fd is not None:
+                _close([fd])
+        chosen = self._nearest([tree for tree, _ in idle], commit, len(trees))
+        _close([fd for tree, fd in idle if tree is not chosen])
+        if chosen is None:
+            return _Plan()
+        fd = next(fd for tree, fd in idle if tree is chosen)
+        record = replace(chosen.record, commit=commit, ready=False, used=time.time())
+        try:
+            self._save(chosen.admin_dir, record)
+        except OSError:
+            _close([fd])
+            return _Plan()
+        return _Plan(move=replace(chosen, record=record), fd=fd)
+
+    def _nearest(self, idle: list[BaseTree], commit: CommitId, count: int) -> BaseTree | None:
+        """The idle base tree to move to ``commit``: the one with the
+        fewest files to write, when few of its files differ (:data:`NEAR`)
+        or no more base trees may be kept; ``None``: make one."""
+        best, best_count = None, None
+        for tree in idle:
+            if not tree.record.ready:
+                continue
+            match changed_path_count(
+                self.repository.git_dir, CommitId(tree.record.commit), commit, env=self.env
+            ):
+                case Ok(changed) if best_count is None or changed < best_count:
+                    best, best_count = tree, changed
+                case _:
+                    pass
+        if best is None or best_count is None:
+            return None
+        near = max(_index_entries(best.admin_dir) // NEAR, NEAR_FILES)
+        if best_count <= near or count >= max(self.limit, 1):
+            return best
+        return None
+
+    def _register(self, commit: CommitId) -> tuple[BaseTree, int]:
+        """Under the worktree lock: register a new base tree at ``commit``
+        (``git worktree add --no-checkout``), its pin held exclusively.
+
+        Raises:
+            IsopatchError: classified; nothing is left behind.
+        """
+        folder = base_tree_folder(self.repository)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            container = tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder)
+        except OSError as exc:
+            raise known_os_failure(f"could not create a base tree in '{folder}'", exc) from exc
+        path = os.path.join(container, worktree_name(self.repository.top))
+        added = add_detached_worktree(
+            self.repository.git_dir,
+            path,
+            commit,
+            lock_reason=BASE_LOCK_REASON,
+            env=self.env,
+            checkout=False,
+        )
+        if isinstance(added, Err):
+            _delete_folder(container)
+            raise known_failure(f"could not create worktree at '{path}'", added.error)
+        now = time.time()
+        record = BaseRecord(commit=commit, created=now, used=now, container=container)
+        try:
+            match worktree_admin_dir(WorktreePath(path)):
+                case Ok(admin_dir):
+                    pass
+                case Err(error):
+                    raise known_failure(f"could not read worktree '{path}'", error)
+            self._save(admin_dir, record)
+            pin = os.path.join(admin_dir, PIN_FILE)
+            fd = os.open(pin, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
+        except OSError as exc:
+            remove_ours(self.repository, WorktreePath(path), None, env=self.env)
+            raise known_os_failure(f"could not create the base tree '{path}'", exc) from exc
+        except BaseException:
+            remove_ours(self.repository, WorktreePath(path), None, env=self.env)
+            raise
+        return BaseTree(WorktreePath(path), admin_dir, record), fd
+
+    def _check_out(
+        self, tree: BaseTree, fd: int, commit: CommitId, *, moved: bool, tmp_root: str | None
+    ) -> Pin:
+        """Outside the worktree lock, holding ``tree``'s pin exclusively:
+        check it out (a new one) or move it to ``commit``; then, under the
+        lock, mark it ready and hold its pin shared.  A failure removes it."""
+        done = check_out_worktree(
+            tree.admin_dir,
+            tree.path,
+            commit if moved else None,
+            env=self.env,
+            progress=self.progress,
+        )
+        try:
+            with self.lock.held(self.repository.common_dir):
+                if isinstance(done, Err):
+                    self._remove(tree)
+                else:
+                    record = replace(tree.record, ready=True, used=time.time())
+                    self._save(tree.admin_dir, record)
+                    fcntl.flock(fd, fcntl.LOCK_SH)
+                    return Pin(replace(tree, record=record), fd, made=True)
+        except BaseException:
+            _close([fd])
+            raise
+        _close([fd])
+        assert isinstance(done, Err)
+        failure = known_failure(f"could not check out the base tree '{tree.path}'", done.error)
+        if failure.code == "checkout-failed":
+            failure = no_space(self.repository, commit, tree.path, tmp_root, failure, env=self.env)
+        raise failure
+
+    def _wait(self, fd: int) -> None:
+        """Wait until the run that makes or moves a base tree lets go of
+        its pin (its process ends, or it holds the pin shared), then let go
+        of ``fd``; a signal the caller recorded ends the wait."""
+        try:
+            while not try_flock(fd, exclusive=False):
+                if self.lock.interrupted() is not None:
+                    raise LockWaitInterrupted(PIN_FILE, self.lock.interrupted())
+                time.sleep(POLL_SECONDS)
+        finally:
+            _close([fd])
+
+    def _save(self, admin_dir: GitDirPath, record: BaseRecord) -> None:
+        self.store.save_base(admin_dir, record)
+
+    def _remove(self, tree: BaseTree) -> bool:
+        """Remove ``tree`` (the caller holds the worktree lock and its pin
+        exclusively) with the one removal; say why not as a warning."""
+        reason = remove_ours(self.repository, tree.path, tree.admin_dir, env=self.env)
+        if reason is not None:
+            self.warn(f"could not remove the base tree '{tree.path}': {reason}")
+        return reason is None
+
+    def release(self, pin: Pin) -> None:
+        """Let go of ``pin``, then keep at most ``limit`` base trees
+        (:meth:`trim`).  Never raises."""
+        pin.release()
+        try:
+            self.trim()
+        except Exception as exc:  # clean-up never raises
+            log.debug("could not trim the base trees: %s", exc)
+
+    def trim(self, *, unused_since: float | None = None) -> list[BaseTree]:
+        """Remove idle base trees beyond ``limit`` (least recently used
+        first: the pinned ones count, and stay) and, with ``unused_since``,
+        every idle one last used before then.
+
+        Returns:
+            the base trees removed.
+        Raises:
+            IsopatchError: ``lock-timeout``.
+        """
+        removed: list[BaseTree] = []
+        with self.lock.held(self.repository.common_dir):
+            trees = sorted(base_trees(self.repository, self.store), key=lambda t: -t.record.used)
+            if len(trees) <= self.limit and unused_since is None:
+                return removed
+            idle, pinned = [], 0
+            for tree in trees:
+                fd = open_pin(tree.admin_dir)
+                if fd is not None and try_flock(fd, exclusive=True):
+                    idle.append((tree, fd))
+                else:
+                    pinned += 1
+                    _close([fd] if fd is not None else [])
+            room = max(0, self.limit - pinned)
+            for position, (tree, fd) in enumerate(idle):
+                stale = unused_since is not None and tree.record.used < unused_since
+                if (position >= room or stale) and self._remove(tree):
+                    removed.append(tree)
+                _close([fd])
+        return removed
+
+
+def _delete_folder(container: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(container)
