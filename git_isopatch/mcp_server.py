@@ -158,10 +158,13 @@ def add_patch_text(result: dict[str, Any], limit: int) -> dict[str, Any]:
     return {**result, "patch-text": text, "patch-text-truncated": not whole}
 
 
-def apply_patch(patch: str, repo: str, environ: Mapping[str, str] | None = None) -> list[str]:
+def apply_patch(
+    patch: str, repo: str, environ: Mapping[str, str] | None = None
+) -> list[str] | None:
     """Apply ``patch`` to the work tree of the repository at ``repo`` as it
     is now, all or nothing, as ``--apply`` does; the index is never touched.
-    Returns the warnings (paths someone else wrote meanwhile).
+    Returns the warnings (paths someone else wrote meanwhile), or ``None``
+    for an empty patch: nothing to apply, as ``--apply`` leaves it.
 
     Raises:
         IsopatchError: not a repository or work tree; ``no-such-file``;
@@ -175,6 +178,8 @@ def apply_patch(patch: str, repo: str, environ: Mapping[str, str] | None = None)
     repository = open_repository(repo, environ)
     if not os.path.isfile(patch):
         raise IsopatchError("no-such-file", f"no such patch file: '{patch}'")
+    if os.path.getsize(patch) == 0:
+        return None
     outcome = bring_home(repository, os.path.abspath(patch), env=own_git_environment(environ))
     if not outcome.applied:
         reason = outcome.error or "interrupted before anything was written"
@@ -231,19 +236,86 @@ def build_server(default_repo: str = ".") -> Any:
     """
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer(
+    def where(repo: str | None) -> str:
+        return os.path.join(default_repo, repo) if repo else default_repo
+
+    tools = Tools()
+    _add_capture(tools, where)
+    _add_apply(tools, where)
+    return MCPServer(
         name="git-isopatch",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
+        tools=tools.declared,
     )
 
-    def where(repo: str | None) -> str:
-        return os.path.join(default_repo, repo) if repo else default_repo
 
-    _add_capture(server, where)
-    _add_apply(server, where)
-    return server
+#: What the ``capture`` tool adds to the ``--json`` object.
+PATCH_TEXT_PROPERTIES = {
+    "patch-text": {
+        "description": "MCP only: the patch inline, when it is UTF-8 text within patch_limit",
+        "type": "string",
+    },
+    "patch-text-truncated": {
+        "description": "MCP only: true when patch-text is not the whole patch or is absent "
+        "(read the file named by patch then)",
+        "type": "boolean",
+    },
+}
+
+#: The ``apply`` tool's result.
+APPLY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "applied": {
+            "description": "whether the patch is now in the work tree (false: it was empty)",
+            "type": "boolean",
+        },
+        "patch": {"description": "the patch file", "type": "string"},
+        "warnings": {
+            "description": "paths that changed while the patch was applied",
+            "type": "array",
+            "items": {"type": "string"},
+        },
+    },
+    "required": ["applied", "patch"],
+}
+
+
+def result_schema() -> dict[str, Any]:
+    """The ``capture`` tool's output schema: the shipped schema of the
+    ``--json`` object (``schema/result.json``) with
+    :data:`PATCH_TEXT_PROPERTIES`."""
+    from importlib import resources
+
+    text = (resources.files(__package__) / "schema" / "result.json").read_text("utf-8")
+    schema = json.loads(text)
+    schema["properties"].update(PATCH_TEXT_PROPERTIES)
+    return schema
+
+
+class Tools:
+    """The server's tools, each declared with :meth:`tool` (the SDK's own
+    decorator would describe a ``dict`` result as a bare object)."""
+
+    def __init__(self) -> None:
+        self.declared: list[Any] = []
+
+    def tool(
+        self, title: str, output_schema: dict[str, Any]
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declare the decorated function as a tool whose result
+        ``output_schema`` describes."""
+        from mcp.server.mcpserver.tools import Tool
+
+        def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tool = Tool.from_function(fn, annotations=_tool_annotations(title))
+            metadata = tool.fn_metadata.model_copy(update={"output_schema": output_schema})
+            self.declared.append(tool.model_copy(update={"fn_metadata": metadata}))
+            return fn
+
+        return declare
 
 
 def _tool_annotations(title: str) -> Any:
@@ -260,7 +332,7 @@ def _tool_annotations(title: str) -> Any:
     )
 
 
-def _add_capture(server: Any, where: Callable[[str | None], str]) -> None:
+def _add_capture(tools: Tools, where: Callable[[str | None], str]) -> None:
     """The ``capture`` tool: a run of ``git-isopatch --json`` per call."""
     from mcp.server.mcpserver.exceptions import ToolError
 
@@ -283,7 +355,7 @@ def _add_capture(server: Any, where: Callable[[str | None], str]) -> None:
         Timeout,
     )
 
-    @server.tool(annotations=_tool_annotations("Capture a command's changes as a patch"))
+    @tools.tool("Capture a command's changes as a patch", result_schema())
     async def capture(
         command: Command,
         repo: Repo = None,
@@ -304,10 +376,11 @@ def _add_capture(server: Any, where: Callable[[str | None], str]) -> None:
     ) -> dict[str, Any]:
         """Run a command in a throwaway worktree of the repository at a base
         commit and return what it changed: the same object as `git isopatch
-        --json` (base, exit, patch, files, stdout, stderr, ...), plus
-        patch-text (the patch inline) and patch-text-truncated (true: read
-        the file named by patch). The checkout is never written; a bad base
-        or repository is a tool error."""
+        --json` (base, exit, patch, files, stdout-text and stderr-text: the
+        end of the command's output, ...), plus patch-text (the patch
+        inline) and patch-text-truncated (true: read the file named by
+        patch). The checkout is never written; a bad base or repository is
+        a tool error."""
         options = CaptureOptions(
             base=base,
             include_uncommitted=include_uncommitted,
@@ -331,7 +404,7 @@ def _add_capture(server: Any, where: Callable[[str | None], str]) -> None:
         return add_patch_text(result, patch_limit)
 
 
-def _add_apply(server: Any, where: Callable[[str | None], str]) -> None:
+def _add_apply(tools: Tools, where: Callable[[str | None], str]) -> None:
     """The ``apply`` tool: :func:`apply_patch` in a worker thread."""
     import anyio
     from mcp.server.mcpserver.exceptions import ToolError
@@ -339,22 +412,21 @@ def _add_apply(server: Any, where: Callable[[str | None], str]) -> None:
     from .errors import IsopatchError
     from .mcp_parameters import Patch, Repo
 
-    @server.tool(annotations=_tool_annotations("Apply a captured patch to the work tree"))
+    @tools.tool("Apply a captured patch to the work tree", APPLY_SCHEMA)
     async def apply(patch: Patch, repo: Repo = None) -> dict[str, Any]:
         """Apply a captured patch to the work tree as it is now, all or
         nothing, as --apply does: when any hunk does not apply nothing is
-        written (a tool error says why); the index is never touched."""
+        written (a tool error says why); the index is never touched. An
+        empty patch (the command changed nothing) gives applied false."""
         top = where(repo)
+        path = os.path.abspath(os.path.join(top, patch))
         try:
-            warnings = await anyio.to_thread.run_sync(apply_patch, os.path.join(top, patch), top)
+            applied = await anyio.to_thread.run_sync(apply_patch, path, top)
         except IsopatchError as failure:
             raise ToolError(f"fatal: {failure.message} ({failure.code})") from None
-        result: dict[str, Any] = {
-            "applied": True,
-            "patch": os.path.abspath(os.path.join(top, patch)),
-        }
-        if warnings:
-            result["warnings"] = warnings
+        result: dict[str, Any] = {"applied": applied is not None, "patch": path}
+        if applied:
+            result["warnings"] = applied
         return result
 
 

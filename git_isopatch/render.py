@@ -29,7 +29,8 @@ FORMAT_VERSION = 1
 
 #: Porcelain v1 keys, in output order (design: Porcelain v1); the JSON
 #: object has the same keys in the same order, and its schema
-#: (``schema/result.json``) lists them so.
+#: (``schema/result.json``) lists them so; :data:`JSON_ONLY_KEYS` are
+#: in the JSON object alone.
 PORCELAIN_KEYS = (
     "version",
     "command",
@@ -47,6 +48,8 @@ PORCELAIN_KEYS = (
     "applied",
     "stdout",
     "stderr",
+    "stdout-text",
+    "stderr-text",
     "worktree",
     "shared-write",
     "checkout-change",
@@ -56,6 +59,9 @@ PORCELAIN_KEYS = (
     "error-code",
     "hint",
 )
+
+#: Keys of the JSON object only (and MCP's): the porcelain names the files.
+JSON_ONLY_KEYS = frozenset({"stdout-text", "stderr-text"})
 
 #: Keys that may repeat: one record each (a JSON array).
 LIST_KEYS = frozenset(
@@ -96,6 +102,8 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
         "applied": result.applied,
         "stdout": result.stdout,
         "stderr": result.stderr,
+        "stdout-text": result.stdout_text,
+        "stderr-text": result.stderr_text,
         "worktree": result.worktree_path,
         "shared-write": [write.record() for write in result.shared_writes] or None,
         "checkout-change": list(result.checkout_changes) or None,
@@ -156,7 +164,7 @@ def porcelain(fields: dict[str, object], *, nul: bool) -> bytes:
     end = b"\0" if nul else b"\n"
     out = bytearray()
     for key in PORCELAIN_KEYS:
-        if key not in fields:
+        if key not in fields or key in JSON_ONLY_KEYS:
             continue
         value = fields[key]
         for one in value if key in LIST_KEYS else [value]:  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from .git.status import CheckoutState, read_checkout
 from .hints import UNCOMMITTED_HINT, sandbox_hint
 from .result import CaptureResult
 from .values import Extracted, Ran, Start
+from .worktrees.results import output_tail
 
 
 def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
@@ -73,6 +74,8 @@ def report(
         outside_writes=ran.outside_writes,
         sandboxed=start.sandbox.confined,
         sandbox_unavailable=start.sandbox_unavailable,
+        stdout_text=output_tail(ran.stdout),
+        stderr_text=output_tail(ran.stderr),
     )
     if isinstance(extracted, IsopatchError):
         return replace(result, error=extracted.message, error_code=extracted.code)

@@ -26,6 +26,9 @@ class CaptureResult:
         files: number of paths in the patch, or ``None`` when extraction failed.
         stdout: file holding the command's stdout, when captured.
         stderr: file holding the command's stderr, when captured.
+        stdout_text, stderr_text: the end of each captured file, inline
+            (:func:`.worktrees.results.output_tail`: at most 16 KiB, from a
+            line's start), for ``--json`` and MCP; ``None`` when not captured.
         worktree_path: the worktree, when it was kept (``keep`` or failure).
         tmpdir: the private temporary folder of this run (mode 0700), the
             caller's to delete (:func:`git_isopatch.worktrees.results.discard`)
@@ -130,6 +133,8 @@ class CaptureResult:
     duration: float | None = None
     sandboxed: bool | None = None
     sandbox_unavailable: bool = False
+    stdout_text: str | None = None
+    stderr_text: str | None = None
 
 
 @dataclass(frozen=True)

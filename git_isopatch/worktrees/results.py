@@ -165,6 +165,45 @@ def open_private(path: str) -> IO[bytes]:
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
 
 
+#: How much of the end of the command's captured stdout and stderr the
+#: result carries inline (``stdout-text``, ``stderr-text``), in bytes.
+OUTPUT_TAIL = 16 * 1024
+#: A cut tail starts after its first newline when that is this near its start.
+_LINE_START = 4096
+
+
+def output_tail(path: str | None, limit: int = OUTPUT_TAIL) -> str | None:
+    """The end of the captured output file ``path``: all of it when it
+    holds at most ``limit`` bytes, else its last ``limit`` bytes from the
+    start of a line (or of a character) on, as UTF-8 (a byte that is not
+    UTF-8 replaced).  ``None`` when it is not a regular file that can be
+    read: the command could have replaced it (read without following a
+    link, without blocking)."""
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd)
+        if not stat.S_ISREG(size.st_mode):
+            return None
+        start = max(0, size.st_size - limit)
+        data = os.pread(fd, limit, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if start:
+        newline = data.find(b"\n", 0, _LINE_START)
+        if 0 <= newline < len(data) - 1:
+            data = data[newline + 1 :]
+        else:  # not in the middle of a character
+            data = data.lstrip(bytes(range(0x80, 0xC0)))
+    return data.decode("utf-8", "replace")
+
+
 def settle(path: str, reported: Iterable[str | None]) -> None:
     """After a run: discard its private folder ``path`` unless a path the
     result reports (patch, captured output, kept worktree) lies inside it

@@ -348,3 +348,61 @@ def test_a_cancelled_call_stops_its_run_and_removes_its_worktree(env, make_repo,
     after = serve(repo, env, tmp_path, body)
     assert not after.is_error and after.structured_content["exit"] == 0
     assert registered_worktrees(repo, env) == []
+
+
+def test_the_output_schemas_are_the_shipped_schema(env, make_repo, tmp_path) -> None:
+    """``capture`` describes its result with the schema that ships for
+    ``--json`` (and the two keys MCP adds), so the SDK's client checks
+    every result against it; ``apply`` describes its own."""
+    from schema_helpers import schema
+
+    repo = make_repo()
+
+    async def body(client):
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = serve(repo, env, tmp_path, body)
+    shipped = schema("result")
+    output = tools["capture"].output_schema
+    assert set(output["properties"]) - set(shipped["properties"]) == {
+        "patch-text",
+        "patch-text-truncated",
+    }
+    assert {key: output[key] for key in shipped if key != "properties"} == {
+        key: value for key, value in shipped.items() if key != "properties"
+    }
+    assert all(output["properties"][k] == v for k, v in shipped["properties"].items())
+    assert tools["apply"].output_schema["required"] == ["applied", "patch"]
+
+
+def test_capture_carries_the_commands_output_inline(env, make_repo, tmp_path) -> None:
+    """An agent reads the linter's message in the result: ``stdout-text``
+    and ``stderr-text``, the files still named."""
+    repo = make_repo()
+    script = "echo 'app.py:1:1: F401 unused import'; echo 'Found 1 error.' >&2; exit 1"
+
+    async def body(client):
+        return await client.call_tool("capture", {"command": ["sh", "-c", script]})
+
+    result = serve(repo, env, tmp_path, body)
+    assert not result.is_error, text(result)
+    got = result.structured_content
+    assert got["exit"] == 1
+    assert got["stdout-text"] == "app.py:1:1: F401 unused import\n"
+    assert got["stderr-text"] == "Found 1 error.\n"
+    assert Path(got["stderr"]).read_text() == "Found 1 error.\n"
+
+
+def test_applying_an_empty_capture_is_applied_false(env, make_repo, tmp_path) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+
+    async def body(client):
+        captured = await client.call_tool("capture", {"command": ["true"]})
+        assert captured.structured_content["files"] == 0
+        return await client.call_tool("apply", {"patch": captured.structured_content["patch"]})
+
+    result = serve(repo, env, tmp_path, body)
+    assert not result.is_error, text(result)
+    assert result.structured_content["applied"] is False
+    assert repo_state(repo, env) == before

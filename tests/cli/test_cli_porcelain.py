@@ -116,7 +116,8 @@ def test_json_has_the_porcelain_fields_in_the_same_order(env, make_repo) -> None
     fields = json.loads(run.stdout)
     assert list(fields) == [
         "version", "command", "base", "exit", "sandbox", "patch", "files", "path",
-        "insertions", "deletions", "stdout", "stderr", "worktree", "duration",
+        "insertions", "deletions", "stdout", "stderr", "stdout-text", "stderr-text",
+        "worktree", "duration",
     ]  # fmt: skip
     assert fields["exit"] == 0 and fields["files"] == 2
     assert all(isinstance(fields[k], str) for k in ("base", "patch", "stdout", "stderr"))

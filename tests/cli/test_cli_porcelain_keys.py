@@ -89,7 +89,7 @@ def test_the_same_run_in_json(env, repo) -> None:
     fields = json.loads(run.stdout)
     assert list(fields) == [
         "version", "command", "base", "exit", "sandbox", "patch", "files", "path",
-        "insertions", "deletions", "stdout", "stderr", "duration",
+        "insertions", "deletions", "stdout", "stderr", "stdout-text", "stderr-text", "duration",
     ]  # fmt: skip
     assert fields["version"] == 1 and fields["command"] == ["sh", "-c", SCRIPT]
     assert fields["path"] == [

@@ -143,7 +143,9 @@ def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: 
     blocks = fenced(SKILL.read_text(encoding="utf-8"), "sh")
     assert len(blocks) == 5
     call, review, candidates, chosen, cleanup = blocks
-    assert "git isopatch --json --" in call and "--apply" in chosen and "prune" in cleanup
+    assert "git isopatch --json --" in call and "prune" in cleanup
+    # the chosen candidate's previewed patch is applied, its command not run again
+    assert "apply" in chosen and "git isopatch" not in chosen and "narrow.json" in chosen
     outputs = _run_blocks(blocks, repo, env, state)
 
     def saved(number: int, path: str) -> bytes:
@@ -170,10 +172,9 @@ def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: 
     assert len(set(patches)) == 3
     assert b"-import os" in patches[2] and b"-import os" not in patches[0]
     unchanged(2)
-    # The chosen one, with --apply: the work tree is the base plus its patch
-    # (the 60-column candidate reverses cleanly), nothing else changed.
-    applied = json.loads(outputs[3])
-    assert applied["exit"] == 0
+    # The chosen one's patch applied: the work tree is the base plus that
+    # patch (the 60-column candidate reverses cleanly), nothing else changed.
+    assert outputs[3] == ""
     assert (state / "3.status").read_text() == " M app.py\n"
     assert (state / "3.app").read_text() != SOURCE
     narrow = tmp_path / "narrow.patch"
