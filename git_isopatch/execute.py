@@ -99,7 +99,7 @@ def command(
             stdout=paths[0],
             stderr=paths[1],
             shared_writes=not_other_runs(confinement.shared_writes(before, repository, git_env)),
-            outside_writes=_outside_writes(confinement, repository.common_dir, warn),
+            outside_writes=confinement.outside_writes(repository.common_dir),
             checkout_before=checkout_before,
             checkout_changes=checkout_changes(
                 checkout_before,
@@ -136,24 +136,6 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
         warn=warn,
         proved=Proof(isolation.tracks_attributes) if proved else None,
     )
-
-
-#: How many paths the warning about discarded outside writes names.
-OUTSIDE_NAMED = 3
-
-
-def _outside_writes(
-    confinement: Confinement, common_dir: str, warn: Callable[[str], None]
-) -> tuple[str, ...]:
-    """What the sandboxed command wrote outside its worktree (discarded
-    with its layers), and one warning with their count and the first few."""
-    found = confinement.outside_writes(common_dir)
-    if found:
-        named = ", ".join(quoted(p) for p in found[:OUTSIDE_NAMED])
-        more = ", ..." if len(found) > OUTSIDE_NAMED else ""
-        count = f"{len(found)} path{'s' if len(found) != 1 else ''}"
-        warn(f"the command wrote {count} outside its worktree, discarded: {named}{more}")
-    return found
 
 
 def _output(

@@ -41,12 +41,22 @@ def _runs_a_package(command: Sequence[str]) -> bool:
     return name == "npm" and len(command) > 1 and command[1] in ("exec", "x")
 
 
+#: The hint for a command that failed after the sandbox's network refused it.
+NETWORK_HINT = (
+    "the command failed after trying the network, which the sandbox keeps from it; "
+    "--allow-network keeps the network, --no-sandbox runs it unconfined"
+)
+
+
 def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
     """The hint for a command that failed in the default sandbox
-    (``isopatch.sandbox=auto``): what the sandbox took away, and the way
-    out.  None for one that was signalled, timed out or could not run a
-    program (126, 127: the sandbox hides none), nor under ``--sandbox``,
-    which the user asked for."""
+    (``isopatch.sandbox=auto``) after its network refused something
+    (:attr:`~.sandbox.command.CommandOutcome.network_refused`: the kernel's
+    count, not the command's words): the network it lacked, and the way
+    out.  None for a failure that never touched the network (a linter's
+    exit 1 says "issues found"), for one that was signalled, timed out or
+    could not run a program (126, 127), nor under ``--sandbox``, which the
+    user asked for, or ``--allow-network``."""
     failed = outcome.exit_code != 0 and outcome.exit_code not in NOT_RUNNABLE
     ended_otherwise = (
         outcome.timed_out
@@ -56,16 +66,9 @@ def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
     )
     if not start.sandboxed_by_default or not failed or ended_otherwise:
         return ()
-    if start.sandbox.allow_network:
-        return (
-            "the command ran in the sandbox, its writes outside its worktree discarded; "
-            "--no-sandbox runs it unconfined",
-        )
-    return (
-        "the command ran in the sandbox, without network and its writes outside its "
-        "worktree discarded; --allow-network keeps the network, --no-sandbox runs it "
-        "unconfined",
-    )
+    if start.sandbox.allow_network or not outcome.network_refused:
+        return ()
+    return (NETWORK_HINT,)
 
 
 def command_hints(

@@ -52,12 +52,40 @@ CHECKOUT_HINT_NO_SANDBOX = (
 )
 
 
-def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
+def outside_line(result: CaptureResult) -> list[str]:
+    """The one line that sums up the sandboxed command's discarded writes
+    outside its worktree: how many, under which folders.  Writes that
+    only fill a tool's caches or logs, or a temporary folder, are said in
+    an ``isopatch:`` line (they happen on every run of black, npm,
+    pre-commit, cargo: nothing to warn of); any other makes it a
+    ``warning:`` (the command wrote into the checkout, or a dotfile)."""
+    if not result.outside_folders:
+        return []
+    from .git.quote import quote_c_style  # not for -h: see usage
+
+    count = sum(n for _, n, _ in result.outside_folders)
+    folders = _some(
+        [
+            quote_c_style(os.fsencode(folder)).decode("ascii")
+            for folder, _, _ in result.outside_folders
+        ]
+    )
+    paths = f"{count} path{'' if count == 1 else 's'}"
+    if all(tool_own for _, _, tool_own in result.outside_folders):
+        return [f"isopatch: discarded {paths} written to caches and temporary folders: {folders}"]
+    return [f"warning: the command wrote {paths} outside its worktree, discarded: {folders}"]
+
+
+def notices(
+    result: CaptureResult, *, informational: bool = True, summary: bool = True
+) -> list[str]:
     """What went wrong or needs saying before the output: the command that
     could not start, its hints (the informational ones only with
     ``informational``: not with ``-q``), the timeout, and what the command
     changed outside its worktree (``error:``, ``hint:``, ``warning:``
-    lines)."""
+    lines; its discarded writes in one line, :func:`outside_line`, only
+    with ``summary``: not with ``-q``, nor with porcelain or JSON, which
+    list them)."""
     from .git.quote import quote_c_style, quoted, shell_quoted  # not for -h: see usage
 
     lines = [f"error: {result.command_error}"] if result.command_error else []
@@ -91,6 +119,8 @@ def notices(result: CaptureResult, *, informational: bool = True) -> list[str]:
                     f"stay there; 'git worktree remove {shell_quoted(write.where)}' when done "
                     "with it"
                 )
+    if summary:
+        lines += outside_line(result)
     if result.checkout_changes:
         names = [quote_c_style(os.fsencode(p)).decode("ascii") for p in result.checkout_changes]
         lines.append("warning: your work tree changed while the command ran: " + _some(names))
@@ -203,7 +233,7 @@ def plan(
     failed_apply = result.error_code == "apply-failed"
     status = exit_status(result, mode)
     if result.error is not None and not failed_apply:  # nothing else to show
-        shown = tuple(notices(result, informational=mode.informational))
+        shown = tuple(notices(result, informational=mode.informational, summary=not mode.quiet))
         return Rendering(shown, record, None, None, (), closing, False, False, status)
     # a patch in the run's private folder was not asked for by -o
     private = (
@@ -219,7 +249,7 @@ def plan(
         summary = tuple(summary_lines(result, show_patch=not (mode.stdout and private), cwd=cwd))
     unread = not mode.machine and (mode.quiet or bool(result.applied))
     return Rendering(
-        notices=tuple(notices(result, informational=mode.informational)),
+        notices=tuple(notices(result, informational=mode.informational, summary=not mode.quiet)),
         record=record,
         patch_to_stdout=result.patch_path if on_stdout else None,
         diffstat=None if mode.quiet else result.diffstat or None,

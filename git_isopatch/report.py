@@ -16,8 +16,22 @@ from .git.result import GitResult, Ok
 from .git.status import CheckoutState, read_checkout
 from .hints import UNCOMMITTED_HINT, sandbox_hint
 from .result import CaptureResult
+from .sandbox.caches import place
 from .values import Extracted, Ran, Start
 from .worktrees.results import output_tail
+
+
+def outside_folders(start: Start, paths: tuple[str, ...]) -> tuple[tuple[str, int, bool], ...]:
+    """The writes outside the worktree by folder (see
+    :attr:`.result.CaptureResult.outside_folders`)."""
+    environ, top = start.environ, start.repository.top
+    counts: dict[str, list] = {}
+    for path in paths:
+        folder, tool_own = place(path, environ, top)
+        entry = counts.setdefault(folder, [0, True])
+        entry[0] += 1
+        entry[1] = entry[1] and tool_own
+    return tuple((folder, n, tool_own) for folder, (n, tool_own) in counts.items())
 
 
 def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
@@ -72,6 +86,7 @@ def report(
         command=start.command,
         command_signal=received if received is not None else ran.outcome.died_of,
         outside_writes=ran.outside_writes,
+        outside_folders=outside_folders(start, ran.outside_writes),
         sandboxed=start.sandbox.confined,
         sandbox_unavailable=start.sandbox_unavailable,
         stdout_text=output_tail(ran.stdout),

@@ -91,6 +91,10 @@ class CaptureResult:
         deletions: lines the patch removes, likewise.
         outside_writes: paths outside the worktree that the sandboxed
             command wrote (in its copy-on-write layer, discarded), sorted.
+        outside_folders: the same writes by the folder they lie in, for a
+            person (:func:`.sandbox.caches.place`: ``~/.cache/black``, the
+            checkout), in the order met: the folder, how many paths, and
+            whether it is a tool's cache, log or temporary folder.
         duration: seconds the run took, from the start of the request to
             its result, or ``None`` when not measured.
         sandboxed: whether the command ran in the sandbox (under
@@ -130,6 +134,7 @@ class CaptureResult:
     insertions: int | None = None
     deletions: int | None = None
     outside_writes: tuple[str, ...] = ()
+    outside_folders: tuple[tuple[str, int, bool], ...] = ()
     duration: float | None = None
     sandboxed: bool | None = None
     sandbox_unavailable: bool = False

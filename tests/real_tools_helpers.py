@@ -117,3 +117,31 @@ def sandboxed_and_unconfined(
 
 def _changes(before: dict[bytes, tuple], after: dict[bytes, tuple]) -> list[bytes]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def quiet_by_default(
+    repo: Path,
+    command: Sequence[str | os.PathLike[str]],
+    env: Mapping[str, str],
+    exit_code: int = 0,
+) -> str:
+    """Run ``command`` sandboxed with the human summary, then with ``-q``:
+    what it writes outside its worktree (its caches, its logs, temporary
+    files) is one ``isopatch: discarded ...`` line, no ``warning:`` and no
+    ``hint:`` but the next step's; with ``-q``, nothing of git-isopatch's
+    at all.  Returns the summary line."""
+    shown = isopatch("--sandbox", "--", *command, cwd=repo, env=env, timeout=180)
+    assert shown.returncode == exit_code, shown.err
+    ours = [line for line in shown.err.splitlines() if line.startswith(("warning:", "hint:"))]
+    assert [line for line in ours if not line.startswith("hint: to apply it")] == [], shown.err
+    (line,) = [line for line in shown.err.splitlines() if line.startswith("isopatch: discarded")]
+    assert line.startswith("isopatch: discarded "), line
+    quiet = isopatch("--sandbox", "-q", "--", *command, cwd=repo, env=env, timeout=180)
+    assert quiet.returncode == exit_code, quiet.err
+    said = [
+        line
+        for line in quiet.err.splitlines()
+        if line.startswith(("isopatch:", "warning:", "hint:"))
+    ]
+    assert said == [], quiet.err
+    return line

@@ -21,7 +21,6 @@ import contextlib
 import errno
 import os
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -70,6 +69,8 @@ class CommandOutcome:
         start_error: why the command could not be started, or ``None``.
         died_of: the signal the command died of (its exit status is
             ``128+N`` then), or ``None``; not set on a timeout.
+        network_refused: the sandbox's network refused something the
+            command sent (:data:`.launcher.NETWORK_REFUSALS`).
     """
 
     exit_code: int
@@ -77,6 +78,7 @@ class CommandOutcome:
     received_signal: int | None = None
     start_error: str | None = None
     died_of: int | None = None
+    network_refused: bool = False
 
 
 def _group_alive(pgid: int) -> bool:
@@ -295,10 +297,10 @@ def run_command(
     set_up = "exit-code" in status or outcome.start_error is not None or outcome.exit_code <= 0
     if not set_up and not outcome.timed_out and state["received"] is None:
         from .availability import forget
-        from .bwrap import unavailable
+        from .bwrap import last_words, unavailable
 
         forget()  # a kept answer that said bubblewrap works is wrong now
-        said = _bwrap_said(stderr)
+        said = last_words(stderr)
         raise unavailable(
             f"bubblewrap could not set up the sandbox for '{argv[0]}'"
             + (f": {said}" if said else " (see its 'bwrap:' message)")
@@ -309,6 +311,7 @@ def run_command(
 def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> CommandOutcome:
     """``outcome`` (of bubblewrap) told as the launcher saw the command
     end: what :func:`_run` tells of a command it started itself."""
+    outcome = replace(outcome, network_refused=report.network_refusals > 0)
     if outcome.timed_out:
         return outcome
     if report.exec_errno is not None:
@@ -319,23 +322,6 @@ def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> C
     if returncode < 0:
         return replace(outcome, exit_code=128 - returncode, died_of=-returncode)
     return replace(outcome, exit_code=returncode, died_of=None)
-
-
-def _bwrap_said(stderr: int | IO[bytes] | None) -> str | None:
-    """bubblewrap's last ``bwrap:`` line in the file the command's stderr
-    went to, when that is a regular file (captured output)."""
-    try:
-        fd = 2 if stderr is None else stderr if isinstance(stderr, int) else stderr.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        # opened again to read: the command's stream is open for writing only
-        with open(f"/proc/self/fd/{fd}", "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            tail = os.pread(handle.fileno(), 4096, max(0, size - 4096))
-    except (OSError, ValueError, AttributeError):
-        return None
-    lines = [line for line in tail.splitlines() if line.startswith(b"bwrap: ")]
-    return lines[-1][len(b"bwrap: ") :].decode("utf-8", "replace") if lines else None
 
 
 @dataclass(frozen=True)

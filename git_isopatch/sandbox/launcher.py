@@ -8,9 +8,20 @@ SIGTERM killed look alike.  The launcher, started by bubblewrap as the
 first process of the PID namespace (``--as-pid-1``, in place of
 bubblewrap's own init: it reaps the orphans as that one does, and when it
 ends the kernel ends every other process of the namespace), forks the
-command, waits for it and writes one line to an inherited descriptor: ``wait <status>`` (the raw
-``waitpid`` status) or ``exec <errno>`` (the command could not be run);
-git-isopatch reads it after the run (:func:`read_report`).
+command, waits for it and writes to an inherited descriptor: ``net <n>``
+then ``wait <status>`` (the raw ``waitpid`` status), or ``exec <errno>``
+(the command could not be run); git-isopatch reads it after the run
+(:func:`read_report`).
+
+``net <n>`` counts what the namespace's network refused until the command
+ended, from the kernel's own counters of that namespace (``/proc/net/snmp``
+and ``snmp6``, :data:`NETWORK_REFUSALS`): a packet for an address no route
+leads to (every address but loopback: a name server, a registry), a
+datagram for a loopback port nobody listens on (a name server at
+``127.0.0.53``), a refused connection.  A command that failed after the
+network refused it gets the hint that names ``--allow-network``; one that
+never tried the network (a linter whose exit 1 means "issues found") does
+not.  Nothing of the command's output is read for it.
 
 What the command gets is what it gets unconfined:
 
@@ -58,6 +69,15 @@ from dataclasses import dataclass
 #: forwards and the ones a terminal sends to the foreground group.
 BLOCKED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 
+#: The counters of a network namespace (``/proc/net/snmp``, ``snmp6``,
+#: named ``<table>:<field>`` or as ``snmp6`` names them) that count what its
+#: network refused: with only a loopback interface, every other address
+#: has no route; a loopback UDP port nobody listens on; a refused TCP
+#: connection.  The launcher's program holds the same set.
+NETWORK_REFUSALS = frozenset(
+    {b"Ip:OutNoRoutes", b"Udp:NoPorts", b"Tcp:AttemptFails", b"Ip6OutNoRoutes", b"Udp6NoPorts"}
+)
+
 #: The launcher's program: ``-c`` argv is ``fd ctype signals argv...``.
 PROGRAM = """\
 import _signal as signal, os, sys
@@ -67,6 +87,7 @@ try:
 except (ImportError, AttributeError):
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+NET = @NET@
 fd, ctype, sigs, *argv = sys.argv[1:]
 fd = int(fd)
 os.set_inheritable(fd, False)
@@ -97,10 +118,22 @@ while True:
         continue
     if done == pid:
         break
-os.write(fd, b"wait %d\\n" % status)
+tried = 0
+for name in ("/proc/net/snmp", "/proc/net/snmp6"):
+    try:
+        with open(name, "rb") as handle:
+            rows = [row.split() for row in handle.read().splitlines()]
+        for row, values in zip(rows, rows[1:]):
+            if row[:1] == values[:1] and len(row) == len(values):
+                pairs = zip([row[0] + key for key in row[1:]], values[1:])
+                tried += sum(int(v) for k, v in pairs if k in NET and v.isdigit())
+        tried += sum(int(r[1]) for r in rows if len(r) == 2 and r[0] in NET and r[1].isdigit())
+    except Exception:
+        pass
+os.write(fd, b"net %d\\nwait %d\\n" % (tried, status))
 code = os.waitstatus_to_exitcode(status)
 os._exit(code if code >= 0 else 128 - code)
-"""
+""".replace("@NET@", repr(set(NETWORK_REFUSALS)))
 
 
 def launcher_argv(argv: Sequence[str], fd: int, env: Mapping[str, str]) -> list[str]:
@@ -115,10 +148,12 @@ def launcher_argv(argv: Sequence[str], fd: int, env: Mapping[str, str]) -> list[
 @dataclass(frozen=True)
 class Report:
     """What the launcher said: the command's raw wait status, or the
-    ``errno`` of its failed ``exec``."""
+    ``errno`` of its failed ``exec``; and how often the namespace's network
+    refused to carry something (see :data:`NETWORK_REFUSALS`)."""
 
     wait_status: int | None = None
     exec_errno: int | None = None
+    network_refusals: int = 0
 
 
 def read_report(fd: int) -> Report | None:
@@ -129,12 +164,15 @@ def read_report(fd: int) -> Report | None:
     with contextlib.suppress(OSError):
         while chunk := os.read(fd, 4096):
             chunks.append(chunk)
+    refusals = 0
     for line in b"".join(chunks).splitlines():
         kind, _, number = line.partition(b" ")
         with contextlib.suppress(ValueError, OverflowError):
+            if kind == b"net":
+                refusals = max(0, int(number))
             if kind == b"wait":
                 os.waitstatus_to_exitcode(int(number))  # raises for no real ending
-                return Report(wait_status=int(number))
+                return Report(wait_status=int(number), network_refusals=refusals)
             if kind == b"exec" and 0 <= int(number) < 4096:
                 return Report(exec_errno=int(number))
     return None

@@ -4,8 +4,9 @@ machine allows it and otherwise goes on unconfined with one ``warning:``
 (``isopatch.sandbox=false`` silences it); ``--sandbox`` and
 ``isopatch.sandbox=true`` never run unconfined (``sandbox-unavailable``);
 ``--no-sandbox`` opts out for one run.  A command that fails in the
-sandbox of ``auto`` gets a ``hint:`` naming what the sandbox took away and
-the way out.
+sandbox of ``auto`` after its network refused it gets a ``hint:`` naming
+the network the sandbox took away and the way out; one that never tried
+the network gets none.
 
 A machine without the sandbox is made for real: a seccomp filter refuses
 ``unshare`` to git-isopatch and all it starts (``sandbox_helpers``).
@@ -14,6 +15,7 @@ A machine without the sandbox is made for real: a seccomp filter refuses
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,24 +158,31 @@ def test_without_namespaces_asking_for_the_sandbox_is_fatal(
 
 
 SANDBOX_HINT = (
-    "hint: the command ran in the sandbox, without network and its writes outside its "
-    "worktree discarded; --allow-network keeps the network, --no-sandbox runs it unconfined"
+    "hint: the command failed after trying the network, which the sandbox keeps from it; "
+    "--allow-network keeps the network, --no-sandbox runs it unconfined"
+)
+
+#: Connects to an address of TEST-NET-1 (RFC 5737): in the sandbox no route
+#: leads there; it fails at once, before any packet could leave.
+CONNECT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('192.0.2.1', 9), timeout=1)\n"
+    "except OSError as exc:\n"
+    "    sys.exit(f'cannot connect: {exc}')\n"
 )
 
 
-def test_a_command_failing_in_the_sandbox_of_auto_gets_a_hint(env, make_repo) -> None:
+def test_a_command_failing_after_the_network_refused_it_gets_a_hint(env, make_repo) -> None:
     repo = make_repo()
-    failing = ("--", "sh", "-c", "exit 3")
+    failing = ("--", sys.executable, "-c", CONNECT)
     for options in ((), ("--porcelain",)):
         run = _run(*options, *failing, cwd=repo, env=env)
-        assert run.returncode == 3, run.err
+        assert run.returncode == 1, run.err
         assert _lines(run, "hint:") == [SANDBOX_HINT], run.err
     network = _run("--allow-network", *failing, cwd=repo, env=env)
-    assert network.returncode == 3, network.err
-    assert _lines(network, "hint:") == [
-        "hint: the command ran in the sandbox, its writes outside its worktree discarded; "
-        "--no-sandbox runs it unconfined"
-    ]
+    assert network.returncode == 1, network.err
+    assert _lines(network, "hint:") == [], network.err
 
 
 def test_quiet_leaves_the_sandbox_hint_to_the_record(env, make_repo) -> None:
@@ -181,11 +190,11 @@ def test_quiet_leaves_the_sandbox_hint_to_the_record(env, make_repo) -> None:
     so only the porcelain record keeps it (the ``--porcelain`` stderr
     above keeps it too: ``-q`` was not given)."""
     repo = make_repo()
-    quiet = _run("-q", "--", "sh", "-c", "exit 3", cwd=repo, env=env)
-    assert quiet.returncode == 3
-    assert quiet.err == ""
-    record = _run("-q", "--porcelain", "--", "sh", "-c", "exit 3", cwd=repo, env=env)
-    assert record.err == ""
+    quiet = _run("-q", "--", sys.executable, "-c", CONNECT, cwd=repo, env=env)
+    assert quiet.returncode == 1
+    assert _lines(quiet, "hint:") == [], quiet.err
+    record = _run("-q", "--porcelain", "--", sys.executable, "-c", CONNECT, cwd=repo, env=env)
+    assert _lines(record, "hint:") == [], record.err
     assert f"hint {SANDBOX_HINT.removeprefix('hint: ')}" in record.out.splitlines()
 
 
@@ -193,16 +202,29 @@ def test_quiet_leaves_the_sandbox_hint_to_the_record(env, make_repo) -> None:
     "options, command",
     [
         ((), ("true",)),
+        ((), ("sh", "-c", "exit 3")),
+        ((), ("sh", "-c", "echo x > /etc/passwd")),
         (("--sandbox",), ("sh", "-c", "exit 3")),
         (("--no-sandbox",), ("sh", "-c", "exit 3")),
         (("--timeout", "0.5"), ("sleep", "30")),
         ((), ("no-such-program",)),
         ((), ("sh", "-c", "no-such-program")),
     ],
-    ids=["success", "asked-for", "unconfined", "timed-out", "absent", "127"],
+    ids=[
+        "success",
+        "offline",
+        "read-only",
+        "asked-for",
+        "unconfined",
+        "timed-out",
+        "absent",
+        "127",
+    ],
 )
 def test_no_sandbox_hint_otherwise(env, make_repo, options, command) -> None:
-    """Success; a sandbox the user asked for; no sandbox; a timeout and a
+    """Success; a failure that never tried the network (a linter's exit 1
+    says "issues found"; a write the read-only system refuses says so
+    itself); a sandbox the user asked for; no sandbox; a timeout and a
     program that is not there, which the sandbox does not explain."""
     repo = make_repo()
     run = _run(*options, "--", *command, cwd=repo, env=env)
@@ -229,14 +251,15 @@ def test_the_api_takes_auto(env, make_repo) -> None:
 
 
 def test_auto_is_the_default(env, make_repo, no_leftovers) -> None:
-    """No flag, no configuration: confined; a failure gets the hint."""
+    """No flag, no configuration: confined; a failure after the network
+    refused the command gets the hint."""
     repo = make_repo()
     before = repo_state(repo, env)
     run = _run("--porcelain", "--", *_write_outside(repo), cwd=repo, env=env, config="")
     assert run.fields()["files"] == "1", run.err
     assert not (repo / "outside").exists()
     assert repo_state(repo, env) == before
-    failed = _run("--", "sh", "-c", "exit 3", cwd=repo, env=env, config="")
+    failed = _run("--", sys.executable, "-c", CONNECT, cwd=repo, env=env, config="")
     assert _lines(failed, "hint:") == [SANDBOX_HINT], failed.err
 
 

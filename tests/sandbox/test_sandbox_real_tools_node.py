@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from real_tools_helpers import sandboxed_and_unconfined
-from repo_helpers import git
+from real_tools_helpers import quiet_by_default, sandboxed_and_unconfined
+from repo_helpers import git, isopatch
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TIDY = FIXTURES / "npm-tidy"
@@ -131,6 +131,23 @@ def test_npm_ci_offline_then_npm_run(env, tidy_project: Path, no_leftovers) -> N
     _tidied(patch)
     assert b"node_modules" not in patch
     assert "tidied src/index.js" in pair.output(pair.sandboxed, "stdout")
+    # npm rotates its logs on every call: one line, never a warning
+    line = quiet_by_default(tidy_project, command, _quiet(env))
+    assert line.endswith(": ~/.npm"), line
+
+
+def test_npm_without_network_gets_the_network_hint(env, make_repo) -> None:
+    """The registry's name cannot be resolved in the sandbox (EAI_AGAIN or
+    ENOTFOUND): the hint names ``--allow-network``; a failing npm script
+    that never asks the network gets none."""
+    repo = make_repo({"package.json": '{"scripts": {"lint": "exit 1"}}\n'})
+    asks = ["npm", "view", "left-pad", "version", "--fetch-retries=0"]
+    run = isopatch("--", *asks, cwd=repo, env=_quiet(env), timeout=120)
+    assert run.returncode != 0, run.err
+    assert "hint: the command failed after trying the network" in run.err, run.err
+    lint = isopatch("--", "npm", "run", "lint", cwd=repo, env=_quiet(env), timeout=120)
+    assert lint.returncode == 1, lint.err
+    assert "hint:" not in lint.err, lint.err
 
 
 def test_npx_offline_with_a_warm_cache(env, tidy_project: Path, tidy_tarball: Path) -> None:

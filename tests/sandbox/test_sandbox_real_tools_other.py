@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from real_tools_helpers import sandboxed_and_unconfined
+from real_tools_helpers import quiet_by_default, sandboxed_and_unconfined
 from repo_helpers import git
 
 #: The toolchains rustup installed (the test's own HOME has none).
@@ -49,6 +49,9 @@ def test_cargo_fmt(env, make_repo, no_leftovers) -> None:
     patch = pair.same_patch()
     assert patch.count(b"diff --git") == 2, patch
     assert b"+" + RUSTFMT_RS.replace("\n", "\n+").encode()[:-1] in patch, patch
+    # a build locks cargo's registry cache (CARGO_HOME made on the way)
+    line = quiet_by_default(repo, ["cargo", "build", "--offline", "-q"], env)
+    assert line.endswith(": ~/.cargo"), line
 
 
 def _pointer(content: bytes) -> bytes:

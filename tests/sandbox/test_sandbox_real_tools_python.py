@@ -17,8 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from real_tools_helpers import sandboxed_and_unconfined
-from repo_helpers import BIN_DIR, apply_to_clean_checkout, git
+from real_tools_helpers import quiet_by_default, sandboxed_and_unconfined
+from repo_helpers import BIN_DIR, apply_to_clean_checkout, git, isopatch
 
 UNFORMATTED = {
     "app.py": "def f( a,b ):\n    return {'x':a,'y':b}\n",
@@ -104,6 +104,43 @@ def test_black_with_its_worker_processes(env, make_repo, tmp_path: Path, no_left
     assert _formatted(repo, pair.sandboxed.fields()["base"], patch, tmp_path, env) == BLACK
 
 
+@pytest.mark.needs("black")
+def test_black_is_quiet_about_its_cache(env, make_repo, no_leftovers) -> None:
+    """black writes its cache on every run (``$XDG_CACHE_HOME/black``):
+    one line names the folder, never a warning, and ``-q`` says nothing;
+    the porcelain lists every path."""
+    repo = make_repo(UNFORMATTED)
+    line = quiet_by_default(repo, ["black", "-q", "."], env)
+    assert line.endswith(
+        "written to caches and temporary folders: " + env["XDG_CACHE_HOME"] + "/black"
+    ), line
+    count = int(line.split()[2])
+    record = isopatch("--porcelain", "--", "black", "-q", ".", cwd=repo, env=env)
+    written = [x for x in record.out.splitlines() if x.startswith("outside-write ")]
+    assert len(written) == count and all("/xdg-cache/black" in x for x in written), record.out
+    assert "isopatch:" not in record.err and "warning:" not in record.err, record.err
+
+
+def test_a_linter_finding_issues_gets_no_network_hint(env, make_repo) -> None:
+    """ruff's exit 1 says "issues found": the sandbox took nothing from it."""
+    repo = make_repo({"mod.py": "import os\n"})
+    run = isopatch("--", "ruff", "check", "--no-cache", "--select", "F401", ".", cwd=repo, env=env)
+    assert run.returncode == 1, run.err
+    assert "hint:" not in run.err.replace("hint: to apply it", ""), run.err
+
+
+def test_pip_without_network_gets_the_network_hint(env, make_repo, tmp_path: Path) -> None:
+    """pip asks the index (no retry, one second): the sandbox's network
+    refuses it, and the hint names ``--allow-network``."""
+    repo = make_repo()
+    command = [sys.executable, "-m", "pip", "download", "--retries", "0", "--timeout", "1",
+               "--no-deps", "-d", str(tmp_path / "d"), "isopatch-no-such-package"]  # fmt: skip
+    run = isopatch("--", *command, cwd=repo, env=env, timeout=120)
+    assert run.returncode == 1, run.err
+    assert "hint: the command failed after trying the network" in run.err, run.err
+    assert "--allow-network keeps the network" in run.err, run.err
+
+
 HOOK = textwrap.dedent(
     """\
     #!/usr/bin/env python3
@@ -174,6 +211,9 @@ def test_pre_commit_with_a_local_hook_repository_and_a_warm_cache(
     patch = pair.same_patch(exit_code=1)  # pre-commit's exit when a hook changed files
     assert patch.count(b"diff --git") == 2, patch
     assert "Failed" in pair.output(pair.sandboxed, "stdout")
+    # every run writes db.db and its log: one line, no warning, no network hint
+    line = quiet_by_default(repo, ["pre-commit", "run", "--all-files"], env, exit_code=1)
+    assert line.endswith(": ~/.cache/pre-commit"), line
 
 
 def test_the_test_extra_brings_the_tools() -> None:
