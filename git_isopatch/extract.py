@@ -4,9 +4,10 @@ Untracked files are marked intent-to-add in the worktree's own index, then
 ``git diff --binary <commit>`` (pinned options, :mod:`.git.diff`) streams
 into a 0600 file in the run's private folder (or beside ``-o``, renamed
 over it); its paths are counted and read with their status and line
-counts (:mod:`.git.patch.paths`) and, when a summary is shown, its diffstat
-taken.  git runs through the run's :class:`.worktrees.worktree_git.WorktreeGit`:
-confined as the command was.
+counts as it is read once, before it is renamed (:mod:`.git.patch.paths`)
+and, when a summary is shown, its diffstat taken.  git runs through the
+run's :class:`.worktrees.worktree_git.WorktreeGit`: confined as the
+command was.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import IO
 from .errors import IsopatchError, known_failure, known_os_failure
 from .git.diff import apply_size_warning
 from .git.intent_to_add import Found, dot_git_warning, unreadable_folder_warning
-from .git.patch.headers import count_patch_files, quote_ambiguous_headers
-from .git.patch.paths import read_contents
+from .git.patch.headers import quote_headers
+from .git.patch.paths import PatchContents, read_patch
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
@@ -70,11 +71,10 @@ def extract(
     exclude = [include.path for include in start.includes]
     if fidelity is not None:
         exclude += fidelity.left_out(git.worktree, warn)
-    patch = _extract_patch(
+    patch, contents = _extract_patch(
         git, base, private_dir, output, exclude, submodules, warn, attributes_outside
     )
-    files = count_patch_files(patch)
-    contents = read_contents(patch, files, env=start.git_env)
+    files = contents.files
     too_large = apply_size_warning(os.path.getsize(patch))
     if too_large is not None:
         warn(too_large)
@@ -184,8 +184,9 @@ def _extract_patch(
     submodules: Sequence[Submodule],
     warn: Callable[[str], None],
     attributes_outside: bool = False,
-) -> str:
-    """Intent-to-add, then the binary diff into a 0600 file.
+) -> tuple[str, PatchContents]:
+    """Intent-to-add, then the binary diff into a 0600 file, read once
+    (:func:`.git.patch.paths.read_patch`) and its ambiguous headers quoted.
 
     With ``output`` (``-o`` and its folder's real path before the command
     ran), the patch is written beside it and renamed over it, so a failure
@@ -195,7 +196,7 @@ def _extract_patch(
     out.
 
     Returns:
-        the patch path.
+        the patch path and what it holds.
     Raises:
         IsopatchError: a classified git or OS failure.
     """
@@ -225,7 +226,7 @@ def _write_patch(
     warn: Callable[[str], None],
     submodules: Sequence[Submodule] = (),
     attributes_outside: bool = False,
-) -> str:
+) -> tuple[str, PatchContents]:
     exclude, submodules = _prepare_index(git, base, exclude, submodules, warn, attributes_outside)
     target = os.path.join(private_dir, PATCH_NAME) if output is None else output[0]
     folder = name = None
@@ -244,7 +245,8 @@ def _write_patch(
     try:
         with handle:
             _write_diffs(git, base, handle, exclude, submodules, target)
-        quote_ambiguous_headers(written)
+        contents, replacements = read_patch(written)
+        quote_headers(written, replacements)
         if folder is not None and name is not None:
             final = os.path.basename(target)
             os.chmod(name, _output_mode(final, folder), dir_fd=folder)
@@ -260,7 +262,7 @@ def _write_patch(
     finally:
         if folder is not None:
             os.close(folder)
-    return target
+    return target, contents
 
 
 def _write_diffs(

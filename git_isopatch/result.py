@@ -86,7 +86,7 @@ class CaptureResult:
         paths: each path of the patch with its status, as ``git diff
             --name-status`` (:class:`.git.patch.paths.PathChange`), in the
             patch's order; ``None`` when extraction failed.
-        insertions: lines the patch adds (``git apply --numstat``; binary
+        insertions: lines the patch adds (as ``git apply --numstat`` counts; binary
             files count none), or ``None`` when extraction failed.
         deletions: lines the patch removes, likewise.
         outside_writes: paths outside the worktree that the sandboxed

@@ -2,12 +2,11 @@
 name unquoted in the ``diff --git`` header, and ``git apply`` cannot split
 that header again when nothing else in the entry names the file (found by
 the round-trip property test; see ``git/diff.py``,
-``quote_ambiguous_headers``)."""
+``ambiguous_header``)."""
 
 from __future__ import annotations
 
 import base64
-import io
 from pathlib import Path
 
 import pytest
@@ -42,21 +41,28 @@ def test_names_with_a_space_before_a_slash_round_trip(env, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("chunk_size", [1, 7, 13, 64, 1 << 20])
 def test_header_scan_is_the_same_at_any_chunk_size(tmp_path, chunk_size: int) -> None:
-    """The streaming scan of ``diff --git`` lines (bounded memory, issue 6)
-    finds exactly the header lines a whole-file line split finds."""
-
-    from git_isopatch.git.patch.headers import _header_lines
+    """The one read of the patch (bounded memory, a chunk at a time) finds
+    exactly the headers to quote that a whole-file line split finds, and
+    counts every entry, at any chunk size."""
+    from git_isopatch.git.patch.headers import ambiguous_header
+    from git_isopatch.git.patch.paths import read_patch
 
     patch = (
         b"diff --git a/x /y b/x /y\nnew file mode 100644\n"
         b"diff --git a/plain b/plain\nindex 1..2\n--- a/plain\n+++ b/plain\n"
         b"@@ -1 +1 @@\n-diff --git a/not a header\n+x\n"
+        b"diff --git a/z /w b/z /w\ndeleted file mode 100644\n"
         b"diff --git a/last b/last"
     )
     expected = []
     offset = 0
     for line in patch.split(b"\n"):
-        if line.startswith(b"diff --git a/"):
-            expected.append((offset, line))
+        quoted = ambiguous_header(line)
+        if quoted is not None:
+            expected.append((offset, offset + len(line), quoted))
         offset += len(line) + 1
-    assert list(_header_lines(io.BytesIO(patch), chunk_size)) == expected
+    (tmp_path / "p").write_bytes(patch)
+    contents, replacements = read_patch(str(tmp_path / "p"), chunk_size)
+    assert replacements == expected and len(expected) == 2
+    assert contents.files == 4
+    assert (contents.insertions, contents.deletions) == (1, 1)

@@ -1,23 +1,26 @@
-"""What a patch holds, read from the patch itself: each path with its
-status as ``git diff --name-status`` gives it, and the lines it adds and
-removes (``git apply --numstat``).
+"""What a patch holds, read from the patch itself in one pass: how many
+files it has, each path with its status as ``git diff --name-status``
+gives it, the lines it adds and removes (as ``git apply --numstat`` counts
+them), and the ``diff --git`` headers that must be quoted
+(:mod:`.headers`).
 
 The paths come from the ``diff --git`` header and its extended header
 lines (``new file mode``, ``rename from``, ...), which git writes in a
-fixed form for the pinned options of :mod:`..diff`; the file is read one
-header at a time, never whole.  The line counts are git's own, so that they
-are what ``git apply`` will apply.
+fixed form for the pinned options of :mod:`..diff`; the lines are counted
+in the hunks.  No content line of a git patch starts with ``diff --git ``
+(text lines start with `` ``, ``+``, ``-`` or ``\\``, the lines of a binary
+patch with a length letter), so the headers are found at line starts.  The
+file is read a chunk at a time, never whole: a patch of a large binary file
+costs a chunk of memory.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO
 
-from ..result import Err, GitResult, Ok
-from ..run import run_git
+from .headers import Replacement, ambiguous_header
 
 _HEADER = b"diff --git "
 _CHUNK = 1 << 20
@@ -115,41 +118,8 @@ def _header_name(rest: bytes) -> bytes:
     return rest[len(b"a/") : (len(rest) - len(b" b/") + len(b"a/")) // 2]
 
 
-def _header_offsets(handle: IO[bytes]) -> Iterator[int]:
-    """The offset of each ``diff --git`` line of a patch, found a chunk at
-    a time (no content line of a git patch starts so: text lines start
-    with `` ``, ``+``, ``-`` or ``\\``, binary ones with a length letter)."""
-    needle = b"\n" + _HEADER
-    carry = b"\n"  # a virtual newline before the first byte
-    base = -1  # file offset of the buffer's first byte
-    while chunk := handle.read(_CHUNK):
-        data = carry + chunk
-        at = data.find(needle)
-        while at >= 0:
-            yield base + at + 1
-            at = data.find(needle, at + 1)
-        keep = min(len(data), len(needle) - 1)
-        base += len(data) - keep
-        carry = data[-keep:]
-
-
 #: Lines that end a file's header: its content follows.
 _CONTENT = (b"--- ", b"+++ ", b"@@", b"Binary files ", b"GIT binary patch", _HEADER)
-
-
-def _entries(handle: IO[bytes]) -> Iterator[list[bytes]]:
-    """The header of each file of a patch: its ``diff --git`` line and the
-    extended header lines after it (up to its content, or the next file).
-    Reads one block a header; content is skipped unread."""
-    for offset in list(_header_offsets(handle)):
-        handle.seek(offset)
-        first, *rest = handle.read(_HEADER_BLOCK).split(b"\n")
-        entry = [first]
-        for line in rest:
-            if line.startswith(_CONTENT):
-                break
-            entry.append(line)
-        yield entry
 
 
 def _change(entry: list[bytes]) -> PathChange:
@@ -176,92 +146,154 @@ def _change(entry: list[bytes]) -> PathChange:
     return PathChange("M", path)
 
 
-def patch_paths(path: str) -> tuple[PathChange, ...]:
-    """Each path of the patch file ``path``, in its order, with its status
-    as ``git diff --name-status`` gives it: a path deleted and added again
-    in a row (its type changed: git writes it as two entries) is one ``T``.
-
-    Raises:
-        OSError: the file cannot be read.
-        ValueError: a header git would not have written.
-    """
-    changes: list[PathChange] = []
-    with open(path, "rb") as handle:
-        for entry in _entries(handle):
-            change = _change(entry)
-            last = changes[-1] if changes else None
-            if change.status == "A" and last == PathChange("D", change.path):
-                changes[-1] = PathChange("T", change.path)
-            else:
-                changes.append(change)
-    return tuple(changes)
-
-
-def line_counts(path: str, *, env: Mapping[str, str]) -> GitResult[tuple[int, int]]:
-    """``(insertions, deletions)`` of the patch file ``path``, summed from
-    ``git apply --numstat``; a binary file counts none, as in git's
-    diffstat.  Runs at ``/``: in a subfolder of a repository (a ``-o``
-    file in the checkout) ``git apply`` would leave out the paths outside
-    that folder, and at the top of one, or outside, it leaves out none.
-
-    Returns:
-        ``Ok((insertions, deletions))`` or ``Err(GitError)``.
-    Raises:
-        OSError: the file cannot be read.
-    """
-    if os.path.getsize(path) == 0:  # git apply refuses a patch with no file
-        return Ok((0, 0))
-    done = run_git(
-        ["apply", "--numstat", "-z", "--", os.path.abspath(path)],
-        env=env,
-        cwd="/",
-    )
-    match done:
-        case Ok(output):
-            insertions = deletions = 0
-            for record in output.split(b"\0"):
-                added, tab, rest = record.partition(b"\t")
-                removed = rest.partition(b"\t")[0]
-                if tab and added.isdigit() and removed.isdigit():
-                    insertions += int(added)
-                    deletions += int(removed)
-            return Ok((insertions, deletions))
-        case Err() as err:
-            return err
-
-
 @dataclass(frozen=True)
 class PatchContents:
-    """What a patch holds (:func:`read_contents`).
+    """What a patch holds (:func:`read_patch`).
 
     Attributes:
-        paths: its paths with their status (:func:`patch_paths`), or
+        files: its ``diff --git`` entries.
+        paths: its paths with their status, a path deleted and added again
+            in a row (its type changed: git writes two entries) one ``T``;
             ``None`` when a header could not be read.
-        insertions: lines it adds, or ``None`` when git could not read it
-            (:func:`line_counts`) or the paths are unknown.
+        insertions: lines it adds (a binary file counts none, as in git's
+            diffstat), or ``None`` when the paths are unknown.
         deletions: lines it removes, likewise.
     """
 
+    files: int
     paths: tuple[PathChange, ...] | None
     insertions: int | None
     deletions: int | None
 
 
-def read_contents(path: str, files: int, *, env: Mapping[str, str]) -> PatchContents:
-    """The paths and line counts of the patch file ``path`` of ``files``
-    paths (none to read when it is empty).
+class _Scanner:
+    """A patch file read forward a chunk at a time: lines for the headers,
+    whole spans for the hunks."""
+
+    def __init__(self, handle: IO[bytes], chunk_size: int) -> None:
+        self._handle, self._chunk_size = handle, chunk_size
+        self.data = b""
+        self.pos = 0  # where the unread part of ``data`` starts
+        self.offset = 0  # the file offset of ``data[0]``
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read the next chunk (what is before :attr:`pos` is dropped);
+        false at the end of the file."""
+        chunk = self._handle.read(self._chunk_size)
+        if not chunk:
+            self.eof = True
+            return False
+        self.offset += self.pos
+        self.data = self.data[self.pos :] + chunk
+        self.pos = 0
+        return True
+
+    def line(self) -> bytes | None:
+        """The next line, without its newline (``None`` at the end); the
+        line starts at :attr:`pos` until the next call."""
+        while (end := self.data.find(b"\n", self.pos)) < 0:
+            if not self.more():
+                if self.pos == len(self.data):
+                    return None
+                end = len(self.data)
+                break
+        return self.data[self.pos : end]
+
+    def skip(self, line: bytes) -> None:
+        """Past ``line``, the one :meth:`line` returned."""
+        self.pos = min(self.pos + len(line) + 1, len(self.data))
+
+
+def _header(scan: _Scanner) -> list[bytes]:
+    """The lines of one file's header at ``scan``'s position (a ``diff
+    --git`` line): up to its content, past the ``---``/``+++`` lines.
+
+    Raises:
+        ValueError: a header longer than git writes.
+    """
+    entry: list[bytes] = []
+    size = 0
+    while (line := scan.line()) is not None:
+        if entry and line.startswith(_CONTENT):
+            if line.startswith(b"--- "):  # the names again, then the hunks
+                scan.skip(line)
+                plus = scan.line()
+                if plus is not None and plus.startswith(b"+++ "):
+                    scan.skip(plus)
+            break
+        entry.append(line)
+        scan.skip(line)
+        size += len(line) + 1
+        if size > _HEADER_BLOCK:
+            raise ValueError("a header longer than git writes")
+    return entry
+
+
+def _hunks(scan: _Scanner) -> tuple[int, int]:
+    """Skip one file's content, counting its added and removed lines: the
+    lines that start with ``+`` and ``-`` before the next ``diff --git``
+    line (or the end).  ``scan`` starts at a line's start (after the
+    header) and is left at the next header."""
+    data, start = scan.data, scan.pos
+    if data.startswith(_HEADER, start):  # an entry without content
+        return 0, 0
+    added, removed = int(data.startswith(b"+", start)), int(data.startswith(b"-", start))
+    needle = b"\n" + _HEADER
+    while True:
+        data, start = scan.data, scan.pos
+        found = data.find(needle, start)
+        if found >= 0 or scan.eof:
+            end = len(data) if found < 0 else found
+            added += data.count(b"\n+", start, end)
+            removed += data.count(b"\n-", start, end)
+            scan.pos = end if found < 0 else found + 1
+            return added, removed
+        # a header may begin in the last bytes: they are scanned again, and
+        # a newline just before them is counted here, with the byte after it
+        keep = len(data) - len(needle) + 1
+        if keep > start:
+            added += data.count(b"\n+", start, keep + 1)
+            removed += data.count(b"\n-", start, keep + 1)
+            scan.pos = keep
+        scan.more()
+
+
+def read_patch(path: str, chunk_size: int = _CHUNK) -> tuple[PatchContents, list[Replacement]]:
+    """What the patch file ``path`` holds (:class:`PatchContents`), and its
+    headers to quote (:func:`.headers.ambiguous_header`), in one read.
 
     Raises:
         OSError: the file cannot be read.
     """
-    if not files:
-        return PatchContents((), 0, 0)
-    try:
-        paths = patch_paths(path)
-    except ValueError:  # a header git would not write: nothing to say of it
-        return PatchContents(None, None, None)
-    match line_counts(path, env=env):
-        case Ok((insertions, deletions)):
-            return PatchContents(paths, insertions, deletions)
-        case _:  # git apply refuses it (over 1023 MiB: said already)
-            return PatchContents(paths, None, None)
+    files = insertions = deletions = 0
+    changes: list[PathChange] | None = []
+    replacements: list[Replacement] = []
+    with open(path, "rb") as handle:
+        scan = _Scanner(handle, chunk_size)
+        while (first := scan.line()) is not None:
+            if not first.startswith(_HEADER):  # before the first header: nothing git writes
+                scan.skip(first)
+                continue
+            files += 1
+            quoted = ambiguous_header(first)
+            if quoted is not None:
+                start = scan.offset + scan.pos
+                replacements.append((start, start + len(first), quoted))
+            try:
+                entry = _header(scan)
+                change = _change(entry) if changes is not None else None
+            except ValueError:  # a header git would not write: nothing to say of it
+                changes = None
+                change = None
+            if changes is not None and change is not None:
+                last = changes[-1] if changes else None
+                if change.status == "A" and last == PathChange("D", change.path):
+                    changes[-1] = PathChange("T", change.path)
+                else:
+                    changes.append(change)
+            added, removed = _hunks(scan)
+            insertions, deletions = insertions + added, deletions + removed
+    if changes is None:
+        return PatchContents(files, None, None, None), replacements
+    return PatchContents(files, tuple(changes), insertions, deletions), replacements
