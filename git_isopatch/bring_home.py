@@ -174,6 +174,10 @@ def apply_result(
     if outcome.error is not None:
         hints = (UNSTAGED_HINT,) if outcome.error.startswith(UNSTAGED_REFUSAL) else ()
         return replace(
-            result, applied=False, error=outcome.error, error_code="apply-failed", apply_hints=hints
+            result,
+            applied=False,
+            error=outcome.error,
+            error_code="apply-failed",
+            apply_hints=(*hints, *result.apply_hints),
         )
     return replace(result, applied=True, applied_to_index=staged)

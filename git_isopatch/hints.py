@@ -138,6 +138,20 @@ def ran_hints(
 
 #: Said when a run from ``HEAD`` changed nothing while the user's work
 #: tree has changes of its own, which the worktree does not hold.
+def left_out_edits_hint(paths: Sequence[str]) -> str:
+    """The hint after ``--apply`` of a run from ``HEAD`` alone whose patch
+    touches ``paths`` that held uncommitted edits: the command never saw
+    them, so a formatter left them as they were."""
+    from .git.quote import quoted
+
+    names = ", ".join(quoted(p) for p in paths[:5])
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return (
+        f"the command started from HEAD, without your uncommitted edits to {names}{more}; "
+        "--include-uncommitted starts from your work tree as it is"
+    )
+
+
 UNCOMMITTED_HINT = (
     "your uncommitted changes are not in the worktree, which starts from HEAD; "
     "--include-uncommitted starts from them"

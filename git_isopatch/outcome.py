@@ -137,12 +137,16 @@ INCLUDE_UNCOMMITTED_HINT = (
 )
 
 
-def failure_lines(result: CaptureResult, *, from_head: bool = False) -> list[str]:
+def failure_lines(
+    result: CaptureResult, *, from_head: bool = False, informational: bool = True
+) -> list[str]:
     """Why the run failed after the command ran, last on stderr: ``--apply``
     could not apply (the patch is kept; ``from_head``: the run started from
-    ``HEAD`` alone, so ``--include-uncommitted`` is named), or extraction
-    failed (the worktree is kept); empty when nothing failed.  The apply's
-    own hints (``apply_hints``) come here, after its ``error:``."""
+    ``HEAD`` alone, so ``--include-uncommitted`` is named, unless the
+    apply's hint names the edits it left out), or extraction failed (the
+    worktree is kept).  The apply's own hints (``apply_hints``) come here,
+    after its ``error:``, or after the summary of an apply that worked
+    (only with ``informational``: not with ``-q``); else nothing."""
     from .git.quote import quoted
 
     if result.error_code == "apply-failed":  # as git apply and git am: error:, then hint:
@@ -151,7 +155,10 @@ def failure_lines(result: CaptureResult, *, from_head: bool = False) -> list[str
             f"hint: nothing was written; the patch is kept at {quoted(result.patch_path or '')}",
             *(f"hint: {hint}" for hint in result.apply_hints),
         ]
-        return lines + ([f"hint: {INCLUDE_UNCOMMITTED_HINT}"] if from_head else [])
+        generic = from_head and not result.left_out_edits  # else the apply's hint names them
+        return lines + ([f"hint: {INCLUDE_UNCOMMITTED_HINT}"] if generic else [])
+    if result.applied and informational:  # the apply's own advice, after its summary
+        return [f"hint: {hint}" for hint in result.apply_hints]
     if result.error is not None:
         return [
             f"fatal: {result.error}",
@@ -229,7 +236,7 @@ def plan(
         from .render import encode, result_fields
 
         record = encode(result_fields(result), mode)
-    closing = tuple(failure_lines(result, from_head=from_head))
+    closing = tuple(failure_lines(result, from_head=from_head, informational=mode.informational))
     failed_apply = result.error_code == "apply-failed"
     status = exit_status(result, mode)
     if result.error is not None and not failed_apply:  # nothing else to show

@@ -8,13 +8,14 @@ repository (refs, configuration) and to the user's checkout, the hints
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 
 from .errors import IsopatchError
 from .git.result import GitResult, Ok
 from .git.status import CheckoutState, read_checkout
-from .hints import UNCOMMITTED_HINT, sandbox_hint
+from .hints import UNCOMMITTED_HINT, left_out_edits_hint, sandbox_hint
 from .result import CaptureResult
 from .sandbox.caches import place
 from .values import Extracted, Ran, Start
@@ -34,20 +35,49 @@ def outside_folders(start: Start, paths: tuple[str, ...]) -> tuple[tuple[str, in
     return tuple((folder, n, tool_own) for folder, (n, tool_own) in counts.items())
 
 
-def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
-    """The run started from ``HEAD`` (no snapshot) while the user's work
-    tree, as the look before the command saw it, had changes (``None``:
-    not looked at, in the sandbox, which the checkout's writes cannot
-    reach: looked at now; an ``Err``: the look failed)."""
-    if not start.from_head_alone:
-        return False
+def _edited(start: Start, checkout: GitResult[CheckoutState] | None) -> CheckoutState | None:
+    """The user's work tree as the look before the command saw it, or as
+    it is now where none was taken (in the sandbox, which the checkout's
+    writes cannot reach); ``None`` when the look failed."""
     if checkout is None:
         repository = start.repository
         checkout = read_checkout(repository.git_dir, repository.top, env=start.git_env)
     match checkout:
         case Ok(state):
-            return bool(state.entries)
-    return False
+            return state
+    return None
+
+
+def _left_out_edits(start: Start, ran: Ran, extracted: Extracted) -> tuple[str, ...]:
+    """The paths of the patch (from the top) that hold uncommitted edits
+    of the user's (an untracked folder counts for what lies in it) in a
+    run from ``HEAD`` alone: ``--apply`` puts the patch around them."""
+    if not start.from_head_alone:
+        return ()
+    state = _edited(start, ran.checkout_before)
+    if state is None or not state.entries:
+        return ()
+    folders = [p for p in state.entries if p.endswith(b"/")]
+    touched = []
+    for change in extracted.contents.paths or ():
+        for path in (change.path, change.old_path):
+            name = os.fsencode(path) if path is not None else None
+            if (
+                name is not None
+                and path not in touched
+                and (name in state.entries or any(name.startswith(f) for f in folders))
+            ):
+                touched.append(path)
+    return tuple(touched)
+
+
+def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
+    """The run started from ``HEAD`` (no snapshot) while the user's work
+    tree had changes (:func:`_edited`)."""
+    if not start.from_head_alone:
+        return False
+    state = _edited(start, checkout)
+    return state is not None and bool(state.entries)
 
 
 def report(
@@ -116,6 +146,10 @@ def report(
     if extracted.files and result.exit_code == 0:
         from .bring_home import apply_result  # only with --apply: it loads git.apply
 
+        left_out = _left_out_edits(start, ran, extracted)  # before the apply writes them
+        if left_out:
+            hints = (*result.apply_hints, left_out_edits_hint(left_out))
+            result = replace(result, left_out_edits=left_out, apply_hints=hints)
         return apply_result(
             result,
             start.repository,

@@ -77,9 +77,13 @@ class CaptureResult:
             written, and the patch is kept).
         applied_to_index: with ``applied``, the patch went into the index
             as well as the work tree (``--staged --apply``).
-        apply_hints: advice on an ``--apply`` that did not apply, shown
-            after its ``error:`` (the porcelain's ``hint`` records hold
-            them after ``hints``); empty otherwise.
+        apply_hints: advice on an ``--apply``, shown after its ``error:``,
+            or after the summary when it applied (the porcelain's ``hint``
+            records hold them after ``hints``); empty otherwise.
+        left_out_edits: with ``--apply`` of a run from ``HEAD`` alone, the
+            paths the patch touches (from the top) that held uncommitted
+            edits when it was applied: the command never saw them
+            (``apply_hints`` names them and ``--include-uncommitted``).
         command: the command that ran, as its argument list.
         command_signal: the signal that ended the command (one it died of,
             or one git-isopatch received and forwarded), else ``None``.
@@ -127,6 +131,7 @@ class CaptureResult:
     applied: bool | None = None
     applied_to_index: bool = False
     apply_hints: tuple[str, ...] = ()
+    left_out_edits: tuple[str, ...] = ()
     checkout_changes: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     command_signal: int | None = None

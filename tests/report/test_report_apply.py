@@ -314,8 +314,9 @@ def test_an_uncommitted_edit_near_a_hunk_fails_the_apply_and_the_hint_names_the_
 ) -> None:
     """git apply needs each hunk's 3 context lines unchanged: an edit made
     before the run, two lines from the command's change, fails the whole
-    apply (nothing lost); the hint names --include-uncommitted, which
-    starts from the work tree as it is and then applies."""
+    apply (nothing lost); the hint names the file that held the edit and
+    --include-uncommitted, which starts from the work tree as it is and
+    then applies."""
     from repo_helpers import isopatch
 
     repo = make_repo({"a": SEVEN})
@@ -329,7 +330,10 @@ def test_an_uncommitted_edit_near_a_hunk_fails_the_apply_and_the_hint_names_the_
     lines = run.err.splitlines()
     assert lines[-3].startswith("error: the patch does not apply to the work tree as it is now")
     assert lines[-2].startswith("hint: nothing was written; the patch is kept at ")
-    assert lines[-1] == INCLUDE_HINT
+    assert lines[-1] == (
+        "hint: the command started from HEAD, without your uncommitted edits to 'a'; "
+        "--include-uncommitted starts from your work tree as it is"
+    )
     # an edit four lines away is outside the context: the same run applies
     (repo / "a").write_text(SEVEN.replace("six", "my six"))
     far = isopatch("-q", "--apply", "--", *change, cwd=repo, env=env)
