@@ -30,8 +30,8 @@ _git_isopatch ()
 			return
 			;;
 		mcp)
-			case "$prev" in -C) return ;; esac
-			__gitcomp "-C"
+			case "$prev" in -C|--allow-write) return ;; esac
+			__gitcomp "-C --allow-unconfined --allow-network --allow-write"
 			return
 			;;
 		esac

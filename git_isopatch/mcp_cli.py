@@ -1,6 +1,8 @@
-"""``git isopatch mcp [-C <path>]``: the command line of the MCP server
+"""``git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network]
+[--allow-write <path>]...``: the command line of the MCP server
 (:mod:`.mcp_server`), which needs the ``mcp`` extra; without it, a
-``fatal:`` line with the ``pip install`` that brings it, exit 128."""
+``fatal:`` line with the ``pip install`` that brings it, exit 128.  What
+the tools' calls may loosen is fixed here (:mod:`.mcp_policy`)."""
 
 from __future__ import annotations
 
@@ -20,17 +22,41 @@ MISSING_HINT = "pip install 'git-isopatch[mcp]'"
 def mcp_command(
     repo_path: Annotated[
         str,
-        typer.Option("-C", metavar="<path>", help="the repository the tools work in by default"),
+        typer.Option(
+            "-C", metavar="<path>", help="the folder the tools work in (and below: nowhere else)"
+        ),
     ] = ".",
+    allow_unconfined: Annotated[
+        bool,
+        typer.Option("--allow-unconfined", help="let a call run its command unconfined"),
+    ] = False,
+    allow_network: Annotated[
+        bool, typer.Option("--allow-network", help="let a call keep the network")
+    ] = False,
+    allow_write: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-write",
+            metavar="<path>",
+            help="let a call make a path under <path> writable; repeatable",
+        ),
+    ] = None,
     _short_help: ShortHelpOption = False,
     _manual: ManualOption = False,
 ) -> None:
     """Serve the ``capture`` and ``apply`` tools over the Model Context
     Protocol on stdin/stdout until the client closes stdin."""
+    from .mcp_policy import ServerPolicy
     from .mcp_server import build_server
 
+    policy = ServerPolicy.started(
+        repo_path,
+        unconfined=allow_unconfined,
+        network=allow_network,
+        writable=allow_write or (),
+    )
     try:
-        server = build_server(repo_path)
+        server = build_server(policy)
     except ImportError as exc:
         stderr_line(f"fatal: the MCP server needs the 'mcp' package (2.x): {exc}")
         stderr_line(f"hint: {MISSING_HINT}")

@@ -26,7 +26,9 @@ from .outcome import FATAL_STATUS, USAGE_STATUS
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
 PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
-MCP_SYNOPSIS = "git isopatch mcp [-C <path>]"
+MCP_SYNOPSIS = (
+    "git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] [--allow-write <path>]"
+)
 #: The synopsis lines of ``git isopatch -h``: the capture, then the others.
 CAPTURE_SYNOPSES = [
     SYNOPSIS,

@@ -23,22 +23,35 @@ import anyio  # noqa: E402 (the SDK brings it)
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+#: The synopsis of ``git isopatch mcp``.
+SYNOPSIS = (
+    "git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] [--allow-write <path>]"
+)
+
 #: How long each call may take before the test fails (the server must answer).
 CALL_TIMEOUT = 120
 
 
-def serve(repo: Path, env: dict[str, str], tmp_path: Path, body):
-    """Start ``git-isopatch mcp`` in ``repo`` with the SDK's stdio client,
-    run ``await body(client)`` and return what it returns; the server's
-    stderr goes to ``tmp_path/server.err``."""
+def serve(repo: Path, env: dict[str, str], tmp_path: Path, body, *options: str, roots=None):
+    """Start ``git-isopatch mcp [<options>]`` in ``repo`` with the SDK's
+    stdio client, run ``await body(client)`` and return what it returns;
+    the server's stderr goes to ``tmp_path/server.err``.  With ``roots``
+    (folders) the client declares them, on a connection of the protocol
+    before 2026-07-28 (which deprecates roots)."""
+
+    async def list_roots(_context):
+        from mcp.types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=Path(f).as_uri()) for f in roots])
 
     async def main():
         params = StdioServerParameters(
-            command=str(ISOPATCH), args=["mcp"], cwd=str(repo), env=dict(env)
+            command=str(ISOPATCH), args=["mcp", *options], cwd=str(repo), env=dict(env)
         )
+        rooted = {"list_roots_callback": list_roots, "mode": "legacy"} if roots is not None else {}
         with open(tmp_path / "server.err", "w") as errlog:
             with anyio.fail_after(CALL_TIMEOUT):
-                async with Client(stdio_client(params, errlog=errlog)) as client:
+                async with Client(stdio_client(params, errlog=errlog), **rooted) as client:
                     return await body(client)
 
     return anyio.run(main)
@@ -122,7 +135,7 @@ def test_parallel_captures_are_independent_runs(env, make_repo, tmp_path) -> Non
                 group.start_soon(one, name)
         return results
 
-    results = serve(repo, env, tmp_path, body)
+    results = serve(repo, env, tmp_path, body, "--allow-unconfined")
     patches = set()
     for name, result in results.items():
         assert not result.is_error, text(result)
@@ -155,7 +168,7 @@ def test_a_timeout_is_a_result_with_exit_124(env, make_repo, tmp_path) -> None:
 BAD_CALLS = [
     ({"command": ["true"], "base": "no-such-rev"}, "fatal: unknown revision 'no-such-rev'"),
     ({"command": ["true"], "base": "--output=/tmp/x"}, "'--output=/tmp/x'"),
-    ({"command": ["true"], "repo": "/"}, "not a git repository"),
+    ({"command": ["true"], "repo": "/"}, "outside the folders this server works in"),
     ({"command": ["true"], "repo": "no/such/folder"}, "no/such/folder"),
     ({"command": ["true"], "timeout": -1}, "timeout"),
     ({"command": ["true"], "link": ["../outside"]}, "../outside"),
@@ -276,10 +289,10 @@ def test_mcp_usage(env, make_repo) -> None:
     repo = make_repo()
     run = isopatch("mcp", "-h", cwd=repo, env=env)
     assert run.returncode == 129
-    assert run.out.splitlines()[0] == "usage: git isopatch mcp [-C <path>]"
+    assert run.out.splitlines()[0] == f"usage: {SYNOPSIS}"
     bad = isopatch("mcp", "--bogus", cwd=repo, env=env)
     assert bad.returncode == 129 and bad.err.startswith("error: unknown option 'bogus'")
-    assert "   or: git isopatch mcp [-C <path>]" in isopatch("-h", cwd=repo, env=env).out
+    assert f"   or: {SYNOPSIS}" in isopatch("-h", cwd=repo, env=env).out
 
 
 def test_the_server_ends_when_its_client_closes_stdin(env, make_repo) -> None:
@@ -315,7 +328,9 @@ def test_completion_offers_mcp_and_its_option(env, make_repo) -> None:
     # install one called mcp): the subcommand is offered as the first word
     later = complete("git isopatch -q mc", repo, env)
     assert first.count("mcp ") == later.count("mcp ") + 1
-    assert complete("git isopatch mcp -", repo, env) == ["-C "]
+    assert complete("git isopatch mcp -", repo, env) == [
+        "-C ", "--allow-unconfined ", "--allow-network ", "--allow-write ",
+    ]  # fmt: skip
 
 
 def test_a_cancelled_call_stops_its_run_and_removes_its_worktree(env, make_repo, tmp_path) -> None:
@@ -345,7 +360,7 @@ def test_a_cancelled_call_stops_its_run_and_removes_its_worktree(env, make_repo,
             await anyio.sleep(0.1)
         return await client.call_tool("capture", {"command": ["true"]})
 
-    after = serve(repo, env, tmp_path, body)
+    after = serve(repo, env, tmp_path, body, "--allow-unconfined")
     assert not after.is_error and after.structured_content["exit"] == 0
     assert registered_worktrees(repo, env) == []
 
@@ -406,3 +421,126 @@ def test_applying_an_empty_capture_is_applied_false(env, make_repo, tmp_path) ->
     assert not result.is_error, text(result)
     assert result.structured_content["applied"] is False
     assert repo_state(repo, env) == before
+
+
+#: Calls that ask for more than a server started without options allows,
+#: and the option each error names.
+LOOSENING = [
+    ({"sandbox": False}, "--allow-unconfined"),
+    ({"allow_network": True}, "--allow-network"),
+    ({"allow_write": ["{outside}"]}, "--allow-write"),
+]
+
+
+@pytest.mark.hostile
+def test_an_agent_cannot_loosen_its_own_confinement(env, make_repo, tmp_path) -> None:
+    """By default a call runs in the sandbox: ``sandbox: false``,
+    ``allow_network`` and ``allow_write`` are tool errors naming the
+    server's option that would allow them, and the command never runs."""
+    repo = make_repo()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    before = repo_state(repo, env)
+    marker = outside / "ran"
+
+    async def body(client):
+        answers = []
+        for arguments, _ in LOOSENING:
+            asked = {
+                k: [w.format(outside=outside) for w in v] if isinstance(v, list) else v
+                for k, v in arguments.items()
+            }
+            command = ["sh", "-c", f"touch {marker}"]
+            answers.append(await client.call_tool("capture", {"command": command, **asked}))
+        return answers
+
+    answers = serve(repo, env, tmp_path, body)
+    for (arguments, option), answer in zip(LOOSENING, answers, strict=True):
+        assert answer.is_error and option in text(answer), (arguments, text(answer))
+    assert not marker.exists()
+    assert repo_state(repo, env) == before
+
+
+def test_the_operator_decides_what_calls_may_loosen(env, make_repo, tmp_path) -> None:
+    """Started with the options, the same calls run: unconfined, with the
+    network, writing a path under an ``--allow-write`` one (and not one
+    outside it)."""
+    repo = make_repo()
+    allowed = tmp_path / "allowed"
+    (allowed / "sub").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write = ["sh", "-c", f"echo hi > {allowed}/sub/out"]
+
+    async def body(client):
+        unconfined = await client.call_tool("capture", {"command": ["true"], "sandbox": False})
+        network = await client.call_tool("capture", {"command": ["true"], "allow_network": True})
+        writes = await client.call_tool(
+            "capture", {"command": write, "allow_write": [str(allowed / "sub")]}
+        )
+        refused = await client.call_tool(
+            "capture", {"command": ["true"], "allow_write": [str(elsewhere)]}
+        )
+        return unconfined, network, writes, refused
+
+    options = ("--allow-unconfined", "--allow-network", "--allow-write", str(allowed))
+    unconfined, network, writes, refused = serve(repo, env, tmp_path, body, *options)
+    assert not unconfined.is_error and unconfined.structured_content["sandbox"] is False
+    assert not network.is_error, text(network)
+    assert not writes.is_error, text(writes)
+    assert (allowed / "sub" / "out").read_text() == "hi\n"
+    assert refused.is_error and "--allow-write" in text(refused)
+
+
+@pytest.mark.hostile
+def test_a_call_names_only_repositories_under_the_servers_folder(env, make_repo, tmp_path) -> None:
+    """Another repository on the machine, and a link inside the folder that
+    leads to it, are refused; a folder inside is not; the client's MCP
+    roots add their folders."""
+    repo = make_repo({"sub/file": "x\n"})
+    other = make_repo(name="other")
+    (repo / "sub" / "link").symlink_to(other)
+    other_before = repo_state(other, env)
+    touch = ["sh", "-c", "echo changed > README"]
+
+    async def body(client):
+        answers = []
+        for where in (str(other), "../other", "sub/link", "sub"):
+            answers.append(await client.call_tool("capture", {"command": touch, "repo": where}))
+        answers.append(await client.call_tool("apply", {"patch": "x.patch", "repo": str(other)}))
+        return answers
+
+    *refused, inside, refused_apply = serve(repo, env, tmp_path, body)
+    for answer in [*refused, refused_apply]:
+        assert answer.is_error and "outside the folders" in text(answer), text(answer)
+    assert not inside.is_error and inside.structured_content["files"] == 1, text(inside)
+    assert repo_state(other, env) == other_before
+
+    async def with_roots(client):
+        return await client.call_tool("capture", {"command": touch, "repo": str(other)})
+
+    rooted = serve(repo, env, tmp_path, with_roots, roots=[str(other)])
+    assert not rooted.is_error, text(rooted)
+    assert rooted.structured_content["files"] == 1
+
+
+@pytest.mark.hostile
+def test_an_argument_a_tool_does_not_know_is_an_error_naming_it(env, make_repo, tmp_path) -> None:
+    """A misspelt ``"include-uncommitted": true`` must not run from HEAD
+    and report success."""
+    repo = make_repo()
+    (repo / "README").write_text("edited, uncommitted\n")
+
+    async def body(client):
+        capture = await client.call_tool(
+            "capture", {"command": ["true"], "include-uncommitted": True}
+        )
+        apply = await client.call_tool("apply", {"patch": "x.patch", "staged": True})
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return capture, apply, tools
+
+    capture, apply, tools = serve(repo, env, tmp_path, body)
+    assert capture.is_error and "include-uncommitted" in text(capture), text(capture)
+    assert apply.is_error and "staged" in text(apply), text(apply)
+    assert tools["capture"].input_schema["additionalProperties"] is False
+    assert tools["apply"].input_schema["additionalProperties"] is False

@@ -96,7 +96,8 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         assert lines[1:5] == [
             "   or: git isopatch list [--porcelain [-z] | --json] [-C <path>]",
             "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
-            "   or: git isopatch mcp [-C <path>]",
+            "   or: git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] "
+            "[--allow-write <path>]",
             "",
         ]
         assert run.out.endswith("\n\n"), "git ends the usage with a blank line"

@@ -146,6 +146,8 @@ NAMED_LAYERS = {
     f"{PACKAGE}.mcp_cli": "cli",
     f"{PACKAGE}.mcp_server": "cli",
     f"{PACKAGE}.mcp_parameters": "cli",
+    f"{PACKAGE}.mcp_policy": "cli",
+    f"{PACKAGE}.mcp_runs": "cli",
     PACKAGE: "cli",  # the package's front door: the Python API
 }
 
