@@ -27,7 +27,8 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from .attributes import every_file_read_again
 from .diff import exclude_pathspecs, worktree_output
@@ -62,8 +63,7 @@ def fingerprint(worktree: WorktreePath, path: bytes) -> Fingerprint:
         return None
 
 
-@dataclass(frozen=True)
-class Baseline:
+class Baseline(NamedTuple):
     """The paths of a worktree that differ from its base before the command
     ran, each with its :func:`fingerprint` then.
 
@@ -71,7 +71,7 @@ class Baseline:
         paths: path from the top (bytes, as git names it) -> fingerprint.
     """
 
-    paths: Mapping[bytes, Fingerprint] = field(default_factory=dict)
+    paths: Mapping[bytes, Fingerprint] = MappingProxyType({})
 
 
 #: The paths where a conversion may apply that does not give the blob back

@@ -25,8 +25,7 @@ import os
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .admin_files import common_dir_of
 from .attributes import is_attributes_file
@@ -45,8 +44,7 @@ FILE_LIMIT = 1 << 24
 DIGEST_SIZE = 16
 
 
-@dataclass(frozen=True)
-class ConversionInputs:
+class ConversionInputs(NamedTuple):
     """What the paths a checkout alone changes depend on, but the tracked
     attributes.
 
@@ -63,8 +61,7 @@ class ConversionInputs:
     index: bytes
 
 
-@dataclass(frozen=True)
-class EntryInputs:
+class EntryInputs(NamedTuple):
     """The same, entry by entry (:func:`entry_inputs`).
 
     Attributes:

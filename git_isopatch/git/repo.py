@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import pygit2
 
@@ -24,8 +24,7 @@ from .run import own_git_environment, run_git
 from .types import CommitId, GitDirPath, Ref, RepoPath, posix_prefix
 
 
-@dataclass(frozen=True)
-class UserRepository:
+class UserRepository(NamedTuple):
     """Where the user's repository is, as git would find it.
 
     Attributes:

@@ -12,14 +12,12 @@ callers ``match`` on it::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar, Union
+from typing import Generic, NamedTuple, TypeVar, Union
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class GitError:
+class GitError(NamedTuple):
     """A failed git invocation or look-up.
 
     Attributes:
@@ -101,14 +99,12 @@ class GitError:
         return self.reason or f"git exited with status {self.returncode}"
 
 
-@dataclass(frozen=True)
-class Ok(Generic[T]):
+class Ok(NamedTuple, Generic[T]):
     value: T
 
 
-@dataclass(frozen=True)
-class Err:
-    error: GitError = field(default_factory=GitError)
+class Err(NamedTuple):
+    error: GitError = GitError()
 
 
 GitResult = Union[Ok[T], Err]

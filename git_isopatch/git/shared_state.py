@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from .quote import quote_c_style, quoted
 from .result import Err, GitResult, Ok
@@ -27,8 +28,7 @@ from .types import GitDirPath
 from .worktree import worktree_admin_dirs
 
 
-@dataclass(frozen=True)
-class SharedState:
+class SharedState(NamedTuple):
     """Refs and configuration of a repository at one moment.
 
     Attributes:
@@ -45,8 +45,8 @@ class SharedState:
 
     refs: Mapping[str, str]
     config: bytes | None
-    files: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
-    worktrees: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, tuple[int, bytes]] = MappingProxyType({})
+    worktrees: Mapping[str, str] = MappingProxyType({})
 
 
 #: Files of ``$GIT_COMMON_DIR`` besides ``config`` that a linked worktree
@@ -170,8 +170,7 @@ def read_shared_state(
 CONFIG = "config"
 
 
-@dataclass(frozen=True)
-class SharedWrite:
+class SharedWrite(NamedTuple):
     """One change to what a linked worktree shares with its repository.
 
     Attributes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .result import Err, GitResult, Ok
 from .run import run_git
@@ -26,8 +26,7 @@ from .types import GitDirPath
 STATUS_CONFIG: tuple[tuple[str, str], ...] = (("core.fsmonitor", "false"),)
 
 
-@dataclass(frozen=True)
-class CheckoutState:
+class CheckoutState(NamedTuple):
     """One look at the work tree.
 
     Attributes:

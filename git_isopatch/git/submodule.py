@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from .diff import DIFF_CONFIG, worktree_args, worktree_output, write_binary_diff
 from .intent_to_add import mark_untracked_intent_to_add
@@ -43,8 +42,7 @@ UPDATE_CONFIG: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Gitlink:
+class Gitlink(NamedTuple):
     """A submodule entry of a worktree's index.
 
     Attributes:
@@ -56,8 +54,7 @@ class Gitlink:
     commit: CommitId
 
 
-@dataclass(frozen=True)
-class Submodule:
+class Submodule(NamedTuple):
     """A submodule populated in a worktree.
 
     Attributes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .admin_files import read_admin_file
 from .progress import run_git_with_progress
@@ -28,8 +28,7 @@ WORKTREE_ADD_CONFIG: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class WorktreeRecord:
+class WorktreeRecord(NamedTuple):
     """One entry of ``git worktree list --porcelain -z``.
 
     Attributes:

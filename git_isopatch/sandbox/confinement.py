@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import known_os_failure
@@ -259,7 +259,7 @@ class Namespaced(Confinement):
         after = shared_state_in(self.namespaces, repository, old, env)
         if after is None:
             return ()
-        return tuple(replace(w, discarded=True) for w in describe_changes(old, after))
+        return tuple(w._replace(discarded=True) for w in describe_changes(old, after))
 
     def outside_writes(self, common_dir: str) -> tuple[str, ...]:
         inside = os.path.realpath(common_dir).rstrip("/") + "/"

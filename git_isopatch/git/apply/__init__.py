@@ -44,7 +44,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from ..result import Err, GitResult, Ok
 from ..run import run_git
@@ -161,7 +160,7 @@ def _apply(
             reason = error.reason.replace(
                 "the patch does not apply to the work tree as it is now", UNSTAGED_REFUSAL
             )
-            return Err(replace(error, reason=reason))
+            return Err(error._replace(reason=reason))
         return applied
     match read_entries(work, paths):
         case Ok(after):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..result import Err, GitError, GitResult, Ok
 from ..run import run_git
@@ -36,8 +36,7 @@ GITLINK = "160000"
 SYMLINK = "120000"
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """An index entry: ``mode`` as git writes it (``100644``, ``100755``,
     ``120000``, ``160000``) and the object id."""
 

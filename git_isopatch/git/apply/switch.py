@@ -14,6 +14,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..result import GitResult, Ok
 from ..types import GitDirPath, RepoPath
@@ -25,8 +26,7 @@ JOURNAL_PREFIX = "isopatch-apply-"
 NEW_PREFIX = ".isopatch-new-"
 
 
-@dataclass(frozen=True)
-class Applied:
+class Applied(NamedTuple):
     """A patch applied: the paths it touched, and those that did not hold
     what the patch says right afterwards (another writer meanwhile)."""
 

@@ -17,8 +17,7 @@ costs a chunk of memory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from .headers import Replacement, ambiguous_header
 
@@ -42,8 +41,7 @@ _UNESCAPES = {
 }
 
 
-@dataclass(frozen=True)
-class PathChange:
+class PathChange(NamedTuple):
     """One path of a patch.
 
     Attributes:
@@ -146,8 +144,7 @@ def _change(entry: list[bytes]) -> PathChange:
     return PathChange("M", path)
 
 
-@dataclass(frozen=True)
-class PatchContents:
+class PatchContents(NamedTuple):
     """What a patch holds (:func:`read_patch`).
 
     Attributes:
