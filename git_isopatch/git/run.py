@@ -67,6 +67,50 @@ _KEPT_FOR_OWN_CALLS = frozenset(
 )
 
 
+#: ``GIT_*`` variables that change how a checkout is made, kept for
+#: git-isopatch's own git calls as they reach a ``git worktree add`` the
+#: user runs: where attributes come from, and what a filter that fetches
+#: (git-lfs's smudge, which downloads the objects a checkout needs) uses to
+#: reach its remote: ssh, a password prompt program, TLS, HTTP.  git-lfs's
+#: own variables (``GIT_LFS_SKIP_SMUDGE``, which git-lfs documents for
+#: cloning without the objects) are kept by their prefix,
+#: :data:`CHECKOUT_PREFIX`.  None changes the patch: its options are
+#: pinned, and content conversion is the user's as in the checkout.
+CHECKOUT_VARIABLES = frozenset(
+    {
+        "GIT_ATTR_NOSYSTEM",
+        "GIT_ATTR_SOURCE",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_ASKPASS",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_CERT",
+        "GIT_SSL_KEY",
+        "GIT_SSL_CERT_PASSWORD_PROTECTED",
+        "GIT_SSL_VERSION",
+        "GIT_SSL_CIPHER_LIST",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_PROXY_SSL_CERT",
+        "GIT_PROXY_SSL_KEY",
+        "GIT_PROXY_SSL_CERT_PASSWORD_PROTECTED",
+        "GIT_PROXY_SSL_CAINFO",
+        "GIT_HTTP_USER_AGENT",
+        "GIT_HTTP_LOW_SPEED_LIMIT",
+        "GIT_HTTP_LOW_SPEED_TIME",
+        "GIT_HTTP_MAX_REQUESTS",
+        "GIT_CURL_VERBOSE",
+        "GIT_TRACE_CURL",
+        "GIT_TRACE_CURL_NO_DATA",
+    }
+)
+#: The prefix of git-lfs's variables (``GIT_LFS_SKIP_SMUDGE``,
+#: ``GIT_LFS_SKIP_DOWNLOAD_ERRORS``, ``GIT_LFS_PROGRESS``...).
+CHECKOUT_PREFIX = "GIT_LFS_"
+
+
 def is_config_variable(name: str) -> bool:
     """True for the variables that carry ``git -c`` settings
     (``GIT_CONFIG_PARAMETERS``) and ``GIT_CONFIG_COUNT`` with its
@@ -95,7 +139,8 @@ def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
 def own_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """Return the environment for git-isopatch's own git calls.
 
-    Drops every ``GIT_*`` variable but those of ``_KEPT_FOR_OWN_CALLS`` and
+    Drops every ``GIT_*`` variable but those of ``_KEPT_FOR_OWN_CALLS``,
+    those that shape a checkout (:data:`CHECKOUT_VARIABLES`, git-lfs's) and
     the ``git -c`` settings (:func:`is_config_variable`), sets ``LC_ALL=C``
     (messages are parsed), ``GIT_TERMINAL_PROMPT=0`` and
     ``GIT_OPTIONAL_LOCKS=0`` (a status-like read must not rewrite the index).
@@ -103,7 +148,11 @@ def own_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in environ.items()
-        if not k.startswith("GIT_") or k in _KEPT_FOR_OWN_CALLS or is_config_variable(k)
+        if not k.startswith("GIT_")
+        or k in _KEPT_FOR_OWN_CALLS
+        or k in CHECKOUT_VARIABLES
+        or k.startswith(CHECKOUT_PREFIX)
+        or is_config_variable(k)
     }
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"

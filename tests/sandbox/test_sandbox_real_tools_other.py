@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from real_tools_helpers import quiet_by_default, sandboxed_and_unconfined
-from repo_helpers import git
+from repo_helpers import git, isopatch
 
 #: The toolchains rustup installed (the test's own HOME has none).
 RUSTUP_HOME = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
@@ -88,3 +88,88 @@ def test_git_lfs_tracked_file_changed(env, make_repo, tmp_path: Path, no_leftove
         oid = hashlib.sha256(content).hexdigest()
         stored = repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
         assert stored.read_bytes() == content
+
+
+def _lfs_clone_without_objects(env, tmp_path: Path) -> Path:
+    """A clone that holds Git LFS pointers whose objects its remote lacks
+    (a local "remote" whose LFS store is gone): a checkout that smudges
+    fails with git-lfs's "smudge filter lfs failed"; git-lfs documents
+    ``GIT_LFS_SKIP_SMUDGE=1`` for cloning such a repository."""
+    done = subprocess.run(
+        ["git", "lfs", "install", "--skip-repo"], cwd=tmp_path, env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    up = tmp_path / "up"
+    up.mkdir()
+    git("init", "-q", "-b", "main", cwd=up, env=env)
+    (up / ".gitattributes").write_text("*.bin filter=lfs diff=lfs merge=lfs -text\n")
+    (up / "data.bin").write_bytes(b"\x00binary\n")
+    (up / "notes.txt").write_text("notes\n")
+    git("add", "-A", cwd=up, env=env)
+    git("commit", "-q", "-m", "lfs", cwd=up, env=env)
+    subprocess.run(["rm", "-rf", str(up / ".git" / "lfs" / "objects")], check=True)
+    clone = tmp_path / "clone"
+    skip = {**env, "GIT_LFS_SKIP_SMUDGE": "1"}
+    git("clone", "-q", str(up), str(clone), cwd=tmp_path, env=skip)
+    assert (clone / "data.bin").read_bytes().endswith(_pointer(b"\x00binary\n"))
+    return clone
+
+
+@pytest.mark.needs("git-lfs")
+@pytest.mark.parametrize("mode", [(), ("--no-sandbox",)], ids=["sandboxed", "unconfined"])
+def test_git_lfs_skip_smudge_reaches_the_checkout(env, tmp_path: Path, mode, no_leftovers) -> None:
+    """What the user set for git-lfs holds for git-isopatch's own checkout,
+    as for a ``git worktree add``: without the variable the checkout fails
+    as git's does; with it the worktree holds the pointers and the command
+    runs."""
+    clone = _lfs_clone_without_objects(env, tmp_path)
+    script = "cat data.bin > seen.txt && echo more >> notes.txt"
+    plain = isopatch("--porcelain", *mode, "--", "sh", "-c", script, cwd=clone, env=env)
+    assert plain.returncode == 128, plain.err
+    assert "smudge filter lfs failed" in plain.err, plain.err
+    skip = {**env, "GIT_LFS_SKIP_SMUDGE": "1"}
+    added = subprocess.run(
+        ["git", "worktree", "add", "-q", "--detach", str(tmp_path / "by-git")],
+        cwd=clone, env=skip, capture_output=True, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr  # what git itself does with it
+    git("worktree", "remove", str(tmp_path / "by-git"), cwd=clone, env=env)
+    run = isopatch("--porcelain", *mode, "--", "sh", "-c", script, cwd=clone, env=skip)
+    assert run.returncode == 0, run.err
+    assert run.fields()["sandbox"] == ("false" if mode else "true")
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert b"+more\n" in patch and b"+version https://git-lfs.github.com/spec/v1" in patch, patch
+    assert git("status", "--porcelain", cwd=clone, env=env) == b""
+
+
+def test_own_git_keeps_what_shapes_a_checkout() -> None:
+    """git-lfs's variables and the transport a fetching filter needs reach
+    git-isopatch's own git; what could change the patch or the paths git
+    acts on does not."""
+    from git_isopatch.git.run import own_git_environment
+
+    env = own_git_environment(
+        {
+            "GIT_LFS_SKIP_SMUDGE": "1",
+            "GIT_LFS_SKIP_DOWNLOAD_ERRORS": "1",
+            "GIT_SSH_COMMAND": "ssh -i key",
+            "GIT_ASKPASS": "/bin/askpass",
+            "GIT_SSL_CAINFO": "/etc/ca.pem",
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "core.autocrlf",
+            "GIT_CONFIG_VALUE_0": "true",
+            "GIT_DIFF_OPTS": "-u9",
+            "GIT_EXTERNAL_DIFF": "evil",
+            "GIT_DIR": "/elsewhere",
+            "GIT_INDEX_FILE": "/elsewhere/index",
+            "GIT_LITERAL_PATHSPECS": "1",
+        }
+    )
+    kept = {"GIT_LFS_SKIP_SMUDGE", "GIT_LFS_SKIP_DOWNLOAD_ERRORS", "GIT_SSH_COMMAND",
+            "GIT_ASKPASS", "GIT_SSL_CAINFO", "GIT_ATTR_NOSYSTEM", "GIT_CONFIG_COUNT",
+            "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"}  # fmt: skip
+    assert kept <= set(env)
+    for dropped in ("GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF", "GIT_DIR", "GIT_INDEX_FILE",
+                    "GIT_LITERAL_PATHSPECS"):  # fmt: skip
+        assert dropped not in env
