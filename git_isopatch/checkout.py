@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from .git.repo import UserRepository
 from .git.result import Err, GitResult, Ok
-from .git.status import CheckoutState, changed_paths, read_checkout
+from .git.status import CheckoutState, read_checkout, work_tree_changes
 from .values import Start
 
 
@@ -55,25 +55,31 @@ def checkout_changes(
     repository: UserRepository,
     ours: Sequence[str],
     env: Mapping[str, str],
-) -> tuple[str, ...]:
+) -> tuple[tuple[str, ...], tuple[str, str] | None]:
     """The paths of the user's work tree that changed since ``before``
-    (:mod:`.git.status`), leaving out git-isopatch's own folders (``ours``) where they
-    lie inside it (``isopatch.tmpdir`` inside the work tree); empty when
-    either look fails or none was taken (``None``: ``--sandbox``)."""
+    (:func:`.git.status.work_tree_changes`), leaving out git-isopatch's own
+    folders (``ours``) where they lie inside it (``isopatch.tmpdir`` inside
+    the work tree), and, when ``HEAD`` moved meanwhile (a command moved the
+    checked-out branch), the commits it named before and after; nothing
+    when either look fails or none was taken (``None``: ``--sandbox``)."""
     match before:
         case Ok(old):
             pass
         case _:
-            return ()
+            return (), None
     match read_checkout(repository.git_dir, repository.top, env=env):
         case Ok(new):
             pass
         case Err():
-            return ()
+            return (), None
     top = os.path.realpath(repository.top)
     inside = []
     for folder in ours:
         relative = os.path.relpath(os.path.realpath(folder), top)
         if relative != ".." and not relative.startswith("../"):
             inside.append(os.fsencode(relative))
-    return tuple(os.fsdecode(p) for p in changed_paths(old, new, ignore=inside))
+    changed = work_tree_changes(
+        old, new, repository.git_dir, repository.top, env=env, ignore=inside
+    )
+    moved = (old.head, new.head) if old.head and new.head and old.head != new.head else None
+    return tuple(os.fsdecode(p) for p in changed), moved

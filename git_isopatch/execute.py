@@ -94,6 +94,8 @@ def command(
             where = exc.filename or isolation.private_dir
             raise known_os_failure(f"could not create '{where}'", exc) from exc
         _restore_pointers(isolation, pointers, warn)
+        ours = (isolation.private_dir, isolation.container)
+        changes, head_moved = checkout_changes(checkout_before, repository, ours, git_env)
         ran = Ran(
             outcome=outcome,
             stdout=paths[0],
@@ -101,12 +103,8 @@ def command(
             shared_writes=not_other_runs(confinement.shared_writes(before, repository, git_env)),
             outside_writes=confinement.outside_writes(repository.common_dir),
             checkout_before=checkout_before,
-            checkout_changes=checkout_changes(
-                checkout_before,
-                repository,
-                (isolation.private_dir, isolation.container),
-                git_env,
-            ),
+            checkout_changes=changes,
+            head_moved=head_moved,
             hints=ran_hints(start, outcome, isolation.worktree, paths[1], confinement.confined),
             fidelity=fidelity,
         )

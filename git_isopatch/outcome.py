@@ -121,6 +121,16 @@ def notices(
                 )
     if summary:
         lines += outside_line(result)
+    if result.head_moved is not None:
+        old, new = result.head_moved
+        lines.append(
+            f"warning: your HEAD moved while the command ran, from {old[:12]} to {new[:12]}; "
+            "your work tree did not move with it, so git status compares it with the new commit"
+        )
+        lines.append(
+            f"hint: 'git reset --soft {old[:12]}' puts HEAD back and leaves the index and "
+            "the work tree as they are"
+        )
     if result.checkout_changes:
         names = [quote_c_style(os.fsencode(p)).decode("ascii") for p in result.checkout_changes]
         lines.append("warning: your work tree changed while the command ran: " + _some(names))

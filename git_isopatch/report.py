@@ -113,6 +113,7 @@ def report(
         informational_hints=sandbox_hint(start, ran.outcome),
         top=start.repository.top,
         checkout_changes=ran.checkout_changes,
+        head_moved=ran.head_moved,
         command=start.command,
         command_signal=received if received is not None else ran.outcome.died_of,
         outside_writes=ran.outside_writes,
@@ -141,22 +142,34 @@ def report(
         insertions=extracted.contents.insertions,
         deletions=extracted.contents.deletions,
     )
-    if not start.apply:
-        return result
-    if extracted.files and result.exit_code == 0:
-        from .bring_home import apply_result  # only with --apply: it loads git.apply
+    return _apply(start, ran, extracted, result, state, warn) if start.apply else result
 
-        left_out = _left_out_edits(start, ran, extracted)  # before the apply writes them
-        if left_out:
-            hints = (*result.apply_hints, left_out_edits_hint(left_out))
-            result = replace(result, left_out_edits=left_out, apply_hints=hints)
-        return apply_result(
-            result,
-            start.repository,
-            env=start.git_env,
-            environ=start.environ,
-            staged=start.staged,
-            signal_state=state,
-            warn=warn,
-        )
-    return replace(result, applied=False)
+
+def _apply(
+    start: Start,
+    ran: Ran,
+    extracted: Extracted,
+    result: CaptureResult,
+    state: dict[str, int | None],
+    warn: Callable[[str], None],
+) -> CaptureResult:
+    """``--apply``: the patch brought home when the command exited 0 and
+    it is not empty (:func:`.bring_home.apply_result`), with the hint that
+    names the edited files a run from ``HEAD`` left out."""
+    if not extracted.files or result.exit_code != 0:
+        return replace(result, applied=False)
+    from .bring_home import apply_result  # only with --apply: it loads git.apply
+
+    left_out = _left_out_edits(start, ran, extracted)  # before the apply writes them
+    if left_out:
+        hints = (*result.apply_hints, left_out_edits_hint(left_out))
+        result = replace(result, left_out_edits=left_out, apply_hints=hints)
+    return apply_result(
+        result,
+        start.repository,
+        env=start.git_env,
+        environ=start.environ,
+        staged=start.staged,
+        signal_state=state,
+        warn=warn,
+    )

@@ -42,6 +42,9 @@ class CaptureResult:
         timed_out: the timeout expired.
         signal: the signal git-isopatch received and forwarded, else ``None``.
         command_error: why the command could not be started, else ``None``.
+        head_moved: unconfined, the commits the user's ``HEAD`` named before
+            and after the command, when it moved meanwhile (the command
+            moved the checked-out branch, a shared ref); else ``None``.
         checkout_changes: paths of the user's work tree that changed while
             the command ran, as ``git status`` sees them (a command that
             wrote there through an absolute path, a ``--link``, or the user
@@ -133,6 +136,7 @@ class CaptureResult:
     apply_hints: tuple[str, ...] = ()
     left_out_edits: tuple[str, ...] = ()
     checkout_changes: tuple[str, ...] = ()
+    head_moved: tuple[str, str] | None = None
     command: tuple[str, ...] = ()
     command_signal: int | None = None
     paths: tuple[PathChange, ...] | None = None

@@ -96,7 +96,8 @@ class Ran:
             worktree shares with the user's repository.
         checkout_before: the user's checkout before it ran (``None``: not
             looked at, under ``--sandbox``), and ``checkout_changes``:
-            the paths of it that changed during the run.
+            the paths of it that changed during the run; ``head_moved``:
+            the commits its ``HEAD`` named before and after, when it moved.
         hints: advice for a command that could not run a program.
         fidelity: the worktree just before it ran, and the settings pinned
             for git there (:mod:`.worktrees.fidelity`).
@@ -113,6 +114,7 @@ class Ran:
     hints: tuple[str, ...]
     fidelity: Fidelity = field(default_factory=Fidelity)
     outside_writes: tuple[str, ...] = ()
+    head_moved: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

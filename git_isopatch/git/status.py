@@ -33,9 +33,12 @@ class CheckoutState(NamedTuple):
         entries: each path git status lists (bytes, from the top; an
             untracked folder ends with ``/``) -> its two status letters and
             ``lstat`` fingerprint (``None`` when it does not exist).
+        head: the commit ``HEAD`` names, which the letters compare with
+            (``None``: an unborn branch).
     """
 
     entries: Mapping[bytes, tuple[bytes, tuple[int, ...] | None]]
+    head: str | None = None
 
 
 def parse_status_z(output: bytes) -> dict[bytes, bytes]:
@@ -90,7 +93,52 @@ def read_checkout(
         path: (letters, _fingerprint(os.path.join(root, path.rstrip(b"/"))))
         for path, letters in parse_status_z(output).items()
     }
-    return Ok(CheckoutState(entries))
+    head = run_git([f"--git-dir={git_dir}", "rev-parse", "-q", "--verify", "HEAD"], env=env)
+    return Ok(CheckoutState(entries, head.value.decode().strip() if isinstance(head, Ok) else None))
+
+
+def work_tree_changes(
+    before: CheckoutState,
+    after: CheckoutState,
+    git_dir: GitDirPath,
+    top: str,
+    *,
+    env: Mapping[str, str],
+    ignore: Iterable[bytes] = (),
+) -> list[bytes]:
+    """The paths of the work tree that changed between two looks
+    (:func:`changed_paths`), when ``HEAD`` moved between them too (a
+    command moved the checked-out branch): then the status letters compare
+    files with another commit, and only the files themselves count.  A
+    path listed both times, or only before, changed when its fingerprint
+    did; one listed only after changed when it is untracked, or when the
+    work tree's file differs from the old ``HEAD`` (``git diff
+    --name-only``: it was clean before, so it matched it then)."""
+    paths = changed_paths(before, after, ignore=ignore)
+    if before.head == after.head or before.head is None:
+        return paths
+    root = os.fsencode(top)
+    changed, new = [], []
+    for path in paths:
+        if path in before.entries:
+            then = before.entries[path][1]
+            now = _fingerprint(os.path.join(root, path.rstrip(b"/")))
+            if then != now:
+                changed.append(path)
+        elif after.entries[path][0] == b"??":
+            changed.append(path)
+        else:
+            new.append(path)
+    if new:
+        args = [f"--git-dir={git_dir}", f"--work-tree={top}", "--no-optional-locks", "diff"]
+        args += ["--name-only", "-z", "--no-renames", before.head, "--", *map(os.fsdecode, new)]
+        match run_git(args, env=env, config=(*STATUS_CONFIG, ("core.quotePath", "false")), cwd=top):
+            case Ok(output):
+                differs = set(output.split(b"\0"))
+                changed += [p for p in new if p in differs]
+            case Err():
+                changed += new
+    return sorted(changed)
 
 
 def changed_paths(

@@ -100,3 +100,58 @@ def test_our_own_folders_inside_the_work_tree_are_not_reported(
     assert "checkout-change" not in run.out
     assert run.err == ""
     assert Path(run.fields()["stdout"]).read_text() == "out\n"
+
+
+def _moving_repo(make_repo, env) -> tuple[Path, str, str]:
+    """Two commits on the checked-out ``main``, and the user's work: a
+    staged change, an unstaged one, an untracked file.  Returns the
+    repository and the two commit ids."""
+    repo = make_repo({"a": "one\n", "b": "b\n"})
+    first = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    (repo / "a").write_text("two\n")
+    (repo / "c").write_text("c\n")
+    git("add", "a", "c", cwd=repo, env=env)
+    git("commit", "-q", "-m", "second", cwd=repo, env=env)
+    second = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    (repo / "b").write_text("b, staged\n")
+    git("add", "b", cwd=repo, env=env)
+    (repo / "a").write_text("two, unstaged\n")
+    (repo / "mine").write_text("untracked\n")
+    return repo, first, second
+
+
+def test_a_command_that_moves_the_branch_is_said_to_move_head_not_the_work_tree(
+    env, make_repo, no_leftovers
+) -> None:
+    """The command moves the checked-out branch (a ref the worktree
+    shares) and touches no file: ``git status`` of the checkout now lists
+    what differs from the other commit, but the work tree did not change,
+    and the summary says what happened instead, with the way back."""
+    repo, first, second = _moving_repo(make_repo, env)
+    status = git("status", "--porcelain", cwd=repo, env=env)
+    run = isopatch("--", "git", "update-ref", "refs/heads/main", "HEAD~1", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "your work tree changed" not in run.err and "nothing is wrong" not in run.err, run.err
+    moved = (
+        f"warning: your HEAD moved while the command ran, from {second[:12]} to {first[:12]}; "
+        "your work tree did not move with it, so git status compares it with the new commit"
+    )
+    back = f"hint: 'git reset --soft {second[:12]}' puts HEAD back and leaves the index and "
+    lines = run.err.splitlines()
+    assert moved in lines and lines[lines.index(moved) + 1].startswith(back), run.err
+    assert "warning: your repository changed while the command ran: refs/heads/main" in run.err
+    record = isopatch(
+        "--porcelain", "--", "git", "update-ref", "refs/heads/main", second, cwd=repo, env=env
+    )
+    assert "checkout-change" not in record.out, record.out
+    git("reset", "-q", "--soft", second, cwd=repo, env=env)  # as the hint says: all as it was
+    assert git("status", "--porcelain", cwd=repo, env=env) == status
+
+
+def test_a_file_written_while_the_branch_moves_is_still_named(env, make_repo, no_leftovers) -> None:
+    repo, first, second = _moving_repo(make_repo, env)
+    script = 'git update-ref refs/heads/main HEAD~1 && echo x >> "$1/c" && echo n > "$1/new"'
+    run = isopatch("--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert "warning: your work tree changed while the command ran: c, new\n" in run.err, run.err
+    assert f"from {second[:12]} to {first[:12]}" in run.err
