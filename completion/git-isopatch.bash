@@ -78,7 +78,7 @@ _git_isopatch ()
 				--base= --include-uncommitted --staged -C --link= --copy=
 				--apply --output= --stdout --porcelain -z --json --keep
 				--timeout= --exit-code --sandbox --allow-write= --allow-network
-				--quiet --help --version --recurse-submodules
+				--quiet --help --version --recurse-submodules --apparmor-profile
 				-- --no-keep --no-link --no-copy --no-sandbox --no-recurse-submodules
 				"
 			return

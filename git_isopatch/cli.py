@@ -147,14 +147,7 @@ def isopatch(
             help="populate your checked-out submodules, capture changes inside them",
         ),
     ] = None,
-    timeout: Annotated[
-        str | None,
-        typer.Option(
-            "--timeout",
-            metavar="<seconds>",
-            help="stop the command after <seconds> (exit 124); 0: no limit",
-        ),
-    ] = None,
+    timeout: usage.TimeoutOption = None,
     exit_code_option: Annotated[
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
@@ -164,6 +157,7 @@ def isopatch(
     _short_help: ShortHelpOption = False,
     _manual: usage.ManualOption = False,
     _version: usage.VersionOption = False,
+    _apparmor: usage.AppArmorProfileOption = False,
 ) -> None:
     """Run a command in an ephemeral worktree and capture its changes as a patch.
 

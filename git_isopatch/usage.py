@@ -183,6 +183,21 @@ def show_version(ctx: typer.Context, _param: object, value: bool) -> None:
         raise SystemExit(0)
 
 
+def show_apparmor_profile(ctx: typer.Context, _param: object, value: bool) -> None:
+    """``--apparmor-profile``: the AppArmor profile that lets the bubblewrap
+    git-isopatch uses make user namespaces (:mod:`.sandbox.refusal`)."""
+    if value and not ctx.resilient_parsing:
+        from .sandbox.bwrap import find_bwrap
+        from .sandbox.refusal import apparmor_profile
+
+        found = find_bwrap()
+        if isinstance(found, str):
+            stderr_line(f"fatal: {found}")
+            raise SystemExit(FATAL_STATUS)
+        sys.stdout.write(apparmor_profile(found.path))
+        raise SystemExit(0)
+
+
 class OutputFailure(Exception):
     """Our stdout cannot be written (closed, full disk, broken pipe)."""
 
@@ -202,6 +217,23 @@ ManualOption = Annotated[
 VersionOption = Annotated[
     bool,
     typer.Option("--version", help="print the version", is_eager=True, callback=show_version),
+]
+TimeoutOption = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        metavar="<seconds>",
+        help="stop the command after <seconds> (exit 124); 0: no limit",
+    ),
+]
+AppArmorProfileOption = Annotated[
+    bool,
+    typer.Option(
+        "--apparmor-profile",
+        help="print an AppArmor profile that allows the sandbox (Ubuntu 23.10 and later)",
+        is_eager=True,
+        callback=show_apparmor_profile,
+    ),
 ]
 ShortHelpOption = Annotated[
     bool,

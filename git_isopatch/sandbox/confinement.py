@@ -27,10 +27,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from ..errors import known_os_failure
+from ..errors import IsopatchError, known_os_failure
 from ..git.result import Err, GitResult, Ok
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
 from .command import CommandOutcome, run_command
+from .refusal import SANDBOX_VARIABLE
 
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
     from ..git.repo import UserRepository
@@ -95,8 +96,15 @@ def plan(
     from . import namespaces_check
     from .landlock import check_available
 
-    abi = check_available(allow_network=allow_network, work_tree=work_tree)
-    bwrap = namespaces_check.check_available(allow_network=allow_network, work_tree=work_tree)
+    try:
+        abi = check_available(allow_network=allow_network, work_tree=work_tree)
+        bwrap = namespaces_check.check_available(allow_network=allow_network, work_tree=work_tree)
+    except IsopatchError as failure:
+        from .bwrap import find_bwrap
+        from .refusal import explained
+
+        # what refuses the namespaces, where bubblewrap itself is there
+        raise (failure if isinstance(find_bwrap(), str) else explained(failure)) from None
     return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, abi, bwrap)
 
 
@@ -345,6 +353,7 @@ def _namespaced(
 
     for name in namespaces.SESSION_VARIABLES:
         env.pop(name, None)
+    env[SANDBOX_VARIABLE] = "1"  # a run inside says why it has no sandbox of its own
     assert plan.bwrap is not None
     places = namespaces.RunPlaces(
         worktree=own.worktree,

@@ -47,8 +47,9 @@ def test_json_has_the_porcelain_fields(env, make_repo) -> None:
     result = json.loads(run.stdout)
     assert list(result) == [
         "version", "command", "base", "exit", "sandbox", "patch", "files", "path",
-        "insertions", "deletions", "stdout", "stderr", "duration",
+        "insertions", "deletions", "stdout", "stderr", "stdout-text", "stderr-text", "duration",
     ]  # fmt: skip
+    assert (result["stdout-text"], result["stderr-text"]) == ("out\n", "err\n")
     assert result["base"] == git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
     assert (result["exit"], result["files"]) == (0, 1)
     assert Path(result["stdout"]).read_text() == "out\n"
