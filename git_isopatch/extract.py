@@ -16,6 +16,7 @@ import contextlib
 import errno
 import logging
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -68,12 +69,18 @@ def extract(
     git.warn_changed_submodules(submodules, warn)
     base = start.commit
     output = None if start.output is None else (start.output, start.output_folder or "")
+    if output is not None and start.output_identity is not None:  # a device, a FIFO
+        output, special = None, (start.output, start.output_folder or "", start.output_identity)
+    else:
+        special = None
     exclude = [include.path for include in start.includes]
     if fidelity is not None:
         exclude += fidelity.left_out(git.worktree, warn)
     patch, contents = _extract_patch(
         git, base, private_dir, output, exclude, submodules, warn, attributes_outside
     )
+    if special is not None:
+        _copy_into(patch, *special)
     files = contents.files
     too_large = apply_size_warning(os.path.getsize(patch))
     if too_large is not None:
@@ -84,7 +91,7 @@ def extract(
             shown = _submodule_patch_stat(patch, git)
         else:
             shown = _diffstat(git, base, exclude, start.repository.git_dir, start.terminal_columns)
-    return Extracted(patch, files, shown, contents)
+    return Extracted(patch, files, shown, contents, special[0] if special else None)
 
 
 def _umask() -> int:
@@ -145,6 +152,43 @@ def _open_output_folder(folder: str, output: str) -> int:
             ) from None
         raise known_os_failure(f"could not write patch '{output}'", exc) from exc
     return fd
+
+
+def _copy_into(patch: str, output: str, folder: str, identity: tuple[int, int, int, int]) -> None:
+    """Copy ``patch`` into the character device or FIFO ``output``, as
+    ``> output`` would write it: through its folder opened as before the
+    command ran (:func:`_open_output_folder`), never through a link, and
+    only into the file found then (``identity``: its device, inode, kind
+    and device number; an inode number freed meanwhile may be used again).
+
+    Raises:
+        IsopatchError: ``bad-output`` when the command replaced it, a
+            classified OS failure otherwise.
+    """
+    replaced = IsopatchError(
+        "bad-output", f"refusing to write patch '{output}': it was replaced while the command ran"
+    )
+    fd = _open_output_folder(folder, output)
+    try:
+        flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+        target = os.open(os.path.basename(output), flags, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOENT, errno.EISDIR):
+            raise replaced from None
+        raise known_os_failure(f"could not write patch '{output}'", exc) from exc
+    finally:
+        os.close(fd)
+    try:
+        found = os.fstat(target)
+        kind = stat.S_IFMT(found.st_mode)
+        if (found.st_dev, found.st_ino, kind, found.st_rdev) != identity:
+            raise replaced
+        with open(patch, "rb") as data, os.fdopen(os.dup(target), "wb") as sink:
+            shutil.copyfileobj(data, sink, 1 << 20)
+    except OSError as exc:
+        raise known_os_failure(f"could not write patch '{output}'", exc) from exc
+    finally:
+        os.close(target)
 
 
 def _open_output(folder: int) -> tuple[IO[bytes], str]:

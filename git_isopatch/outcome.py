@@ -259,11 +259,14 @@ def plan(
         and os.path.dirname(result.patch_path) == result.tmpdir
     )
     on_stdout = mode.stdout and result.patch_path is not None and not failed_apply
+    # like stdout: a device or FIFO of -o took a copy (the file stays for porcelain)
+    sent = on_stdout or (result.patch_copied_to is not None and not mode.machine)
     summary: tuple[str, ...] = ()
     if not mode.quiet:
         from .render import summary_lines
 
-        summary = tuple(summary_lines(result, show_patch=not (mode.stdout and private), cwd=cwd))
+        shown_patch = not ((mode.stdout or result.patch_copied_to is not None) and private)
+        summary = tuple(summary_lines(result, show_patch=shown_patch, cwd=cwd))
     unread = not mode.machine and (mode.quiet or bool(result.applied))
     return Rendering(
         notices=tuple(notices(result, informational=mode.informational, summary=not mode.quiet)),
@@ -272,7 +275,7 @@ def plan(
         diffstat=None if mode.quiet else result.diffstat or None,
         summary=summary,
         closing=closing,
-        discard=not failed_apply and ((on_stdout and private) or unread),
-        drop_patch=on_stdout and private,
+        discard=not failed_apply and ((sent and private) or unread),
+        drop_patch=sent and private,
         status=status,
     )

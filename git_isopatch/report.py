@@ -135,6 +135,7 @@ def report(
     result = replace(
         result,
         patch_path=extracted.patch,
+        patch_copied_to=extracted.copied_to,
         files=extracted.files,
         diffstat=extracted.diffstat,
         informational_hints=informational,

@@ -83,6 +83,10 @@ class CaptureResult:
         apply_hints: advice on an ``--apply``, shown after its ``error:``,
             or after the summary when it applied (the porcelain's ``hint``
             records hold them after ``hints``); empty otherwise.
+        patch_copied_to: the character device or FIFO ``-o`` named
+            (``/dev/null``, a terminal), which the patch was copied into, as
+            ``--stdout`` copies it to stdout; ``patch_path`` is then in
+            ``tmpdir``.
         left_out_edits: with ``--apply`` of a run from ``HEAD`` alone, the
             paths the patch touches (from the top) that held uncommitted
             edits when it was applied: the command never saw them
@@ -135,6 +139,7 @@ class CaptureResult:
     applied_to_index: bool = False
     apply_hints: tuple[str, ...] = ()
     left_out_edits: tuple[str, ...] = ()
+    patch_copied_to: str | None = None
     checkout_changes: tuple[str, ...] = ()
     head_moved: tuple[str, str] | None = None
     command: tuple[str, ...] = ()

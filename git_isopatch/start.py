@@ -86,9 +86,9 @@ def check(
         raise ValueError(problem)
     request = _absolute_paths(request)
     repository = open_repository(request.repo_path, environ)
-    output_folder = None
+    output_folder = output_identity = None
     if request.output is not None:
-        output_folder = check_output_target(request.output, repository)
+        output_folder, output_identity = check_output_target(request.output, repository)
     loosened = _loosening_flags(request)
     configured_writes = request.allow_write is None
     try:
@@ -124,6 +124,7 @@ def check(
         git_env=git_env,
         output=request.output,
         output_folder=output_folder,
+        output_identity=output_identity,
         timeout=request.timeout or None,
         tmp_root=tmp_root,
         # isopatch.tmpdir (or the caller's tmpdir) places the worktree too;
@@ -212,21 +213,28 @@ def _snapshot(
     )
 
 
-def check_output_target(output: str, repository: UserRepository) -> str:
+def check_output_target(
+    output: str, repository: UserRepository
+) -> tuple[str, tuple[int, int, int, int] | None]:
     """Refuse an ``-o`` target before anything is made (found by attacking
     it): the patch is written beside the target and renamed over it, which
-    is right for a regular file or a new name, and wrong for anything else.
+    is right for a regular file or a new name.  What a shell redirect
+    writes into as it is, a character device (``/dev/null``, a terminal)
+    or a FIFO, is taken too: the patch is copied into it, and only into the
+    very file found now (its device and inode).
 
     Raises:
         IsopatchError: ``bad-output`` when ``output`` is git metadata
             (``-o .git/config`` would break the repository; a work tree
             inside a bare repository's folder is not metadata, see
             :func:`.git.metadata.git_metadata_dir`), or is an existing
-            folder, symbolic link, FIFO or device;
+            folder, symbolic link, socket or block device;
             ``no-such-file``/``not-a-directory`` when its folder is missing
             or is not a folder.
     Returns:
-        the real path of the folder ``output`` goes into.
+        the real path of the folder ``output`` goes into, and the device,
+        inode, kind and device number of a character device or FIFO found
+        there (else ``None``).
     """
     if git_metadata_dir(repository, output) is not None:
         raise IsopatchError(
@@ -240,7 +248,11 @@ def check_output_target(output: str, repository: UserRepository) -> str:
         raise known_os_failure(f"could not write patch '{output}'", exc) from exc
     if mode is not None and stat.S_ISDIR(mode):
         raise IsopatchError("is-a-directory", f"could not write patch '{output}': Is a directory")
-    if mode is not None and not stat.S_ISREG(mode):
+    identity = None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        found = os.lstat(output)  # an inode number may be used again: the kind too
+        identity = (found.st_dev, found.st_ino, stat.S_IFMT(found.st_mode), found.st_rdev)
+    elif mode is not None and not stat.S_ISREG(mode):
         kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
         raise IsopatchError("bad-output", f"refusing to replace '{output}': it is {kind}")
     folder = os.path.dirname(output)
@@ -252,7 +264,7 @@ def check_output_target(output: str, repository: UserRepository) -> str:
         raise IsopatchError(
             "no-such-file", f"could not write patch '{output}': No such file or directory"
         )
-    return os.path.realpath(folder)
+    return os.path.realpath(folder), identity
 
 
 def resolve_base(

@@ -133,45 +133,19 @@ def show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
         raise SystemExit(USAGE_STATUS)
 
 
-MAN_PAGE = "git-isopatch"
-
-
-def manual_directories() -> list[str]:
-    """The ``share/man`` folders of this installation that hold our page:
-    the interpreter's prefix (a virtual environment, pipx's) and the user
-    base (``pip install --user``), where the wheel's shared data goes."""
-    import site
-    import sysconfig
-
-    found = []
-    for prefix in (sysconfig.get_path("data"), site.getuserbase()):
-        folder = os.path.join(prefix, "share", "man")
-        if os.path.isfile(os.path.join(folder, "man1", f"{MAN_PAGE}.1")) and folder not in found:
-            found.append(folder)
-    return found
-
-
 def show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
     """``--help`` opens the man page, as ``git help isopatch`` does; after
-    ``list``, ``prune`` or ``mcp`` too, since the page documents them (git
-    opens git-worktree(1) for ``git worktree --help``).  Without ``man``,
-    the command's short usage.
-
-    man-db finds pages beside the folders of ``PATH`` (``<bin>/../share/man``);
-    the folders of this installation are put first in ``MANPATH`` too, so
-    that ``/path/to/venv/bin/git-isopatch --help`` works off ``PATH``.  A
-    trailing ``:`` keeps man's own search path (manpath(5)).
+    ``list``, ``prune`` or ``mcp``, the page's own part for that
+    subcommand (:func:`.manual.manual_part`), as ``git worktree --help`` opens
+    git-worktree(1) rather than git(1).  Without ``man``, the command's
+    short usage (:func:`.manual.open_manual`).
     """
     if not value or ctx.resilient_parsing:
         return
-    man = shutil.which("man")
-    if man is not None:
-        env = dict(os.environ)
-        folders = manual_directories()
-        if folders:
-            env["MANPATH"] = ":".join([*folders, env.get("MANPATH", "")])
-        sys.stdout.flush()
-        os.execve(man, [man, MAN_PAGE], env)
+    from .manual import open_manual  # only for --help
+
+    sys.stdout.flush()
+    open_manual(ctx.command.name or "isopatch", terminal_columns())  # when man is there
     stderr_line("warning: no 'man' program found; showing the short usage")
     sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
     raise SystemExit(0)

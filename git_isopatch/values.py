@@ -42,7 +42,9 @@ class Start:
         output: ``-o`` as an absolute path; ``None``: the run's private folder.
         output_folder: the real path of the folder of ``output`` before the
             command ran (the patch goes there, never where a link the
-            command put in its place leads).
+            command put in its place leads); ``output_identity``: the
+            device, inode, kind and device number of the character device
+            or FIFO ``output`` was then, which the patch is copied into.
         timeout: seconds; ``None``: no limit.
         tmp_root: where the run's private folder goes.
         worktree_root: where the worktree goes (``isopatch.tmpdir``);
@@ -83,6 +85,7 @@ class Start:
     informational_hints: bool
     terminal_columns: int | None
     output_folder: str | None = None
+    output_identity: tuple[int, int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ class Extracted:
 
     Attributes:
         patch: its path.
+        copied_to: the character device or FIFO of ``-o`` it was copied
+            into (``patch`` is then in the run's private folder), or ``None``.
         files: the number of paths in it.
         diffstat: git's diffstat of it, when asked for and git could show it.
         contents: its paths with their status and its line counts, read
@@ -133,3 +138,4 @@ class Extracted:
     files: int
     diffstat: bytes | None
     contents: PatchContents
+    copied_to: str | None = None

@@ -6,6 +6,7 @@ line, never exit 0, and the worktree kept with its path reported."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 from pathlib import Path
@@ -147,7 +148,7 @@ def test_no_space_for_the_patch_at_the_output(env, make_repo, tmp_path: Path) ->
         ("no-such-folder/change.patch", "no-such-file", "No such file or directory"),
         ("a-file/change.patch", "not-a-directory", "Not a directory"),
         ("a-link", "bad-output", "it is a symbolic link"),
-        ("a-fifo", "bad-output", "it is not a regular file"),
+        ("a-socket", "bad-output", "it is not a regular file"),
         ("repo/.git/config", "bad-output", None),
         ("repo/.git/newfile", "bad-output", None),
     ],
@@ -155,15 +156,18 @@ def test_no_space_for_the_patch_at_the_output(env, make_repo, tmp_path: Path) ->
 def test_output_that_cannot_be_a_patch_is_refused_before_anything_runs(
     env, make_repo, tmp_path: Path, target: str, code: str, reason: str | None
 ):
-    """An ``-o`` target that is a folder, a link, a FIFO, in a missing folder
-    or inside the git directory is refused before the command runs: the
-    patch is renamed over its target, which would replace a link or a FIFO
-    and break a repository with ``-o .git/config`` (found by attacking it)."""
+    """An ``-o`` target that is a folder, a link, a socket, in a missing
+    folder or inside the git directory is refused before the command runs:
+    the patch is renamed over its target, which would replace a link and
+    break a repository with ``-o .git/config`` (found by attacking it).
+    (A FIFO or a character device takes a copy: test_cli_output_special.py.)"""
     repo = make_repo()
     (tmp_path / "a-folder").mkdir()
     (tmp_path / "a-file").write_text("a file\n")
     os.symlink(tmp_path / "a-file", tmp_path / "a-link")
     os.mkfifo(tmp_path / "a-fifo")
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "a-socket"))
     before = repo_state(repo, env)
     config = (repo / ".git" / "config").read_bytes()
     run = isopatch(

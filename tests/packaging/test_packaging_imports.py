@@ -139,6 +139,7 @@ NAMED_LAYERS = {
     f"{PACKAGE}.result": "result",
     f"{PACKAGE}.cli": "cli",
     f"{PACKAGE}.usage": "cli",
+    f"{PACKAGE}.manual": "cli",
     f"{PACKAGE}.__main__": "cli",
     f"{PACKAGE}.entry": "cli",  # the executable's entry point, before the command line
     # git isopatch mcp: the command line of the MCP server, and the server,
