@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
 from .git.quote import quoted
@@ -35,8 +35,7 @@ UNSTAGED_HINT = (
 APPLY_LOCK_SECONDS = 60.0
 
 
-@dataclass(frozen=True)
-class ApplyOutcome:
+class ApplyOutcome(NamedTuple):
     """What :func:`bring_home` did.
 
     Attributes:
@@ -164,8 +163,7 @@ def apply_result(
         warn(line)
     if outcome.signal is not None:
         received = outcome.signal  # it reached git-isopatch: porcelain "signal" names it
-        return replace(
-            result,
+        return result._replace(
             applied=False,
             signal=received,
             command_signal=received,
@@ -173,11 +171,10 @@ def apply_result(
         )
     if outcome.error is not None:
         hints = (UNSTAGED_HINT,) if outcome.error.startswith(UNSTAGED_REFUSAL) else ()
-        return replace(
-            result,
+        return result._replace(
             applied=False,
             error=outcome.error,
             error_code="apply-failed",
             apply_hints=(*hints, *result.apply_hints),
         )
-    return replace(result, applied=True, applied_to_index=staged)
+    return result._replace(applied=True, applied_to_index=staged)

@@ -14,7 +14,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields, replace
 from typing import Any
 
 from . import execute, extract, populate, report, start
@@ -61,7 +60,7 @@ def capture(
         TypeError: an option that is not a field of the request.
         ValueError, IsopatchError: as :func:`run`.
     """
-    names = {field.name for field in fields(CaptureRequest)}
+    names = set(CaptureRequest._fields)
     unknown = sorted(set(options) - names)
     if unknown:
         raise TypeError(f"capture() got unexpected keyword arguments: {', '.join(unknown)}")
@@ -151,7 +150,7 @@ def run(
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     results.settle(private.path, reported)  # -o without captured output leaves nothing
     results.expire_automatically(plan.repository.common_dir, plan.tmp_root)
-    return replace(result, duration=time.monotonic() - started)
+    return result._replace(duration=time.monotonic() - started)
 
 
 def _provider(

@@ -11,8 +11,7 @@ from __future__ import annotations
 import errno as errno_codes
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .git.result import Err, GitError, Ok
 
@@ -53,8 +52,7 @@ class UnexpectedGitFailure(RuntimeError):
         self.error = error
 
 
-@dataclass(frozen=True)
-class FailureKind:
+class FailureKind(NamedTuple):
     """One row of the classification table.
 
     Attributes:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .result import CaptureResult, OutputMode
@@ -206,8 +205,7 @@ def exit_status(result: CaptureResult | None, mode: OutputMode) -> int:
     return result.exit_code
 
 
-@dataclass(frozen=True)
-class Rendering:
+class Rendering(NamedTuple):
     """What the command line writes for one result, in this order, and
     what it may delete afterwards (:func:`plan`).
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 
 from .errors import IsopatchError
 from .git.result import GitResult, Ok
@@ -124,7 +123,7 @@ def report(
         stderr_text=output_tail(ran.stderr),
     )
     if isinstance(extracted, IsopatchError):
-        return replace(result, error=extracted.message, error_code=extracted.code)
+        return result._replace(error=extracted.message, error_code=extracted.code)
     informational = result.informational_hints
     if (
         not extracted.files
@@ -132,8 +131,7 @@ def report(
         and _left_out_uncommitted(start, ran.checkout_before)
     ):
         informational = (*informational, UNCOMMITTED_HINT)
-    result = replace(
-        result,
+    result = result._replace(
         patch_path=extracted.patch,
         patch_copied_to=extracted.copied_to,
         files=extracted.files,
@@ -158,13 +156,13 @@ def _apply(
     it is not empty (:func:`.bring_home.apply_result`), with the hint that
     names the edited files a run from ``HEAD`` left out."""
     if not extracted.files or result.exit_code != 0:
-        return replace(result, applied=False)
+        return result._replace(applied=False)
     from .bring_home import apply_result  # only with --apply: it loads git.apply
 
     left_out = _left_out_edits(start, ran, extracted)  # before the apply writes them
     if left_out:
         hints = (*result.apply_hints, left_out_edits_hint(left_out))
-        result = replace(result, left_out_edits=left_out, apply_hints=hints)
+        result = result._replace(left_out_edits=left_out, apply_hints=hints)
     return apply_result(
         result,
         start.repository,

@@ -17,8 +17,7 @@ Nothing heavy is imported here: the CLI builds a request before pygit2 loads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .result import OutputMode
 
@@ -30,8 +29,7 @@ SandboxMode = bool | Literal["auto"]
 __all__ = ["CaptureRequest", "OutputMode", "conflicts"]
 
 
-@dataclass(frozen=True)
-class CaptureRequest:
+class CaptureRequest(NamedTuple):
     """What to run, where, from which commit, and what to do with the worktree.
 
     Fields left ``None`` are decided by configuration, then by a default

@@ -4,8 +4,7 @@ without importing the procedure."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: importing the result stays cheap
     from .git.patch.paths import PathChange
@@ -13,8 +12,7 @@ if TYPE_CHECKING:  # annotations only: importing the result stays cheap
     from .git.types import CommitId
 
 
-@dataclass(frozen=True)
-class CaptureResult:
+class CaptureResult(NamedTuple):
     """What :func:`capture` hands back (design: Porcelain v1 has the same fields).
 
     Attributes:
@@ -156,8 +154,7 @@ class CaptureResult:
     stderr_text: str | None = None
 
 
-@dataclass(frozen=True)
-class OutputMode:
+class OutputMode(NamedTuple):
     """How the command line shows a result; the procedure never reads it.
 
     Attributes:

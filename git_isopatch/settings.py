@@ -27,8 +27,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from .git.config import SECTION, parse_bool, read_section
 from .git.result import Err, GitError, Ok
@@ -170,8 +169,7 @@ def _pool_size(key: str, value: str | None, repository: UserRepository) -> int:
         raise BadValue(f"'{value or ''}' is not a number of worktrees (0 for no pool)") from None
 
 
-@dataclass(frozen=True)
-class ConfigKey:
+class ConfigKey(NamedTuple):
     """One ``isopatch.<name>`` key.
 
     Attributes:
@@ -274,7 +272,7 @@ def complete_request(
     if not needed:
         return request
     values = _configured(needed, repository, environ)
-    return replace(request, **{row.field: values[row.field] for row in needed})
+    return request._replace(**{row.field: values[row.field] for row in needed})
 
 
 def configured_tmpdir(repository: UserRepository, environ: Mapping[str, str]) -> str:

@@ -14,7 +14,6 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from .errors import (
     IsopatchError,
@@ -168,7 +167,7 @@ def _existing_allowed_writes(
             kept.append(path)
         elif request.sandbox is not False:
             warn(f"isopatch.allowWrite: '{path}' does not exist; skipped")
-    return replace(request, allow_write=tuple(kept))
+    return request._replace(allow_write=tuple(kept))
 
 
 def _absolute_paths(request: CaptureRequest) -> CaptureRequest:
@@ -181,7 +180,7 @@ def _absolute_paths(request: CaptureRequest) -> CaptureRequest:
     """
     if request.output is not None:
         output = os.path.abspath(os.path.join(request.repo_path, request.output))
-        request = replace(request, output=output)
+        request = request._replace(output=output)
     if request.allow_write is not None:
         if any(path == "" for path in request.allow_write):
             raise IsopatchError(
@@ -190,7 +189,7 @@ def _absolute_paths(request: CaptureRequest) -> CaptureRequest:
                 hint='an unset variable in --allow-write "$DIR" gives an empty one',
             )
         paths = (os.path.abspath(os.path.join(request.repo_path, p)) for p in request.allow_write)
-        request = replace(request, allow_write=tuple(paths))
+        request = request._replace(allow_write=tuple(paths))
     return request
 
 

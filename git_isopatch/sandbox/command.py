@@ -25,8 +25,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import IsopatchError
 from ..git.run import resume_streams, stop_streams
@@ -56,8 +55,7 @@ NOT_EXECUTABLE_EXIT = 126
 NOT_FOUND_EXIT = 127
 
 
-@dataclass(frozen=True)
-class CommandOutcome:
+class CommandOutcome(NamedTuple):
     """How the command ended.
 
     Attributes:
@@ -311,21 +309,20 @@ def run_command(
 def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> CommandOutcome:
     """``outcome`` (of bubblewrap) told as the launcher saw the command
     end: what :func:`_run` tells of a command it started itself."""
-    outcome = replace(outcome, network_refused=report.network_refusals > 0)
+    outcome = outcome._replace(network_refused=report.network_refusals > 0)
     if outcome.timed_out:
         return outcome
     if report.exec_errno is not None:
         code = NOT_FOUND_EXIT if report.exec_errno == errno.ENOENT else NOT_EXECUTABLE_EXIT
         why = f"cannot run '{argv[0]}': {os.strerror(report.exec_errno)}"
-        return replace(outcome, exit_code=code, start_error=why, died_of=None)
+        return outcome._replace(exit_code=code, start_error=why, died_of=None)
     returncode = os.waitstatus_to_exitcode(report.wait_status or 0)
     if returncode < 0:
-        return replace(outcome, exit_code=128 - returncode, died_of=-returncode)
-    return replace(outcome, exit_code=returncode, died_of=None)
+        return outcome._replace(exit_code=128 - returncode, died_of=-returncode)
+    return outcome._replace(exit_code=returncode, died_of=None)
 
 
-@dataclass(frozen=True)
-class _Launch:
+class _Launch(NamedTuple):
     """What :func:`_run` starts: the argument list, the descriptors the
     child inherits, what it runs between fork and exec, and what to do
     once it has started."""

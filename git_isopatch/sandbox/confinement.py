@@ -24,8 +24,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import IsopatchError, known_os_failure
 from ..git.result import Err, GitResult, Ok
@@ -45,8 +44,7 @@ NO_MECHANISM = "none"
 NAMESPACES = "namespaces"
 
 
-@dataclass(frozen=True)
-class ConfinementPlan:
+class ConfinementPlan(NamedTuple):
     """The confinement of one run, checked before anything is made.
 
     Attributes:

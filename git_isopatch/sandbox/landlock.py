@@ -68,6 +68,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import UNAVAILABLE as UNAVAILABLE
 from ..errors import unavailable
@@ -211,8 +212,7 @@ def landlock_abi() -> int:
         return 0
 
 
-@dataclass(frozen=True)
-class SandboxPolicy:
+class SandboxPolicy(NamedTuple):
     """What a sandboxed command may write, and whether it reaches the network.
 
     Attributes:

@@ -63,7 +63,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Signals git-isopatch blocks while it starts bubblewrap: the ones it
 #: forwards and the ones a terminal sends to the foreground group.
@@ -145,8 +145,7 @@ def launcher_argv(argv: Sequence[str], fd: int, env: Mapping[str, str]) -> list[
     return [python, "-I", "-S", "-c", PROGRAM, str(fd), ctype, sigs, *argv]
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(NamedTuple):
     """What the launcher said: the command's raw wait status, or the
     ``errno`` of its failed ``exec``; and how often the namespace's network
     refused to carry something (see :data:`NETWORK_REFUSALS`)."""

@@ -29,7 +29,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: A layer that is an overlay of its folder (reads go through to it).
 OVERLAY = "overlay"
@@ -41,8 +41,7 @@ PRIVATE = "private"
 MAX_SPLIT = 64
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     """One copy-on-write layer: the real ``folder`` it covers and its
     ``kind`` (:data:`OVERLAY` or :data:`PRIVATE`)."""
 
@@ -157,8 +156,7 @@ def _readable_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str
     return layers
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(NamedTuple):
     folders: tuple[str, ...]
     scratch: frozenset[str]
 

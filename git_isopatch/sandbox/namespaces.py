@@ -66,6 +66,7 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
@@ -119,8 +120,7 @@ SESSION_VARIABLES = (
 )
 
 
-@dataclass(frozen=True)
-class NamespacePolicy:
+class NamespacePolicy(NamedTuple):
     """What a sandboxed command may write, and whether it keeps the network.
 
     Attributes:
@@ -176,8 +176,7 @@ def _resolv_conf_target() -> str | None:
 TEMPORARY_FOLDERS = ("/tmp", "/var/tmp")
 
 
-@dataclass(frozen=True)
-class RunPlaces:
+class RunPlaces(NamedTuple):
     """The places of one run's command (:func:`run_policy`): its worktree,
     the worktree's admin folder, the repository's git directory, the
     checkout's top folder, the private ``TMPDIR``, ``$HOME``, the user's

@@ -30,7 +30,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Entries looked at, at most; a layer holding more is compared whole.
 MAX_ENTRIES = 200_000
@@ -46,8 +46,7 @@ REDIRECT = (b"user.overlay.redirect", b"trusted.overlay.redirect")
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-@dataclass(frozen=True)
-class Touched:
+class Touched(NamedTuple):
     """The paths a layer holds a change for.
 
     Attributes:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file
 from ..git.conversion_key import DIGEST_SIZE, EntryInputs
@@ -40,8 +40,7 @@ ANSWER_FILE = "isopatch-conversions"
 _HEADER = b"git-isopatch conversions 3\n"
 
 
-@dataclass(frozen=True)
-class KeptAnswer:
+class KeptAnswer(NamedTuple):
     """An answer kept with the worktree.
 
     Attributes:

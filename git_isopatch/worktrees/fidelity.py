@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..git.admin_files import common_dir_of
 from ..git.attributes import (
@@ -43,8 +43,7 @@ log = logging.getLogger("git_isopatch")
 Pairs = tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
-class Fidelity:
+class Fidelity(NamedTuple):
     """The worktree just before the command, and the settings pinned for
     git there.
 
@@ -59,7 +58,7 @@ class Fidelity:
             keep with it when it returns to the pool (:mod:`.conversions`).
     """
 
-    baseline: Baseline = field(default_factory=Baseline)
+    baseline: Baseline = Baseline()
     own_config: Pairs = ()
     command_config: Pairs = ()
     conversions: bytes | None = None
@@ -81,8 +80,7 @@ class Fidelity:
         return paths
 
 
-@dataclass(frozen=True)
-class Proof:
+class Proof(NamedTuple):
     """What a claim proved of a worktree from the pool: no tracked path
     differs from the base as git sees it now (its check found none, and
     nothing was checked out since).

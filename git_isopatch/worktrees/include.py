@@ -37,7 +37,7 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import IsopatchError, classify, classify_os_error, known_os_failure
 from ..git.metadata import git_metadata_dir
@@ -60,8 +60,7 @@ ORIGIN_RANK = {
 }
 
 
-@dataclass(frozen=True)
-class IncludeRequest:
+class IncludeRequest(NamedTuple):
     """One path to link or copy, as it was asked for.
 
     Attributes:
@@ -80,8 +79,7 @@ class IncludeRequest:
     base_prefix: str = ""
 
 
-@dataclass(frozen=True)
-class Include:
+class Include(NamedTuple):
     """A checked path to bring into the worktree.
 
     Attributes:

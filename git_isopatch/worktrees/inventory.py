@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import known_failure
 from ..git.repo import UserRepository
@@ -67,8 +67,7 @@ BASE = "base"
 PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED, BASE})
 
 
-@dataclass(frozen=True)
-class OwnedWorktree:
+class OwnedWorktree(NamedTuple):
     """One worktree git-isopatch made.
 
     Attributes:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 
 from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
@@ -47,13 +46,13 @@ class Lease:
         """Put ``files`` (absolute path -> content, :func:`.kept.snapshot_submodules`)
         right too if the worktree is kept."""
         admin_files = {**(self.isolation.admin_files or {}), **files}
-        self.isolation = replace(self.isolation, admin_files=admin_files)
+        self.isolation = self.isolation._replace(admin_files=admin_files)
 
     def keep_answer(self, conversions: bytes | None) -> None:
         """Keep ``conversions``, the reading look's answer
         (:mod:`.conversions`), with the worktree if it returns to the
         pool; ``None``: none is kept."""
-        self.isolation = replace(self.isolation, conversions=conversions)
+        self.isolation = self.isolation._replace(conversions=conversions)
 
     def settle(self, *, keep: bool, poolable: bool) -> None:
         """How to give the worktree back when the run leaves it: ``keep``
@@ -104,7 +103,7 @@ def worktree_for_run(
         raise
     isolation = lease.isolation
     if not lease._keep:
-        released = isolation if lease._poolable else replace(isolation, poolable=False)
+        released = isolation if lease._poolable else isolation._replace(poolable=False)
         if provider.release(released):
             return
     provider.keep(isolation)  # reported as kept, unlocked for the user

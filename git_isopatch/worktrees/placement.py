@@ -31,8 +31,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import IsopatchError, known_os_failure
 from .deletion import delete_tree
@@ -70,8 +69,7 @@ def _container_name_fits(container: str, worktree: str) -> bool:
     return beside is not None and beside.group(1) in (worktree, "worktree")
 
 
-@dataclass(frozen=True)
-class WorktreePlace:
+class WorktreePlace(NamedTuple):
     """A new, empty folder that will hold one worktree.
 
     Attributes:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import shutil
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.repo import UserRepository
@@ -128,8 +128,7 @@ def bring_to(
     return None
 
 
-@dataclass(frozen=True)
-class AsMade:
+class AsMade(NamedTuple):
     """What :func:`put_back` writes in a worktree's private folder, as this
     process held it since before the command ran.
 

@@ -16,7 +16,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.attributes import is_attributes_file
@@ -41,8 +41,7 @@ from .store import GitMetadataStore, WorktreeRecord
 log = logging.getLogger("git_isopatch")
 
 
-@dataclass(frozen=True)
-class Isolation:
+class Isolation(NamedTuple):
     """A live ephemeral worktree.
 
     Attributes:
@@ -173,8 +172,8 @@ class WorktreeProvider:
             ).container
             made = self._add(repository, base, private_dir, container, command, tmp_root)
         if self.pool and made.poolable:
-            made = replace(made, index=pool.index_as_made(made.admin_dir))
-        return replace(made, admin_files=kept.snapshot(made.admin_dir, made.worktree))
+            made = made._replace(index=pool.index_as_made(made.admin_dir))
+        return made._replace(admin_files=kept.snapshot(made.admin_dir, made.worktree))
 
     def _add(
         self,
@@ -279,7 +278,7 @@ class WorktreeProvider:
         paths = pool.bring_to(worktree, admin_dir, base, self.env)
         if paths is not None:
             attributes = any(is_attributes_file(path) for path in paths)
-            return replace(isolation, proved_fresh=True, tracks_attributes=attributes)
+            return isolation._replace(proved_fresh=True, tracks_attributes=attributes)
         self.remove(isolation)
         return None
 

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import IsopatchError
 from ..git.admin_files import pointer_leads_to, reset_commondir
@@ -201,8 +201,7 @@ def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping
     return reason is None
 
 
-@dataclass(frozen=True)
-class Pruned:
+class Pruned(NamedTuple):
     """What :func:`prune` did.
 
     Attributes:

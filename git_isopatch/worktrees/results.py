@@ -27,8 +27,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from ..errors import known_os_failure
 from .lock import LOCK_FILE
@@ -52,8 +51,7 @@ DEFAULT_EXPIRE = "2.weeks.ago"
 DEFAULT_EXPIRE_SECONDS = 14 * 24 * 3600
 
 
-@dataclass(frozen=True)
-class ResultFolder:
+class ResultFolder(NamedTuple):
     """A private folder of an earlier run of this repository.
 
     Attributes:

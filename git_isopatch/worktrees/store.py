@@ -17,6 +17,7 @@ import re
 import socket
 import time
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.types import GitDirPath
@@ -149,8 +150,7 @@ def owner_is_running(pid: int, host: str, start_ticks: int | None) -> bool:
     return start_ticks is None or ticks == start_ticks
 
 
-@dataclass(frozen=True)
-class LockOwner:
+class LockOwner(NamedTuple):
     """The process named by a git-isopatch lock reason."""
 
     pid: int

@@ -13,8 +13,7 @@ layer sees only an opaque ``preexec_fn``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..git import diff, index_flags, intent_to_add
 from ..git import submodule as git_submodule
@@ -26,8 +25,7 @@ from .fidelity import settle_attributes
 from .submodules import warn_changed
 
 
-@dataclass(frozen=True)
-class WorktreeGit:
+class WorktreeGit(NamedTuple):
     """git in ``worktree`` (private git directory ``admin_dir``) with
     ``env``, confined by ``confinement``.  Its methods raise
     ``subprocess.SubprocessError`` when the confinement could not be

@@ -5,7 +5,6 @@ executable and what each leaves behind, are ``test_cli_exit_status.py``."""
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 
 import pytest
@@ -120,8 +119,7 @@ def test_the_exit_status_depends_on_nothing_but_the_table_s_columns() -> None:
     """Fields the table does not name (output paths, hints, the diffstat,
     shared writes) leave the status alone."""
     plain = result(exit_code=5)
-    busy = dataclasses.replace(
-        plain,
+    busy = plain._replace(
         stdout="/o",
         stderr="/e",
         hints=("a hint",),

@@ -4,7 +4,6 @@ flags win over the configuration."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -62,7 +61,7 @@ def parse(argv: list[str]) -> tuple[CaptureRequest, OutputMode]:
 
 
 def test_every_field_has_its_sources_listed() -> None:
-    assert set(SOURCES) == {f.name for f in dataclasses.fields(CaptureRequest)}
+    assert set(SOURCES) == set(CaptureRequest._fields)
 
 
 @pytest.mark.parametrize("field", [f for f, (argv, _, _) in SOURCES.items() if argv])
@@ -108,7 +107,7 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
     given = CaptureRequest(
         command=("true",), keep=False, timeout=0, configured_links=(), configured_copies=()
     )
-    given = dataclasses.replace(given, sandbox=False, allow_write=("/given",), allow_network=False)
+    given = given._replace(sandbox=False, allow_write=("/given",), allow_network=False)
     flags_win = complete_request(given, repository, env)
     assert (flags_win.keep, flags_win.timeout) == (False, 0)
     assert (flags_win.sandbox, flags_win.allow_write, flags_win.allow_network) == (
