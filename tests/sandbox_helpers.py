@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import json
 import os
 import platform
@@ -21,7 +22,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -148,6 +148,80 @@ subprocess.run(["git", "-C", repo, "commit", "-q", "--allow-empty", "-m", "base"
 """
 
 
+#: Where this checkout's package and test helpers are.
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _distributions(names: list[str]) -> dict[str, Any]:
+    """The installed distributions ``names`` need to import, by name:
+    their requirements without extras, followed."""
+    import importlib.metadata as metadata
+    import re
+
+    found: dict[str, Any] = {}
+    while names:
+        name = names.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in found:
+            continue
+        try:
+            found[key] = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        names += [
+            re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0]
+            for r in found[key].requires or []
+            if "extra ==" not in r
+        ]
+    return found
+
+
+def _place(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)  # a second name: the folders above the first do not count
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def nobody_python() -> str:
+    """An interpreter of this one's version that another user may run: the
+    system's in ``/usr/bin`` or ``/bin``, else the one this virtual
+    environment leads to."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return shutil.which(version, path="/usr/bin:/bin") or os.path.realpath(sys.executable)
+
+
+@functools.cache
+def readable_site() -> Path:
+    """What a Python run as another user (uid 65534) imports, in a folder
+    of ``/tmp`` every user may read: the package and the test helpers of
+    this checkout, and the distributions they need (the package's
+    dependencies, pytest's).  The checkout and its virtual environment may
+    lie in a folder only their owner may enter (``mktemp -d``, a home
+    folder of mode 0700): an editable install leads there.  Made once per
+    test process, removed when it ends."""
+    import atexit
+
+    site = Path(tempfile.mkdtemp(prefix="isopatch-site-", dir="/tmp"))
+    atexit.register(shutil.rmtree, site, ignore_errors=True)
+    for name, dist in _distributions(["git-isopatch", "pytest"]).items():
+        if name == "git-isopatch":  # editable: its source is this checkout's
+            continue
+        for file in dist.files or ():
+            if not str(file).startswith(".."):  # scripts and data outside the site
+                _place(Path(dist.locate_file(file)), site / file)
+    for source in (_ROOT / "git_isopatch").rglob("*"):
+        if source.is_file() and "__pycache__" not in source.parts:
+            _place(source, site / source.relative_to(_ROOT))
+    for source in (_ROOT / "tests").glob("*.py"):
+        _place(source, site / source.name)
+    for folder in [site, *site.rglob("*")]:
+        if folder.is_dir():
+            folder.chmod(0o755)
+    return site
+
+
 @contextlib.contextmanager
 def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[Any]:
     """Python ``script`` (``args`` in ``sys.argv[1:]``, a repository in
@@ -156,10 +230,11 @@ def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[A
     and ``TMPDIR`` are its own, in a folder of ``/tmp`` it may enter, which
     goes when the ``with`` block ends (files the JSON names are there until
     then); the package and its dependencies come on
-    ``PYTHONPATH`` and ``PATH`` is ``/usr/bin:/bin``, where uid 65534 may
-    read them (the virtual environment may lie in a folder it cannot
-    enter), and so does the interpreter, of this one's version, if there
-    is one; ``sys.executable`` in the script names it."""
+    ``PYTHONPATH`` (:func:`readable_site`: the checkout and its virtual
+    environment may lie in a folder it cannot enter) and ``PATH`` is
+    ``/usr/bin:/bin``, where uid 65534 may read them, and so does the
+    interpreter, of this one's version (:func:`nobody_python`);
+    ``sys.executable`` in the script names it."""
     shared = Path(tempfile.mkdtemp(prefix="isopatch-nobody-", dir="/tmp"))
     try:
         shared.chmod(0o755)
@@ -167,7 +242,7 @@ def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[A
         (home / "tmp").mkdir(parents=True)
         shutil.chown(home, 65534, 65534)
         shutil.chown(home / "tmp", 65534, 65534)
-        here = [str(Path(__file__).resolve().parents[1]), sysconfig.get_paths()["purelib"]]
+        here = [str(readable_site())]
         user_env = {
             **env,
             "HOME": str(home),
@@ -176,8 +251,7 @@ def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[A
             "PYTHONPATH": os.pathsep.join(here),
             "PATH": "/usr/bin:/bin",
         }
-        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-        python = shutil.which(version, path="/usr/bin:/bin") or sys.executable
+        python = nobody_python()
         done = subprocess.run(
             [*NOBODY, python, "-c", _NOBODY_PREAMBLE + script, str(home / "repo"), *args],
             capture_output=True, check=False, cwd="/", env=user_env, timeout=300,

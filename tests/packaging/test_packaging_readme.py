@@ -65,3 +65,14 @@ def test_every_link_into_the_manual_page_names_a_section() -> None:
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
         if "://" not in target:
             assert (ROOT / target).exists(), target
+
+
+def test_ci_runs_the_tests_from_a_private_folder() -> None:
+    """The test command passes from any folder: ``.ci/run`` clones into a
+    ``mktemp -d`` folder (mode 0700) and runs it there, after the clone."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    command = lines.index(_test_command_in_ci())
+    clone = next(n for n, line in enumerate(lines) if line.startswith("git clone -q . "))
+    made = next(n for n, line in enumerate(lines) if line.startswith("private=$(mktemp -d)"))
+    moved = next(n for n, line in enumerate(lines) if line.startswith('cd "$private/'))
+    assert made < clone < moved < command

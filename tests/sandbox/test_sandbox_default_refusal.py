@@ -11,19 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
 import pytest
 from repo_helpers import ISOPATCH, git
-from sandbox_helpers import NO_NAMESPACES, refuse_syscall
+from sandbox_helpers import NO_NAMESPACES, nobody_python, readable_site, refuse_syscall
 
 from git_isopatch.sandbox.refusal import APPARMOR_STEP, CONTAINER_STEP
-
-TESTS = str(Path(__file__).resolve().parents[1])
-ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def _warning(stderr: bytes) -> str:
@@ -91,19 +86,18 @@ def test_apparmors_restriction_names_the_profile_step(env, place_of_nobody) -> N
     git("commit", "-q", "--allow-empty", "-m", "base", cwd=repo, env=env)
     for path in [place, *place.rglob("*")]:
         os.chown(path, 65534, 65534)
-    # uid 65534 may not enter the virtual environment's interpreter: the
-    # system's, of this version, with the package on PYTHONPATH
-    python = shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}", path="/usr/bin")
-    if python is None:
-        pytest.skip("no system python of this version for uid 65534")
+    # uid 65534 may enter neither the checkout nor the virtual environment
+    # (in a folder of mode 0700): an interpreter it may run, and the
+    # package and helpers where it may read them
+    site = str(readable_site())
     environ = {
         **env, "HOME": str(place / "home"), "TMPDIR": str(place / "home"),
         "XDG_CACHE_HOME": str(place / "home" / ".cache"), "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.pathsep.join([TESTS, ROOT, sysconfig.get_paths()["purelib"]]),
+        "PYTHONPATH": site,
     }  # fmt: skip
     done = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", python, "-c", APPARMOR_MACHINE,
-         TESTS, str(place / "fake")],
+        ["unshare", "-m", "--propagation", "private", nobody_python(), "-c", APPARMOR_MACHINE,
+         site, str(place / "fake")],
         cwd=repo, env=environ, capture_output=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

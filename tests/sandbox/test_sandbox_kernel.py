@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import git, repo_state
-from sandbox_helpers import NO_LANDLOCK, NO_NAMESPACES, loopback_server, refuse_syscall
+from sandbox_helpers import (
+    NO_LANDLOCK,
+    NO_NAMESPACES,
+    loopback_server,
+    nobody_python,
+    readable_site,
+    refuse_syscall,
+)
 
 from git_isopatch.sandbox import landlock as sandbox
 from git_isopatch.sandbox.command import run_command
@@ -238,10 +245,19 @@ def test_without_privileges_the_user_is_mapped_to_itself(tmp_path: Path) -> None
         "print(way, os.geteuid(), os.getegid(), st.st_uid, st.st_gid, net)\n"
     )
     done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            nobody_python(),
+            "-c",
+            code,
+        ],
         capture_output=True,
         check=False,
         cwd="/",
+        env={**os.environ, "PYTHONPATH": str(readable_site())},  # the checkout may be private
     )
     shutil.rmtree(shared)
     assert done.returncode == 0, done.stderr.decode()
