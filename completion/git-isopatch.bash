@@ -42,7 +42,7 @@ _git_isopatch ()
 			command_at=$((i + 1))
 			break
 			;;
-		--base|-C|-o|--output|--timeout|--link|--copy|--allow-write)
+		--base|-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory)
 			i=$((i + 1)) # its value
 			;;
 		-*)
@@ -61,7 +61,7 @@ _git_isopatch ()
 			__git_complete_refs
 			return
 			;;
-		-C|-o|--output|--timeout|--link|--copy|--allow-write)
+		-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory)
 			return # a folder, a file or path (file name completion), seconds
 			;;
 		esac
@@ -70,7 +70,7 @@ _git_isopatch ()
 			__git_complete_refs --cur="${cur#--base=}"
 			return
 			;;
-		--output=*|--timeout=*|--link=*|--copy=*|--allow-write=*)
+		--output=*|--timeout=*|--link=*|--copy=*|--allow-write=*|--max-processes=*|--max-memory=*)
 			return
 			;;
 		-*)
@@ -79,6 +79,7 @@ _git_isopatch ()
 				--apply --output= --stdout --porcelain -z --json --keep
 				--timeout= --exit-code --sandbox --allow-write= --allow-network
 				--quiet --help --version --recurse-submodules --apparmor-profile
+				--max-processes= --max-memory=
 				-- --no-keep --no-link --no-copy --no-sandbox --no-recurse-submodules
 				"
 			return

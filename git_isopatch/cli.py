@@ -148,6 +148,8 @@ def isopatch(
         ),
     ] = None,
     timeout: usage.TimeoutOption = None,
+    max_processes: usage.MaxProcessesOption = None,
+    max_memory: usage.MaxMemoryOption = None,
     exit_code_option: Annotated[
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
@@ -235,6 +237,8 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         informational_hints=mode.informational or mode.machine,
         terminal_columns=columns,
         recurse_submodules=params["recurse_submodules"],
+        max_processes=params["max_processes"],
+        max_memory=params["max_memory"],
     )
     if (problem := conflicts(request, mode)) is not None:
         raise UsageFailure(problem)

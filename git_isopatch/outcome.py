@@ -96,6 +96,8 @@ def notices(
         lines.append(
             f"error: the command timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
         )
+    if result.limit_reached is not None:
+        lines.append(limit_line(result.limit_reached, result.limit_value or 0))
     if result.shared_writes and all(write.discarded for write in result.shared_writes):
         lines.append(
             "warning: the command changed what the worktree shares with your repository, "
@@ -135,6 +137,20 @@ def notices(
         lines.append("warning: your work tree changed while the command ran: " + _some(names))
         lines.append(CHECKOUT_HINT_NO_SANDBOX if result.sandbox_unavailable else CHECKOUT_HINT)
     return lines
+
+
+def limit_line(reached: str, value: int) -> str:
+    """The ``error:`` of a command the sandbox stopped at a bound."""
+    if reached == "processes":
+        return (
+            f"error: the command reached its limit of {value} processes and was stopped "
+            "(--max-processes, isopatch.maxProcesses)"
+        )
+    size = f"{value / (1 << 30):.1f} GiB" if value >= 1 << 30 else f"{value >> 20} MiB"
+    return (
+        f"error: the command reached its memory limit of {size} and was stopped "
+        "(--max-memory, isopatch.maxMemory)"
+    )
 
 
 #: The second hint when --apply fails for a run made from HEAD alone:

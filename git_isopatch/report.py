@@ -79,6 +79,14 @@ def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | Non
     return state is not None and bool(state.entries)
 
 
+def _bound(start: Start, reached: str | None) -> int | None:
+    """The value of the bound the command reached."""
+    limits = getattr(start.sandbox, "limits", None)
+    if reached is None or limits is None:
+        return None
+    return limits.processes if reached == "processes" else limits.memory
+
+
 def report(
     start: Start,
     ran: Ran,
@@ -119,6 +127,8 @@ def report(
         outside_folders=outside_folders(start, ran.outside_writes),
         sandboxed=start.sandbox.confined,
         sandbox_unavailable=start.sandbox_unavailable,
+        limit_reached=ran.outcome.limit,
+        limit_value=_bound(start, ran.outcome.limit),
         stdout_text=output_tail(ran.stdout),
         stderr_text=output_tail(ran.stderr),
     )

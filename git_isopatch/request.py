@@ -119,6 +119,12 @@ class CaptureRequest(NamedTuple):
             out from the user's own submodule repositories, and capture the
             changes inside them (``--recurse-submodules``,
             ``isopatch.recurseSubmodules``; default no).
+        max_processes: in the sandbox, how many processes the command may
+            have at once (``--max-processes``, ``isopatch.maxProcesses``;
+            default 4096; 0: no bound).
+        max_memory: in the sandbox, how many bytes of memory it may use
+            (``--max-memory``, ``isopatch.maxMemory``; default half the
+            machine's memory; 0: no bound).
     """
 
     command: tuple[str, ...]
@@ -148,6 +154,8 @@ class CaptureRequest(NamedTuple):
     informational_hints: bool = True
     terminal_columns: int | None = None
     recurse_submodules: bool | None = None
+    max_processes: int | None = None
+    max_memory: int | None = None
 
     @property
     def from_head_alone(self) -> bool:

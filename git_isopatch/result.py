@@ -24,6 +24,9 @@ class CaptureResult(NamedTuple):
         files: number of paths in the patch, or ``None`` when extraction failed.
         stdout: file holding the command's stdout, when captured.
         stderr: file holding the command's stderr, when captured.
+        limit_reached: the sandbox's bound the command reached
+            (``processes``, ``memory``): it was stopped; ``limit_value``:
+            that bound (a count, or bytes).
         stdout_text, stderr_text: the end of each captured file, inline
             (:func:`.worktrees.results.output_tail`: at most 16 KiB, from a
             line's start), for ``--json`` and MCP; ``None`` when not captured.
@@ -152,6 +155,8 @@ class CaptureResult(NamedTuple):
     sandbox_unavailable: bool = False
     stdout_text: str | None = None
     stderr_text: str | None = None
+    limit_reached: str | None = None
+    limit_value: int | None = None
 
 
 class OutputMode(NamedTuple):

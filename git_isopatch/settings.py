@@ -9,7 +9,8 @@ the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.recurseSubmodules`` (booleans),
 ``isopatch.allowWrite`` (multi-valued paths, an empty one is a bad
 value); ``isopatch.pool`` (a count, 0
-for no pool).  All are read through
+for no pool); ``isopatch.maxProcesses`` and ``isopatch.maxMemory`` (the
+sandbox's bounds, sizes as git reads integers, 0 for none).  All are read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
 ``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
@@ -39,6 +40,19 @@ if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
 #: keeps registered in one repository at most
 #: (:func:`.worktrees.removal.make_room`).
 DEFAULT_MAX_WORKTREES = 25
+
+#: Default of ``isopatch.maxProcesses``: the processes (threads count, as
+#: the kernel counts them) a sandboxed command may have at once.
+DEFAULT_MAX_PROCESSES = 4096
+
+
+def default_max_memory() -> int:
+    """Default of ``isopatch.maxMemory``: half the machine's memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError):
+        return 8 << 30
+
 
 #: A request (:class:`~git_isopatch.request.CaptureRequest`): a frozen
 #: dataclass with a field for each row of :data:`CONFIG_KEYS`.
@@ -154,6 +168,35 @@ def _count(_key: str, value: str | None, _repository: UserRepository) -> int:
     return int(match.group(1)) * scale
 
 
+def parse_size(text: str) -> int:
+    """A non-negative size as git reads an integer (``512m``, ``2g``,
+    ``1073741824``); 0: no bound.
+
+    Raises:
+        ValueError: anything else.
+    """
+    match = _COUNT.match(text)
+    if match is None:
+        raise ValueError(f"not a size: {text!r}")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2).lower()]
+    return int(match.group(1)) * scale
+
+
+def _processes(_key: str, value: str | None, _repository: UserRepository) -> int:
+    try:
+        return parse_size(value or "")
+    except ValueError:
+        raise BadValue(f"'{value or ''}' is not a number of processes (0 for no bound)") from None
+
+
+def _memory(_key: str, value: str | None, _repository: UserRepository) -> int:
+    try:
+        return parse_size(value or "")
+    except ValueError:
+        why = "is not a size in bytes (512m, 2g; 0 for no bound)"
+        raise BadValue(f"'{value or ''}' {why}") from None
+
+
 def after_last_reset(values: list[str | None]) -> list[str | None]:
     """The values of a multi-valued key after its last empty one: an empty
     value clears the list (git-config(1), ``push.pushOption``)."""
@@ -209,6 +252,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("allowNetwork", "allow_network", _bool),
     ConfigKey("pool", "pool", _pool_size),
     ConfigKey("recurseSubmodules", "recurse_submodules", _bool),
+    ConfigKey("maxProcesses", "max_processes", _processes),
+    ConfigKey("maxMemory", "max_memory", _memory),
 )
 
 
@@ -234,6 +279,8 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "allow_write": (),
         "allow_network": False,
         "recurse_submodules": False,
+        "max_processes": DEFAULT_MAX_PROCESSES,
+        "max_memory": default_max_memory(),
     }
 
 

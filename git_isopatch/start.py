@@ -32,6 +32,7 @@ from .git.types import CommitId, Ref
 from .request import CaptureRequest, conflicts
 from .sandbox import confinement
 from .sandbox.confinement import ConfinementPlan
+from .sandbox.limits import Limits
 from .settings import AUTO, ConfigError, complete_request, default_tmpdir
 from .values import Start
 from .worktrees.include import COPY, LINK, IncludeRequest, refuse_tracked, resolve_includes
@@ -97,6 +98,9 @@ def check(
     if configured_writes:
         request = _existing_allowed_writes(request, warn)
     sandbox, by_default = _confinement(request, repository.top, warn)
+    if sandbox.confined:
+        bounds = Limits(request.max_processes or 0, request.max_memory or 0)
+        sandbox = sandbox._replace(limits=bounds)
     if not sandbox.confined:
         for name in loosened:  # AUTO: unconfined by the fallback, not by choice
             why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"

@@ -200,6 +200,38 @@ TimeoutOption = Annotated[
         help="stop the command after <seconds> (exit 124); 0: no limit",
     ),
 ]
+
+
+def _size(text: str | None) -> int | None:
+    """``--max-processes``/``--max-memory``: a size as git reads an integer."""
+    from .settings import parse_size
+
+    if text is None:
+        return None
+    try:
+        return parse_size(str(text))
+    except ValueError:
+        raise typer.BadParameter("expects a number, with an optional k, m or g") from None
+
+
+MaxProcessesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-processes",
+        metavar="<n>",
+        parser=_size,
+        help="in the sandbox: at most <n> processes (default 4096; 0: no bound)",
+    ),
+]
+MaxMemoryOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-memory",
+        metavar="<size>",
+        parser=_size,
+        help="in the sandbox: at most <size> of memory (512m, 2g; default half the RAM)",
+    ),
+]
 AppArmorProfileOption = Annotated[
     bool,
     typer.Option(

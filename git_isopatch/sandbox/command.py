@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from ..errors import IsopatchError
 from ..git.run import resume_streams, stop_streams
 from .launcher import Report, signals_blocked
+from .limits import watched
 from .terminal import set_foreground, stopped, terminal_fd, terminal_modes
 
 if TYPE_CHECKING:  # the sandbox modules load only for --sandbox
@@ -69,6 +70,8 @@ class CommandOutcome(NamedTuple):
             ``128+N`` then), or ``None``; not set on a timeout.
         network_refused: the sandbox's network refused something the
             command sent (:data:`.launcher.NETWORK_REFUSALS`).
+        limit: the sandbox's bound the command reached (:mod:`.limits`:
+            ``processes``, ``memory``): it was stopped; else ``None``.
     """
 
     exit_code: int
@@ -77,6 +80,7 @@ class CommandOutcome(NamedTuple):
     start_error: str | None = None
     died_of: int | None = None
     network_refused: bool = False
+    limit: str | None = None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -288,12 +292,16 @@ def run_command(
             blocked=True,
             ended=lambda: bool(wrapped.finish() is not None and wrapped.gone),
         )
-        outcome = _run(argv, launch, cwd, env, streams, timeout, state)
-        status = wrapped.finish()
+        with watched(getattr(sandbox, "bounds", None), state):
+            outcome = _run(argv, launch, cwd, env, streams, timeout, state)
+            status = wrapped.finish()
+    if state.get("limit") is not None:
+        outcome = outcome._replace(limit=state.pop("limit"))
     if wrapped.report is not None:
         return _reported(argv, outcome, wrapped.report)
     set_up = "exit-code" in status or outcome.start_error is not None or outcome.exit_code <= 0
-    if not set_up and not outcome.timed_out and state["received"] is None:
+    stopped = outcome.timed_out or outcome.limit is not None
+    if not set_up and not stopped and state["received"] is None:
         from .availability import forget
         from .bwrap import last_words, unavailable
 

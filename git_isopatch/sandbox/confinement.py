@@ -30,6 +30,8 @@ from ..errors import IsopatchError, known_os_failure
 from ..git.result import Err, GitResult, Ok
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
 from .command import CommandOutcome, run_command
+from .limits import NONE as NO_LIMITS
+from .limits import Limits, bound
 from .refusal import SANDBOX_VARIABLE
 
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
@@ -53,6 +55,7 @@ class ConfinementPlan(NamedTuple):
         allow_network: keep the network.
         abi: the Landlock ABI :func:`.landlock.check_available` found.
         bwrap: the bubblewrap of :data:`NAMESPACES`.
+        limits: the bounds on the command's processes and memory (:mod:`.limits`).
     """
 
     mechanism: str = NO_MECHANISM
@@ -60,6 +63,7 @@ class ConfinementPlan(NamedTuple):
     allow_network: bool = False
     abi: int = 0
     bwrap: Bwrap | None = None
+    limits: Limits = NO_LIMITS
 
     @property
     def confined(self) -> bool:
@@ -102,7 +106,8 @@ def plan(
         from .refusal import explained
 
         # what refuses the namespaces, where bubblewrap itself is there
-        raise (failure if isinstance(find_bwrap(), str) else explained(failure)) from None
+        about = "namespace" in failure.message and not isinstance(find_bwrap(), str)
+        raise (explained(failure) if about else failure) from None
     return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, abi, bwrap)
 
 
@@ -325,7 +330,10 @@ def confine(
         box = prepare(policy, abi=plan.abi, streams=fds)
         try:
             top = top or os.path.dirname(common_dir)
-            yield _namespaced(plan, box, policy, top, env, temporary, fds, layers)
+            with bound(plan.limits) as bounds:
+                spaces = _namespaced(plan, box, policy, top, env, temporary, fds, layers)
+                spaces.namespaces = spaces.namespaces.bounded(bounds)
+                yield spaces
         finally:
             box.close()
     finally:

@@ -88,7 +88,19 @@ except (ImportError, AttributeError):
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 NET = @NET@
-fd, ctype, sigs, *argv = sys.argv[1:]
+fd, ctype, sigs, bounds, *argv = sys.argv[1:]
+if bounds != "-":
+    groups, _, rlimits = bounds.partition(";")
+    for group in filter(None, groups.split(",")):
+        os.write(int(group), b"0")
+        os.close(int(group))
+    if rlimits:
+        import resource
+        for item in rlimits.split(","):
+            number, value = map(int, item.split("="))
+            hard = resource.getrlimit(number)[1]
+            value = value if hard < 0 else min(value, hard)
+            resource.setrlimit(number, (value, value))
 fd = int(fd)
 os.set_inheritable(fd, False)
 env = dict(os.environ)
@@ -136,13 +148,17 @@ os._exit(code if code >= 0 else 128 - code)
 """.replace("@NET@", repr(set(NETWORK_REFUSALS)))
 
 
-def launcher_argv(argv: Sequence[str], fd: int, env: Mapping[str, str]) -> list[str]:
+def launcher_argv(
+    argv: Sequence[str], fd: int, env: Mapping[str, str], bounds: str = "-"
+) -> list[str]:
     """``argv`` run through the launcher, which reports to ``fd``; ``env``
-    is the command's environment (its ``LC_CTYPE`` is passed on as is)."""
+    is the command's environment (its ``LC_CTYPE`` is passed on as is);
+    ``bounds``: the cgroups to move into and the rlimits to set before the
+    command starts (:meth:`.limits.Bound.launcher_spec`), ``-`` for none."""
     ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
     sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
     python = os.path.realpath(sys.executable)
-    return [python, "-I", "-S", "-c", PROGRAM, str(fd), ctype, sigs, *argv]
+    return [python, "-I", "-S", "-c", PROGRAM, str(fd), ctype, sigs, bounds, *argv]
 
 
 class Report(NamedTuple):

@@ -62,6 +62,7 @@ Layering: knows nothing of the command line or of git.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
@@ -83,6 +84,7 @@ from .layers import (
     plan_layers,
     upper,
 )
+from .limits import Bound
 from .pidns import GONE_TIMEOUT_SECONDS as GONE_TIMEOUT_SECONDS
 from .pidns import Wrapped as Wrapped
 from .pidns import _alive as _alive
@@ -345,16 +347,24 @@ def _seccomp_fd(program: bytes) -> int:
 class Namespaces:
     """A policy bound to a ``bwrap`` and to its layers folder on disk; its
     layers (:meth:`NamespacePolicy.plan`) are planned once, when it is
-    made, so that every spawn and the listing afterwards agree on them."""
+    made, so that every spawn and the listing afterwards agree on them;
+    ``bounds``: the command's bounds (:mod:`.limits`)."""
 
     bwrap: Bwrap
     policy: NamespacePolicy
     layers: str
     seccomp: bytes | None = None
+    bounds: Bound | None = field(default=None, compare=False)
     plan: tuple[Layer, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plan", self.policy.plan())
+
+    def bounded(self, bounds: Bound) -> Namespaces:
+        """These namespaces with ``bounds``, their layers' plan kept."""
+        made = copy.copy(self)
+        object.__setattr__(made, "bounds", bounds)
+        return made
 
     def prepare(self) -> None:
         """Make the layers (:func:`.layers.make_layers`)."""
@@ -393,7 +403,10 @@ class Namespaces:
             options += ["--seccomp", str(seccomp)]
         child = tuple(fd for fd in (status_write, seccomp, report_write) if fd is not None)
         if report_write is not None and env is not None:
-            argv = launcher_argv(argv, report_write, env)
+            groups = tuple(map(os.dup, self.bounds.fds)) if self.bounds else ()  # its own
+            child += groups
+            spec = self.bounds.launcher_spec(groups) if self.bounds else "-"
+            argv = launcher_argv(argv, report_write, env, spec)
             options.insert(0, "--as-pid-1")  # the launcher is the namespace's init
         wrapped = Wrapped([self.bwrap.path, *options, "--", *argv], child, status_read, report_read)
         try:

@@ -1,0 +1,157 @@
+"""A sandboxed command has bounds on its processes and its memory
+(design: "What it does"; sandbox/limits.py): a real fork bomb and a
+runaway allocation, under small bounds the tests set, are stopped with an
+``error:`` naming the bound, their patch still captured, nothing left
+running and no cgroup left behind.  As root a cgroup of the run's own
+bounds them (here cgroup v1's ``pids`` and ``memory``); an unprivileged
+user without a delegated cgroup gets rlimits."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from repo_helpers import isopatch
+from sandbox_helpers import run_as_nobody
+
+pytestmark = pytest.mark.hostile
+
+#: Forks until the kernel refuses, and never ends on its own: only the
+#: bound (or the safety --timeout) stops it.
+FORK_BOMB = """\
+import os
+open("bomb.txt", "w").write("forked\\n")
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+
+#: Allocates a MiB at a time, touching it, for ever.
+RUNAWAY = """\
+open("grew.txt", "w").write("grew\\n")
+held = []
+while True:
+    held.append(b"x" * (1 << 20))
+"""
+
+
+def _cgroups_left() -> list[str]:
+    found = []
+    for top in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        for path, folders, _ in os.walk(top):
+            found += [os.path.join(path, f) for f in folders if f.startswith("git-isopatch-")]
+            if path.count(os.sep) > 6:
+                folders.clear()
+    return found
+
+
+def _bounded_run(repo: Path, env, *options: str, program: str):
+    """The run, bounded whatever happens: a --timeout of its own, and the
+    helper's."""
+    started = time.monotonic()
+    run = isopatch(
+        "--sandbox", "--porcelain", "--timeout", "60", *options, "--", "python3", "-c", program,
+        cwd=repo, env=env, timeout=120,
+    )  # fmt: skip
+    return run, time.monotonic() - started
+
+
+def _needs_cgroups() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a cgroup of the run's own needs root here")
+
+
+def test_a_fork_bomb_is_stopped_at_the_process_bound(env, make_repo) -> None:
+    _needs_cgroups()
+    repo = make_repo()
+    before = set(_cgroups_left())
+    run, took = _bounded_run(repo, env, "--max-processes", "64", program=FORK_BOMB)
+    fields = run.fields()
+    assert fields.get("limit-reached") == "processes", run.err
+    assert "timed-out" not in fields and took < 50
+    assert run.returncode == 137
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: the command reached its limit of 64 processes and was stopped "
+        "(--max-processes, isopatch.maxProcesses)"
+    ]
+    assert "A bomb.txt" in run.out  # its patch, captured all the same
+    assert set(_cgroups_left()) <= before
+
+
+def test_a_runaway_allocation_is_stopped_at_the_memory_bound(env, make_repo) -> None:
+    _needs_cgroups()
+    repo = make_repo()
+    before = set(_cgroups_left())
+    run, took = _bounded_run(repo, env, "--max-memory", "64m", program=RUNAWAY)
+    fields = run.fields()
+    assert fields.get("limit-reached") == "memory", run.err
+    assert took < 50
+    assert "error: the command reached its memory limit of 64 MiB and was stopped" in run.err
+    assert "A grew.txt" in run.out
+    assert set(_cgroups_left()) <= before
+
+
+def test_within_its_bounds_a_command_runs_as_before(env, make_repo) -> None:
+    repo = make_repo()
+    script = "import subprocess; [subprocess.run(['true']) for _ in range(20)]"
+    run, _ = _bounded_run(
+        repo, env, "--max-processes", "64", "--max-memory", "256m", program=script
+    )
+    assert run.returncode == 0, run.err
+    assert "limit-reached" not in run.fields()
+
+
+def test_the_bounds_come_from_the_configuration_and_bad_values_are_refused(env, make_repo) -> None:
+    _needs_cgroups()
+    repo = make_repo()
+    run = isopatch(
+        "--sandbox", "--porcelain", "--timeout", "60", "--", "python3", "-c", FORK_BOMB,
+        cwd=repo, env=env, git_options=("-c", "isopatch.maxProcesses=48"), timeout=120,
+    )  # fmt: skip
+    assert run.fields().get("limit-reached") == "processes", run.err
+    assert "limit of 48 processes" in run.err
+    bad = isopatch("--", "true", cwd=repo, env=env, git_options=("-c", "isopatch.maxMemory=lots"))
+    assert bad.returncode == 128
+    assert bad.err.splitlines()[0] == "fatal: bad config value for 'isopatch.maxMemory'"
+    usage = isopatch("--max-processes", "many", "--", "true", cwd=repo, env=env)
+    assert usage.returncode == 129 and "--max-processes" in usage.err
+
+
+#: As uid 65534 (no cgroup it may write here): a command that forks
+#: children which wait, until the kernel refuses, and says how many.
+NOBODY = """\
+program = '''
+import os, time
+n = 0
+try:
+    while n < 500:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+'''
+done = subprocess.run(
+    [sys.executable, "-m", "git_isopatch", "--sandbox", "--json", "--timeout", "60",
+     "--max-processes", "32", "--", sys.executable, "-c", program],
+    cwd=repo, capture_output=True, timeout=120,
+)
+print(json.dumps({"status": done.returncode, "out": done.stdout.decode(),
+                  "err": done.stderr.decode()}))
+"""
+
+
+def test_an_unprivileged_user_gets_the_process_bound_as_an_rlimit(env) -> None:
+    with run_as_nobody(env, NOBODY) as said:
+        assert said["status"] == 0, said["err"]
+        result = json.loads(said["out"])
+        forked = int(Path(result["stdout"]).read_text())
+    assert 0 < forked < 32
