@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from job_control_helpers import session_for  # noqa: F401 (a fixture of two sections)
+from node_helpers import prettier_node_modules  # noqa: F401 (a fixture of two sections)
 from packages import (  # noqa: F401 (pytest hooks: optional packages, skips in CI)
     pytest_collectreport,
     pytest_configure,
