@@ -2,10 +2,11 @@
 what git-isopatch compares before and after a command to say whether the
 checkout changed while it ran.
 
-``git --no-optional-locks status --porcelain -z`` (git-status(1), "Background
-refresh": no index refresh is written) lists the paths that differ from the
-index or ``HEAD`` and the untracked ones, with the user's own untracked and
-ignored handling (``status.showUntrackedFiles``, ``.gitignore``).  A path
+``git --no-optional-locks status --porcelain=v2 --branch -z`` (git-status(1),
+"Background refresh": no index refresh is written) lists the paths that
+differ from the index or ``HEAD`` and the untracked ones, with the user's
+own untracked and ignored handling (``status.showUntrackedFiles``,
+``.gitignore``), and the commit ``HEAD`` names, in one process.  A path
 listed both times may still have changed again (a file already modified
 that the command rewrites), so each listed path also carries its ``lstat``
 fingerprint.
@@ -41,21 +42,38 @@ class CheckoutState(NamedTuple):
     head: str | None = None
 
 
-def parse_status_z(output: bytes) -> dict[bytes, bytes]:
-    """``git status --porcelain -z`` (v1) -> path -> ``XY``; a rename or copy
-    lists its new path (and its source, under the same letters)."""
+#: Fields before the path in the records of ``git status --porcelain=v2``:
+#: ordinary changes, renames and copies, unmerged paths.
+_FIELDS_BEFORE_PATH = {b"1": 8, b"2": 9, b"u": 10}
+
+
+def parse_status_v2(output: bytes) -> tuple[dict[bytes, bytes], str | None]:
+    """``git status --porcelain=v2 --branch -z`` -> path -> ``XY`` (as the
+    first format writes them: a space where nothing changed, ``??`` for an
+    untracked path, ``!!`` for an ignored one; a rename or copy lists its
+    new path and its source under the same letters), and the commit
+    ``HEAD`` names (``None``: an unborn branch)."""
     entries: dict[bytes, bytes] = {}
+    head = None
     records = iter(output.split(b"\0"))
     for record in records:
-        if len(record) < 4:
-            continue
-        letters, path = record[:2], record[3:]
-        entries[path] = letters
-        if letters[:1] in (b"R", b"C") or letters[1:2] in (b"R", b"C"):
-            source = next(records, b"")
-            if source:
-                entries[source] = letters
-    return entries
+        kind = record[:1]
+        if record.startswith(b"# branch.oid "):
+            oid = record[len(b"# branch.oid ") :].decode("ascii", "replace")
+            head = None if oid == "(initial)" else oid
+        elif kind in (b"?", b"!") and record[1:2] == b" ":
+            entries[record[2:]] = kind * 2
+        elif kind in _FIELDS_BEFORE_PATH:
+            fields = record.split(b" ", _FIELDS_BEFORE_PATH[kind])
+            if len(fields) <= _FIELDS_BEFORE_PATH[kind]:
+                continue
+            letters = fields[1].replace(b".", b" ")
+            entries[fields[-1]] = letters
+            if kind == b"2":
+                source = next(records, b"")
+                if source:
+                    entries[source] = letters
+    return entries, head
 
 
 def _fingerprint(path: bytes) -> tuple[int, ...] | None:
@@ -80,7 +98,9 @@ def read_checkout(
         f"--work-tree={top}",
         "--no-optional-locks",
         "status",
-        "--porcelain",
+        "--porcelain=v2",
+        "--branch",
+        "--no-ahead-behind",  # the upstream's distance is not wanted: no walk
         "-z",
     ]
     match run_git(args, env=env, config=STATUS_CONFIG, cwd=top):
@@ -89,12 +109,12 @@ def read_checkout(
         case Err() as err:
             return err
     root = os.fsencode(top)
+    listed, head = parse_status_v2(output)
     entries = {
         path: (letters, _fingerprint(os.path.join(root, path.rstrip(b"/"))))
-        for path, letters in parse_status_z(output).items()
+        for path, letters in listed.items()
     }
-    head = run_git([f"--git-dir={git_dir}", "rev-parse", "-q", "--verify", "HEAD"], env=env)
-    return Ok(CheckoutState(entries, head.value.decode().strip() if isinstance(head, Ok) else None))
+    return Ok(CheckoutState(entries, head))
 
 
 def work_tree_changes(

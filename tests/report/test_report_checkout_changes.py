@@ -6,10 +6,13 @@ writes nothing: no index refresh."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from repo_helpers import git, isopatch, repo_state
+
+from git_isopatch.git.status import read_checkout
 
 
 @pytest.fixture(autouse=True)
@@ -155,3 +158,35 @@ def test_a_file_written_while_the_branch_moves_is_still_named(env, make_repo, no
     assert run.returncode == 0, run.err
     assert "warning: your work tree changed while the command ran: c, new\n" in run.err, run.err
     assert f"from {second[:12]} to {first[:12]}" in run.err
+
+
+def test_the_look_reads_what_git_status_lists_and_head_in_one_process(env, make_repo) -> None:
+    """The look's one ``git status --porcelain=v2 --branch`` gives the same
+    paths and letters as the first porcelain format, and the commit of
+    ``HEAD``: for changes, a staged rename of a name with spaces, a
+    deletion, an untracked file and an unmerged path."""
+    repo = make_repo({"a": "1\n", "b c": "2\n", "d/e": "3\n", "both": "base\n"})
+    git("checkout", "-q", "-b", "other", cwd=repo, env=env)
+    (repo / "both").write_text("other\n")
+    git("commit", "-qam", "other", cwd=repo, env=env)
+    git("checkout", "-q", "main", cwd=repo, env=env)
+    (repo / "both").write_text("main\n")
+    git("commit", "-qam", "main", cwd=repo, env=env)
+    git("merge", "-q", "other", cwd=repo, env=env, check=False)  # a conflict in "both"
+    (repo / "a").write_text("changed\n")
+    git("mv", "b c", "b d", cwd=repo, env=env)
+    (repo / "d" / "e").unlink()
+    (repo / "new file").write_text("untracked\n")
+    v1 = git("status", "--porcelain", "-z", cwd=repo, env=env).split(b"\0")
+    expected, records = {}, iter(v1)
+    for record in records:
+        if record:
+            expected[record[3:]] = record[:2]
+            if record[:1] == b"R":
+                expected[next(records)] = record[:2]
+    look = read_checkout(str(repo / ".git"), str(repo), env=env)
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    assert look.value.head == head
+    assert {path: letters for path, (letters, _) in look.value.entries.items()} == expected
+    assert expected[b"both"] == b"UU" and expected[b"new file"] == b"??"
+    assert os.path.exists(repo / ".git" / "MERGE_HEAD")
