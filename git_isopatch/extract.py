@@ -358,7 +358,7 @@ def _prepare_index(
         case Ok(kept):
             pass
     new_files_exclude = [*exclude, *(submodule.path for submodule in submodules)]
-    match git.clear_hiding_flags():
+    match git.clear_hiding_flags(base):
         case Err(error):
             raise known_failure(f"could not read the index of '{worktree}'", error)
         case Ok(tracked):

@@ -18,6 +18,13 @@ from .types import GitDirPath
 #: The stat data before the object id: ten 32-bit numbers.
 _STAT_BYTES = 40
 _EXTENDED = 0x4000
+#: The entry's flags (gitformat-index(5)): assume-unchanged ("valid"); in
+#: the extended flags of version 3 and later, skip-worktree.
+_ASSUME_VALID = 0x8000
+_STAGE = 0x3000
+_SKIP_WORKTREE = 0x4000
+#: The mode of a sparse index's directory entry.
+_SPARSE_DIRECTORY = 0o040000
 
 
 def read_index(git_dir: GitDirPath) -> bytes | None:
@@ -84,6 +91,29 @@ def _parse(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
         entries.append((path, meta))
         previous = path
     return entries
+
+
+def index_listing(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, bytes, bytes]] | None:
+    """``(tag, mode, path)`` of every entry of ``git_dir``'s index, in its
+    order, as ``git ls-files -v -s`` lists them: tag ``H``, ``M`` for an
+    unmerged entry, ``S`` for skip-worktree, lower case for
+    assume-unchanged (ls-files.c, ``show_files``); the mode in octal
+    (``100644``).  ``None`` when :func:`index_entries` has none, or the
+    index is a sparse one (its directory entries are what git expands)."""
+    entries = index_entries(git_dir, hash_size)
+    if entries is None:
+        return None
+    listing = []
+    for path, meta in entries:
+        (mode,) = struct.unpack_from(">I", meta, 24)
+        if mode == _SPARSE_DIRECTORY:
+            return None
+        flags, extended = struct.unpack_from(">H", meta, _STAT_BYTES + hash_size)[0], 0
+        if flags & _EXTENDED:
+            (extended,) = struct.unpack_from(">H", meta, _STAT_BYTES + hash_size + 2)
+        tag = b"M" if flags & _STAGE else b"S" if extended & _SKIP_WORKTREE else b"H"
+        listing.append((tag.lower() if flags & _ASSUME_VALID else tag, b"%06o" % mode, path))
+    return listing
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from .diff import DIFF_CONFIG, worktree_args
+from .index_entries import index_listing
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath, WorktreePath
@@ -20,6 +21,7 @@ def clear_hiding_flags(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     preexec_fn: Callable[[], None] | None = None,
+    hash_size: int | None = None,
 ) -> GitResult[bytes]:
     """Clear the index flags with which a command could hide a change from
     ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
@@ -28,26 +30,32 @@ def clear_hiding_flags(
     file).  An entry a sparse checkout leaves out (skip-worktree, no file)
     keeps its flag, as git itself clears the flag only for files present.
 
+    The index is listed by ``git ls-files -v``, or read in process when
+    the object ids' ``hash_size`` is given and the index is one
+    :func:`.index_entries.index_listing` reads (the caller gives it only
+    where git-isopatch may read what the command left: unconfined).
+
     Returns:
         ``Ok(the index's paths, each ended by NUL)`` (what
         :func:`.intent_to_add.mark_untracked_intent_to_add` takes as ``tracked``), or
         ``Err(GitError)``.
     """
-    match run_git(
-        [*worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
-        env=env,
-        config=DIFF_CONFIG,
-        preexec_fn=preexec_fn,
-    ):
-        case Err() as err:
-            return err
-        case Ok(listing):
-            pass
+    in_process = hash_size is not None and "GIT_INDEX_FILE" not in env
+    listing = index_listing(git_dir, hash_size) if in_process and hash_size else None
+    if listing is None:
+        match run_git(
+            [*worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
+            env=env,
+            config=DIFF_CONFIG,
+            preexec_fn=preexec_fn,
+        ):
+            case Err() as err:
+                return err
+            case Ok(output):
+                records = (record.partition(b" ") for record in output.split(b"\0"))
+                listing = [(tag, b"", path) for tag, _, path in records if path]
     assumed, skipped, paths = [], [], []
-    for record in listing.split(b"\0"):
-        tag, _, path = record.partition(b" ")
-        if not path:
-            continue
+    for tag, _, path in listing:
         paths.append(path)
         if tag.islower():
             assumed.append(path)

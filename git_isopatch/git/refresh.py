@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping
 
 from .admin_files import common_dir_of, pointer_leads_to, read_admin_file, replace_admin_file
+from .index_entries import index_listing
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
 from .sweep import sweep_worktree
@@ -157,11 +158,20 @@ def _check_admin_pointers(worktree: WorktreePath, admin_dir: GitDirPath) -> GitR
 
 
 def _index_entries(
-    worktree: WorktreePath, admin_dir: GitDirPath, env: Mapping[str, str]
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    env: Mapping[str, str],
+    hash_size: int | None = None,
 ) -> GitResult[list[tuple[bytes, bytes, bytes]]]:
     """``(tag, mode, path)`` of every index entry (``git ls-files -v -s``:
     tag ``H`` for a plain entry, lower case for assume-unchanged, ``S`` for
-    skip-worktree; git-ls-files(1))."""
+    skip-worktree; git-ls-files(1)).  Read in process when the object ids'
+    ``hash_size`` is known and the index is one :func:`.index_entries.index_listing`
+    reads (the index our own ``git read-tree`` just wrote): no git process."""
+    if hash_size is not None:
+        listing = index_listing(admin_dir, hash_size)
+        if listing is not None:
+            return Ok(listing)
     match _git(worktree, admin_dir, ["ls-files", "-z", "-v", "-s"], env):
         case Ok(output):
             pass
@@ -206,7 +216,7 @@ def refresh_worktree(
        stat data changed (git-read-tree(1));
     3. :func:`sweep_worktree`: FIFOs, sockets and devices (which git does
        not see) go, and files and folders get a checkout's modes;
-    4. the index listed (``git ls-files -v -s``); when an entry carries a
+    4. the index listed (``git ls-files -v -s``, or read in process); when an entry carries a
        flag that keeps read-tree from rewriting its file (assume-unchanged,
        skip-worktree), the flags are cleared (``git update-index
        --no-assume-unchanged --no-skip-worktree``) and 2-4 run once more;
@@ -246,7 +256,7 @@ def refresh_worktree(
         failed = moved if isinstance(moved, Err) else None
         if failed is not None and cleared:
             return failed
-        match _index_entries(worktree, admin_dir, env):
+        match _index_entries(worktree, admin_dir, env, len(commit) // 2):
             case Ok(entries):
                 pass
             case Err() as err:

@@ -39,9 +39,13 @@ class WorktreeGit(NamedTuple):
     def _bound(self) -> dict[str, Any]:
         return {"git_dir": self.admin_dir, "env": self.env, "preexec_fn": self.confinement.hook}
 
-    def clear_hiding_flags(self) -> GitResult[bytes]:
-        """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths."""
-        return index_flags.clear_hiding_flags(self.worktree, **self._bound())
+    def clear_hiding_flags(self, base: CommitId) -> GitResult[bytes]:
+        """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths.
+        Unconfined, the index is read in process (the object ids of
+        ``base``'s size): what the command left is read under its rights
+        anyway, and a git process is spared."""
+        hash_size = None if self.confinement.confined else len(base) // 2
+        return index_flags.clear_hiding_flags(self.worktree, hash_size=hash_size, **self._bound())
 
     def mark_untracked_intent_to_add(
         self,

@@ -105,13 +105,17 @@ def test_a_required_filter_that_cannot_run(env, make_repo) -> None:
     assert list(Path(env["TMPDIR"]).iterdir()) == []
 
 
+@pytest.mark.parametrize("confined", ["--sandbox", "--no-sandbox"])
 @pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
-def test_a_change_hidden_behind_an_index_flag_is_in_the_patch(env, make_repo, tmp_path, flag):
+def test_a_change_hidden_behind_an_index_flag_is_in_the_patch(
+    env, make_repo, tmp_path, flag, confined
+):
     """A command that marks a file assume-unchanged or skip-worktree and
-    then edits it: git diff would not look at the file."""
+    then edits it: git diff would not look at the file.  Unconfined, the
+    index is read in process; in the sandbox, git lists it."""
     repo = make_repo({"a": "a\n", "b": "b\n"})
     run = isopatch(
-        "--porcelain", "--keep", "--", "sh", "-c",
+        "--porcelain", "--keep", confined, "--", "sh", "-c",
         f"git update-index {flag} a && echo changed >> a && echo new > c",
         cwd=repo, env=env,
     )  # fmt: skip
