@@ -119,7 +119,7 @@ def test_allow_write_path_becomes_writable(make_repo, env, tmp_path: Path) -> No
     extra = tmp_path / "cache"
     extra.mkdir()
     policy = _worktree(repo, tmp_path, env)
-    policy = sandbox.SandboxPolicy(**{**policy.__dict__, "allow_write": (str(extra),)})
+    policy = policy._replace(allow_write=(str(extra),))
     done = _run(policy, f"echo x > {extra}/f && echo y > {tmp_path}/not-allowed", env)
     assert (extra / "f").read_text() == "x\n"
     assert not (tmp_path / "not-allowed").exists()
@@ -175,7 +175,7 @@ def test_network_is_a_loopback_of_its_own(make_repo, env, tmp_path: Path) -> Non
         assert "outside-refused ConnectionRefusedError" in output, output
         assert "own-server own" in output, output
         assert "dns-failed" in output, output
-        allowed = sandbox.SandboxPolicy(**{**policy.__dict__, "allow_network": True})
+        allowed = policy._replace(allow_network=True)
         done = _run(allowed, f"{sys.executable} {probe} {port}", env)
         assert "outside hello from outside" in done.stdout.decode(), done.stdout
 
@@ -283,7 +283,7 @@ def test_udp_to_a_loopback_server_outside_never_arrives(make_repo, env, tmp_path
         _run(policy, send, env)
         with pytest.raises(TimeoutError):
             server.recvfrom(10)
-        allowed = sandbox.SandboxPolicy(**{**policy.__dict__, "allow_network": True})
+        allowed = policy._replace(allow_network=True)
         _run(allowed, send, env)
         assert server.recvfrom(10)[0] == b"x"
 
