@@ -173,6 +173,7 @@ def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequenc
     directories and ``.git`` files are the command's to write too, so they
     are put right as well if the worktree is kept (:func:`.worktrees.kept.snapshot_submodules`)."""
     submodules = populate.populate(lease.isolation, plan, warn)
+    lease.guard_index()
     if submodules:
         isolation = lease.isolation
         pairs = [(sub.path, sub.git_dir) for sub in submodules]

@@ -18,6 +18,16 @@ worktree: its ``config``, ``config.worktree``, hooks and ``.git`` file are
 guarded the same way (:func:`snapshot_submodules`, taken once they are
 populated), keyed by absolute path; a hook that was not there is removed.
 
+What the command planted in the worktree itself is made inert too
+(:func:`disarm`): its index goes back to the one git-isopatch made
+(:func:`keep_index`, copied to the run's private folder, which a
+sandboxed command cannot write, once the worktree is populated), so that
+no gitlink the command added sends the user's ``git status`` into a
+repository of its making; and each ``.git`` below the top that is not a
+submodule git-isopatch populated has its name changed to
+:data:`DISARMED`, so that git neither enters that repository nor reads
+its configuration, filters or hooks.
+
 Design: procedure step 7 ("or keep it").
 """
 
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 
 from ..git.admin_files import read_admin_file, replace_admin_file
@@ -188,3 +199,94 @@ def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -
             replace_admin_file(path, expected)
         changed.append(path)
     return changed + _put_right_submodules(admin_dir, worktree, made)
+
+
+#: The name a planted repository's ``.git`` is given (:func:`disarm`).
+DISARMED = ".git.isopatch-disarmed"
+#: The copy of the worktree's index as git-isopatch made it, in the run's
+#: private folder (:func:`keep_index`).
+INDEX_COPY = "index.as-made"
+#: At most this many entries of a kept worktree are looked at for a
+#: planted repository.
+WALK_LIMIT = 1_000_000
+
+
+def keep_index(admin_dir: str, private_dir: str) -> str | None:
+    """Copy the worktree's index as git-isopatch made it into the run's
+    private folder; its path, or ``None`` when there is none to copy."""
+    copy = os.path.join(private_dir, INDEX_COPY)
+    try:
+        shutil.copyfile(os.path.join(admin_dir, "index"), copy, follow_symlinks=False)
+    except OSError:
+        return None
+    return copy
+
+
+def drop_index(copy: str | None) -> None:
+    """Remove :func:`keep_index`'s copy: the run has given its worktree back."""
+    if copy is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(copy)
+
+
+def _put_back_index(admin_dir: str, copy: str) -> None:
+    """The index is :func:`keep_index`'s copy again (by rename: never
+    through a link the command put in its place)."""
+    index = os.path.join(admin_dir, "index")
+    fresh = f"{index}.isopatch-{os.getpid()}"
+    shutil.copyfile(copy, fresh, follow_symlinks=False)
+    os.replace(fresh, index)
+
+
+def _planted(worktree: str, expected: set[str]) -> list[str]:
+    """Every ``.git`` below the top of ``worktree`` (a folder, a file or a
+    link) but those of ``expected``, found without following a link and
+    without entering a ``.git``; at most :data:`WALK_LIMIT` entries."""
+    found: list[str] = []
+    folders, seen = [worktree], 0
+    while folders and seen < WALK_LIMIT:
+        folder = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if entry.name == ".git":
+                if folder != worktree and entry.path not in expected:
+                    found.append(entry.path)
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+    return sorted(found)
+
+
+def disarm(
+    admin_dir: str, worktree: str, made: Mapping[str, bytes | None], index_copy: str | None
+) -> list[str]:
+    """Make what the command planted in the kept ``worktree`` inert: its
+    index is git-isopatch's own again (``index_copy``), and each planted
+    ``.git`` (not a populated submodule's, which ``made`` names) is renamed
+    :data:`DISARMED`.
+
+    Returns:
+        The folders (from the top) whose repository was disarmed.
+
+    Raises:
+        OSError: the index could not be put back.
+    """
+    if index_copy is not None:
+        _put_back_index(admin_dir, index_copy)
+    if os.path.islink(worktree) or not os.path.isdir(worktree):
+        return []
+    expected = {path for path in made if os.path.isabs(path) and path.endswith(os.sep + DOTGIT)}
+    disarmed = []
+    for path in _planted(worktree, expected):
+        target = os.path.join(os.path.dirname(path), DISARMED)
+        while os.path.lexists(target):
+            target += "~"
+        with contextlib.suppress(OSError):
+            os.rename(path, target)
+            disarmed.append(os.path.relpath(os.path.dirname(path), worktree))
+    return disarmed

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 
 from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
+from . import kept
 from .provider import Isolation, WorktreeProvider
 from .results import PrivateFolder
 
@@ -47,6 +48,13 @@ class Lease:
         right too if the worktree is kept."""
         admin_files = {**(self.isolation.admin_files or {}), **files}
         self.isolation = self.isolation._replace(admin_files=admin_files)
+
+    def guard_index(self) -> None:
+        """Copy the index as it is now, git-isopatch's own, to put it back
+        if the worktree is kept (:func:`.kept.keep_index`)."""
+        isolation = self.isolation
+        copy = kept.keep_index(isolation.admin_dir, isolation.private_dir)
+        self.isolation = isolation._replace(index_copy=copy)
 
     def keep_answer(self, conversions: bytes | None) -> None:
         """Keep ``conversions``, the reading look's answer
@@ -94,17 +102,20 @@ def worktree_for_run(
     private.mark()
     lease = Lease(isolation)
     try:
-        yield lease
-    except BaseException:
-        if lease._keep_on_failure:
-            provider.keep(lease.isolation)
-        else:
-            provider.remove(lease.isolation)
-        raise
-    isolation = lease.isolation
-    if not lease._keep:
-        released = isolation if lease._poolable else isolation._replace(poolable=False)
-        if provider.release(released):
-            return
-    provider.keep(isolation)  # reported as kept, unlocked for the user
-    lease.kept = isolation.worktree
+        try:
+            yield lease
+        except BaseException:
+            if lease._keep_on_failure:
+                provider.keep(lease.isolation)
+            else:
+                provider.remove(lease.isolation)
+            raise
+        isolation = lease.isolation
+        if not lease._keep:
+            released = isolation if lease._poolable else isolation._replace(poolable=False)
+            if provider.release(released):
+                return
+        provider.keep(isolation)  # reported as kept, unlocked for the user
+        lease.kept = isolation.worktree
+    finally:
+        kept.drop_index(lease.isolation.index_copy)  # put back, or not needed

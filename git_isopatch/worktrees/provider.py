@@ -64,6 +64,9 @@ class Isolation(NamedTuple):
         admin_files: its ``commondir``, ``gitdir``, ``config.worktree`` and
             ``.git`` as git-isopatch made them (:func:`.kept.snapshot`),
             put back when it is kept.
+        index_copy: its index as git-isopatch made it, copied into the
+            run's private folder (:func:`.kept.keep_index`), put back when
+            it is kept.
         conversions: the reading look's answer (:mod:`.conversions`),
             kept with the worktree when it returns to the pool.
         proved_fresh: claimed from the pool and proved as a fresh add
@@ -89,6 +92,7 @@ class Isolation(NamedTuple):
     proved_fresh: bool = False
     tracks_attributes: bool = True
     conversions: bytes | None = None
+    index_copy: str | None = None
 
 
 def _worktree_name(repository: UserRepository) -> str:
@@ -417,10 +421,17 @@ class WorktreeProvider:
         would run on the user's next ``git status`` there."""
         if isolation.admin_files is None:
             return
+        made, worktree = isolation.admin_files, isolation.worktree
         try:
-            changed = kept.put_right(isolation.admin_dir, isolation.worktree, isolation.admin_files)
+            changed = kept.put_right(isolation.admin_dir, worktree, made)
+            disarmed = kept.disarm(isolation.admin_dir, worktree, made, isolation.index_copy)
         except OSError as exc:
             self.warn(f"could not put back {quoted(isolation.admin_dir)}: {exc.strerror or exc}")
             return
         for path in changed:
             self.warn(f"the command rewrote {quoted(path)}; put back")
+        for folder in disarmed:
+            self.warn(
+                f"the command made a repository at {quoted(folder)} in the kept worktree: "
+                f"its .git is renamed {kept.DISARMED}, so that git there does not enter it"
+            )
