@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import usage
-from .mcp_cli import mcp_app
 from .request import CaptureRequest, OutputMode, conflicts
 from .usage import (
     RepoPathOption,
@@ -394,4 +393,4 @@ def prune_command(
 usage.COMMANDS["isopatch"] = (app, usage.CAPTURE_SYNOPSES)
 usage.COMMANDS["list"] = (list_app, [f"usage: {usage.LIST_SYNOPSIS}"])
 usage.COMMANDS["prune"] = (prune_app, [f"usage: {usage.PRUNE_SYNOPSIS}"])
-usage.COMMANDS["mcp"] = (mcp_app, [f"usage: {usage.MCP_SYNOPSIS}"])
+usage.COMMANDS["mcp"] = ("git_isopatch.mcp_cli:mcp_app", [f"usage: {usage.MCP_SYNOPSIS}"])

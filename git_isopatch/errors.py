@@ -59,7 +59,8 @@ class FailureKind(NamedTuple):
         code: the stable code.
         errnos: OS error numbers that mean this failure.
         pattern: a regular expression searched in git's stderr (``LC_ALL=C``)
-            or in the failure's reason.
+            or in the failure's reason (compiled when a failure is
+            classified, not as the table is built: most runs classify none).
         timed_out: matches a timed-out git call.
         any_git_refusal: matches any git call that ended with an exit
             status other than 129 (git's usage error, which means that
@@ -68,7 +69,7 @@ class FailureKind(NamedTuple):
 
     code: str
     errnos: frozenset[int] = frozenset()
-    pattern: re.Pattern[str] | None = None
+    pattern: str | None = None
     timed_out: bool = False
     any_git_refusal: bool = False
 
@@ -82,7 +83,7 @@ class FailureKind(NamedTuple):
         if self.pattern is None:
             return False
         text = error.stderr.decode("utf-8", "replace") + "\n" + error.reason
-        return self.pattern.search(text) is not None
+        return re.search(self.pattern, text, re.MULTILINE) is not None
 
 
 #: git's exit status for a usage error (parse-options.c).
@@ -99,7 +100,7 @@ def _row(
     return FailureKind(
         code=code,
         errnos=frozenset(errnos),
-        pattern=re.compile(pattern, re.MULTILINE) if pattern else None,
+        pattern=pattern or None,
         timed_out=timed_out,
         any_git_refusal=any_git_refusal,
     )

@@ -16,7 +16,6 @@ from .git.result import GitResult, Ok
 from .git.status import CheckoutState, read_checkout
 from .hints import UNCOMMITTED_HINT, left_out_edits_hint, sandbox_hint
 from .result import CaptureResult
-from .sandbox.caches import place
 from .values import Extracted, Ran, Start
 from .worktrees.results import output_tail
 
@@ -24,6 +23,10 @@ from .worktrees.results import output_tail
 def outside_folders(start: Start, paths: tuple[str, ...]) -> tuple[tuple[str, int, bool], ...]:
     """The writes outside the worktree by folder (see
     :attr:`.result.CaptureResult.outside_folders`)."""
+    if not paths:
+        return ()
+    from .sandbox.caches import place  # only where the sandbox discarded writes
+
     environ, top = start.environ, start.repository.top
     counts: dict[str, list] = {}
     for path in paths:

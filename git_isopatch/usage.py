@@ -41,9 +41,21 @@ _USAGE_OPTS_WIDTH = 24
 _USAGE_GAP = 2
 
 
-#: Command name (``isopatch``, ``list``, ``prune``) -> (its typer app, the
-#: synopsis lines of its ``-h``); ``cli.py`` fills it.
-COMMANDS: dict[str, tuple[typer.Typer, list[str]]] = {}
+#: Command name (``isopatch``, ``list``, ``prune``, ``mcp``) -> (its typer
+#: app, or where it is as ``module:name``: imported only when that command
+#: runs, as pip's command table does; the synopsis lines of its ``-h``);
+#: ``cli.py`` fills it.
+COMMANDS: dict[str, tuple[typer.Typer | str, list[str]]] = {}
+
+
+def command_app(name: str) -> typer.Typer:
+    """The typer app of the command ``name`` (:data:`COMMANDS`)."""
+    app = COMMANDS[name][0]
+    if isinstance(app, str):
+        module, _, attribute = app.partition(":")
+        # __import__, not importlib.import_module: -X importtime sees it
+        app = getattr(__import__(module, fromlist=[attribute]), attribute)
+    return app
 
 
 class UsageFailure(Exception):
@@ -82,7 +94,7 @@ def option_rows(name: str = "isopatch") -> list[tuple[str, str]]:
     that keep the man page, README and completion in step, use this."""
     import typer.main
 
-    command = typer.main.get_command(COMMANDS[name][0])
+    command = typer.main.get_command(command_app(name))
     rows: list[tuple[str, str]] = []
     for param in command.params:
         if param.param_type_name != "option" or param.hidden:
@@ -391,7 +403,7 @@ def _main(argv: list[str] | None) -> NoReturn:
     # runs a program called ``list``
     if args and args[0] != "isopatch" and args[0] in COMMANDS:
         name, prog, args = args[0], f"git isopatch {args[0]}", args[1:]
-    command = typer.main.get_command(COMMANDS[name][0])
+    command = typer.main.get_command(command_app(name))
     try:
         # typer turns a KeyboardInterrupt into a returned 130
         status = command.main(args=args, prog_name=prog, standalone_mode=False)

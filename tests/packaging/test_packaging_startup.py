@@ -1,13 +1,15 @@
 """Start-up: a run imports only what its path uses.  ``-h`` and
 ``--version`` load nothing beyond the parser; a plain unconfined capture
 leaves the sandbox, the snapshot, the sparse checkout, the pool's refresh, rendering
-and ``list``/``prune`` unloaded.  Found with ``python -X importtime``, which
-names every module a process imports; no time is asserted."""
+and ``list``/``prune`` unloaded, and imports no module beyond the lists
+below: a module that joins a plain run is a choice made here.  Found with
+``python -X importtime``, which names every module a process imports; no
+time is asserted."""
 
 from __future__ import annotations
 
 import pytest
-from startup_helpers import imported
+from startup_helpers import imported, imported_by_the_libraries
 
 #: Modules only some paths need.
 PATH_ONLY = {
@@ -20,6 +22,109 @@ PATH_ONLY = {
     "hashlib",  # a path that differed from the base before the command
     "git_isopatch.render",  # a summary, --porcelain, --json, list
     "git_isopatch.manage",  # list, prune
+    "git_isopatch.mcp_cli",  # git isopatch mcp
+    "git_isopatch.sandbox.caches",  # writes the sandbox discarded
+}
+
+#: Every module of the package a plain unconfined run (``-q --no-sandbox --
+#: true``, no pool) imports.  Each costs its load, its classes and what it
+#: builds as it loads, on every run: one that joins the list says so here.
+PLAIN_RUN = {
+    "git_isopatch",
+    "git_isopatch.capture",
+    "git_isopatch.checkout",
+    "git_isopatch.cli",
+    "git_isopatch.entry",
+    "git_isopatch.errors",
+    "git_isopatch.execute",
+    "git_isopatch.extract",
+    "git_isopatch.git",
+    "git_isopatch.git.admin_files",
+    "git_isopatch.git.attributes",
+    "git_isopatch.git.baseline",
+    "git_isopatch.git.config",
+    "git_isopatch.git.config_read",
+    "git_isopatch.git.conversion_key",
+    "git_isopatch.git.diff",
+    "git_isopatch.git.ignored",
+    "git_isopatch.git.index_entries",
+    "git_isopatch.git.index_flags",
+    "git_isopatch.git.intent_to_add",
+    "git_isopatch.git.metadata",
+    "git_isopatch.git.patch",
+    "git_isopatch.git.patch.headers",
+    "git_isopatch.git.patch.paths",
+    "git_isopatch.git.pinned",
+    "git_isopatch.git.progress",
+    "git_isopatch.git.quote",
+    "git_isopatch.git.repo",
+    "git_isopatch.git.result",
+    "git_isopatch.git.run",
+    "git_isopatch.git.shared_state",
+    "git_isopatch.git.status",
+    "git_isopatch.git.submodule",
+    "git_isopatch.git.types",
+    "git_isopatch.git.worktree",
+    "git_isopatch.hints",
+    "git_isopatch.outcome",
+    "git_isopatch.populate",
+    "git_isopatch.report",
+    "git_isopatch.request",
+    "git_isopatch.result",
+    "git_isopatch.sandbox",
+    "git_isopatch.sandbox.command",
+    "git_isopatch.sandbox.confinement",
+    "git_isopatch.sandbox.launcher",
+    "git_isopatch.sandbox.layers",
+    "git_isopatch.sandbox.limits",
+    "git_isopatch.sandbox.refusal",
+    "git_isopatch.sandbox.terminal",
+    "git_isopatch.settings",
+    "git_isopatch.start",
+    "git_isopatch.usage",
+    "git_isopatch.values",
+    "git_isopatch.worktrees",
+    "git_isopatch.worktrees.conversions",
+    "git_isopatch.worktrees.deletion",
+    "git_isopatch.worktrees.fidelity",
+    "git_isopatch.worktrees.hooks",
+    "git_isopatch.worktrees.include",
+    "git_isopatch.worktrees.inventory",
+    "git_isopatch.worktrees.kept",
+    "git_isopatch.worktrees.lifecycle",
+    "git_isopatch.worktrees.lock",
+    "git_isopatch.worktrees.mounts",
+    "git_isopatch.worktrees.placement",
+    "git_isopatch.worktrees.pool",
+    "git_isopatch.worktrees.provider",
+    "git_isopatch.worktrees.removal",
+    "git_isopatch.worktrees.results",
+    "git_isopatch.worktrees.space",
+    "git_isopatch.worktrees.store",
+    "git_isopatch.worktrees.submodules",
+    "git_isopatch.worktrees.worktree_git",
+}
+
+#: The standard library's modules a plain run imports beyond those that
+#: ``import typer, pygit2`` imports, each with what needs it.
+STDLIB_OF_A_PLAIN_RUN = {
+    "runpy",  # python -m git_isopatch (the test's way in; not the executable's)
+    "gc",  # the entry point: no collection while the modules load
+    "atexit",  # the entry point's end runs the handlers the teardown would
+    "json",  # the worktree records
+    "json.decoder",
+    "json.encoder",
+    "json.scanner",
+    "_json",
+    "logging",  # warnings
+    "tempfile",  # the run's private folder
+    "random",  # tempfile's names
+    "_random",
+    "_sha512",
+    "bisect",
+    "_bisect",
+    "shlex",  # the hooks a worktree must not run, quoted
+    "termios",  # progress on a terminal
 }
 
 #: What -h and --version must not load: anything beyond the parser.
@@ -47,6 +152,19 @@ def test_a_plain_run_loads_only_what_it_uses(env, make_repo) -> None:
     assert loaded & PATH_ONLY == set()
 
 
+def test_a_plain_run_imports_nothing_beyond_its_lists(env, make_repo) -> None:
+    """By module name, not by time: the package's modules of a plain run
+    are :data:`PLAIN_RUN`, and what it adds of the standard library to the
+    floor of typer and pygit2 is :data:`STDLIB_OF_A_PLAIN_RUN`."""
+    repo = make_repo()
+    loaded = imported(["-q", "--no-sandbox", "--", "true"], repo, env)
+    ours = {name for name in loaded if name.split(".")[0] == "git_isopatch"}
+    assert ours - PLAIN_RUN == set(), "a plain run imports more of the package"
+    others = loaded - ours - imported_by_the_libraries(repo, env)
+    assert others - STDLIB_OF_A_PLAIN_RUN == set(), "a plain run imports more"
+    assert "pygit2" in loaded and "typer" in loaded
+
+
 def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
     """The check above can fail: the same probe sees the modules when the
     path needs them."""
@@ -61,3 +179,4 @@ def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
         ["-q", "--", "true"], repo, env, config="'isopatch.pool=1'"
     )
     assert "git_isopatch.manage" in imported(["list"], repo, env)
+    assert "git_isopatch.mcp_cli" in imported(["mcp", "-h"], repo, env)
