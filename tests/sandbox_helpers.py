@@ -196,7 +196,8 @@ def nobody_python() -> str:
 def readable_site() -> Path:
     """What a Python run as another user (uid 65534) imports, in a folder
     of ``/tmp`` every user may read: the package and the test helpers of
-    this checkout, and the distributions they need (the package's
+    this checkout (the sections' test modules under ``tests/<section>``),
+    and the distributions they need (the package's
     dependencies, pytest's).  The checkout and its virtual environment may
     lie in a folder only their owner may enter (``mktemp -d``, a home
     folder of mode 0700): an editable install leads there.  Made once per
@@ -214,8 +215,10 @@ def readable_site() -> Path:
     for source in (_ROOT / "git_isopatch").rglob("*"):
         if source.is_file() and "__pycache__" not in source.parts:
             _place(source, site / source.relative_to(_ROOT))
-    for source in (_ROOT / "tests").glob("*.py"):
+    for source in (_ROOT / "tests").glob("*.py"):  # the helpers, importable by name
         _place(source, site / source.name)
+    for source in (_ROOT / "tests").glob("*/*.py"):  # the sections' modules, by folder
+        _place(source, site / "tests" / source.relative_to(_ROOT / "tests"))
     for folder in [site, *site.rglob("*")]:
         if folder.is_dir():
             folder.chmod(0o755)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import run_wrapped
+from sandbox_helpers import nobody_python, readable_site, run_wrapped
 
 from git_isopatch.sandbox import namespaces, namespaces_check
 from git_isopatch.sandbox.landlock import seccomp_filter
@@ -370,11 +370,12 @@ def test_as_an_unprivileged_user(bwrap) -> None:
         shared.chmod(0o755)
         os.chown(shared, 65534, 65534)
         marker, sleeper = _sleeper()
+        site = readable_site()  # the checkout may lie in a folder uid 65534 cannot enter
         code = textwrap.dedent(
             f"""
             import os, subprocess, sys
             from pathlib import Path
-            sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
+            sys.path[:0] = [{str(site / "tests" / "sandbox")!r}, {str(site)!r}]
             from test_sandbox_namespaces import _places, _box, _run
             from git_isopatch.sandbox import namespaces, namespaces_check
             places = _places(Path({str(shared)!r}))
@@ -396,7 +397,7 @@ def test_as_an_unprivileged_user(bwrap) -> None:
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
-                sys.executable,
+                nobody_python(),
                 "-c",
                 code,
             ],
@@ -404,6 +405,7 @@ def test_as_an_unprivileged_user(bwrap) -> None:
             check=False,
             cwd="/",
             timeout=120,
+            env={**os.environ, "PYTHONPATH": str(readable_site())},  # the checkout may be private
         )
         assert done.returncode == 0, done.stderr.decode()
         cow = shared / "cow" / "file"
