@@ -7,6 +7,7 @@ bit-identical."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,11 @@ def test_a_command_that_deletes_its_worktree(env, make_repo) -> None:
 def test_an_empty_repository_made_inside_the_worktree(env, make_repo) -> None:
     repo = make_repo()
     run = isopatch("--porcelain", "--", "git", "init", "-q", "inner", cwd=repo, env=env)
-    _assert_fatal(run, "embedded-repository")
+    # the kept worktree's planted repository is disarmed first, and says so
+    disarmed, fatal = run.err.split("\n", 1)
+    assert disarmed.startswith("warning: the command made a repository at 'inner'"), run.err
+    _assert_fatal(replace(run, stderr=fatal.encode()), "embedded-repository")
+    assert not (Path(run.fields()["worktree"]) / "inner" / ".git").exists()
     assert registered_worktrees(repo, env) == [f"worktree {run.fields()['worktree']}"]
 
 

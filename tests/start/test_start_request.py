@@ -4,6 +4,7 @@ flags win over the configuration."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
         True,
         "isopatch.recurseSubmodules",
     ),
+    "max_processes": (["--max-processes", "2k", "--", "true"], 2048, "isopatch.maxProcesses"),
+    "max_memory": (["--max-memory", "512m", "--", "true"], 512 << 20, "isopatch.maxMemory"),
 }
 
 
@@ -176,11 +179,14 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "allow_write": [str(allowed)],
         "allow_network": True,
         "recurse_submodules": True,  # no submodule here; test_patch_submodules.py uses it
+        "max_processes": 512,
+        "max_memory": 1 << 30,
     }
     assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS == set(SOURCES)
     script = (
         "cat ../local/data > copied && echo out && pwd >&2"
-        f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied; true"
+        f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied;"
+        f" cat /proc/self/cgroup > {allowed}/cgroup; true"
     )
     result = capture(["sh", "-c", script], **options)
     first = git("rev-parse", "main~1", cwd=repo, env=env).decode().strip()
@@ -204,6 +210,8 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     interfaces = names(Path("/proc/self/net/dev").read_text())
     seen = names((allowed / "net").read_text())
     assert seen == interfaces, "allow_write, allow_network: the network is ours"
+    if os.geteuid() == 0:  # max_processes, max_memory: a cgroup of the run's own
+        assert "git-isopatch-" in (allowed / "cgroup").read_text()
     git("worktree", "remove", "--force", result.worktree_path, cwd=repo, env=env)
 
 
