@@ -110,7 +110,7 @@ def _row(
 FAILURE_TABLE: tuple[FailureKind, ...] = (
     _row("timeout", timed_out=True),
     # a signal reached git-isopatch while it streamed the patch, and the
-    # git doing it was stopped (git.run.stop_streams)
+    # git doing it was stopped (git.stream.stop_streams)
     _row("interrupted", pattern=r"^stopped by a signal$"),
     _row(
         "no-space",

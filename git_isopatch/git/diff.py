@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TypeVar
 
 from .result import Err, GitResult, Ok
-from .run import run_git, stream_git
+from .run import run_git
+from .stream import stream_git
 from .types import CommitId, GitDirPath, WorktreePath
 
 T = TypeVar("T")

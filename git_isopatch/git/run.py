@@ -6,12 +6,10 @@ Git runs only as an argument list (``shell=False``), bytes in and out, with
 
 from __future__ import annotations
 
-import contextlib
 import os
+import select
 import subprocess
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO
 
 from .result import Err, GitError, GitResult, Ok
 
@@ -204,23 +202,28 @@ def run_git(
     """
     argv = argv_of(config, args)
     try:
-        completed = subprocess.run(
+        process = _Git(
             argv,
-            input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
-            timeout=timeout,
-            check=False,
             process_group=0,
             preexec_fn=preexec_fn,
         )
-    except subprocess.TimeoutExpired as exc:
-        return timeout_error(argv, exc.stderr or b"", timeout)
     except OSError as exc:
         return cannot_run(argv, exc)
+    with process:  # as subprocess.run: killed and reaped on the way out
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return timeout_error(argv, process.communicate()[1] or b"", timeout)
+        except BaseException:
+            process.kill()
+            raise
+    completed = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
     if completed.returncode != 0:
         return Err(
             GitError(
@@ -232,6 +235,31 @@ def run_git(
     if warnings is not None:
         warnings += _warning_lines(completed.stderr or b"")
     return Ok(completed.stdout if completed.stdout is not None else b"")
+
+
+class _Git(subprocess.Popen[bytes]):
+    """:class:`subprocess.Popen` whose wait with a timeout sleeps on a
+    pidfd (pidfd_open(2), Linux 5.3) until git ends.  Popen's own wait
+    with a timeout polls, sleeping 0.5 ms, then twice as long each time:
+    once git has closed its output it is still ending, and every
+    :func:`run_git` call lost 1-2 ms to the sleeps (bench/README.md).
+    Where there is no pidfd, Popen's own wait."""
+
+    def _wait(self, timeout: float | None) -> int:
+        if timeout is not None and self.returncode is None:
+            try:
+                pidfd = os.pidfd_open(self.pid)
+            except (AttributeError, OSError):
+                return super()._wait(timeout)  # type: ignore[misc]
+            try:
+                ended = select.poll()
+                ended.register(pidfd, select.POLLIN)
+                if not ended.poll(max(0, int(timeout * 1000))):
+                    raise subprocess.TimeoutExpired(self.args, timeout)
+            finally:
+                os.close(pidfd)
+            timeout = None  # it has ended: reaped at once
+        return super()._wait(timeout)  # type: ignore[misc]
 
 
 def argv_of(config: Sequence[tuple[str, str]], args: Sequence[str]) -> list[str]:
@@ -272,165 +300,3 @@ def cannot_run(argv: list[str], exc: OSError) -> Err:
             errno=exc.errno,
         )
     )
-
-
-#: Bytes copied from git's stdout to the file at a time.
-_CHUNK = 1 << 20
-
-#: The :func:`stream_git` processes running now, for :func:`stop_streams`:
-#: process -> whether it was stopped.
-_STREAMS: dict[subprocess.Popen[bytes], bool] = {}
-
-_STREAMS_LOCK = threading.Lock()
-
-#: Once :func:`stop_streams` was called: the seconds each stream may
-#: still run, from then or from its own start.
-_GRACE: list[float] = []
-
-#: ``reason`` of the ``GitError`` of a stream stopped by :func:`stop_streams`.
-STOPPED = "stopped by a signal"
-
-
-def stop_streams(after: float) -> None:
-    """Kill every :func:`stream_git` process still running ``after``
-    seconds from now, and any started later ``after`` seconds from its
-    start; each returns an ``Err`` whose ``reason`` is :data:`STOPPED`.
-
-    A signal handler calls it: a stream (the patch's ``git diff --binary``)
-    writes nothing but its output, so stopping it half-way leaves nothing
-    half-done, while a long one (a huge file) would otherwise hold a Ctrl-C
-    until it ends; ``after`` lets a short one finish.  The git of
-    :func:`run_git` is never stopped.
-    """
-    _GRACE[:] = [after]
-    for process in list(_STREAMS):
-        _stop_after(process, after)
-
-
-def resume_streams() -> None:
-    """Let later streams run to their end again: :func:`stop_streams`
-    holds only while the signal's run lasts (a long-lived process such as
-    the MCP server runs more after it)."""
-    _GRACE.clear()
-
-
-def _stop_after(process: subprocess.Popen[bytes], after: float) -> None:
-    def stop() -> None:
-        with _STREAMS_LOCK:
-            if process not in _STREAMS:
-                return  # it ended meanwhile
-            _STREAMS[process] = True
-        with contextlib.suppress(OSError):
-            process.kill()
-
-    timer = threading.Timer(after, stop)
-    timer.daemon = True
-    timer.start()
-
-
-def stream_git(
-    args: Sequence[str],
-    out: IO[bytes],
-    *,
-    env: Mapping[str, str],
-    config: Sequence[tuple[str, str]] = (),
-    cwd: str | None = None,
-    timeout: float | None = DEFAULT_GIT_TIMEOUT,
-    preexec_fn: Callable[[], None] | None = None,
-) -> GitResult[bytes]:
-    """:func:`run_git` with git's stdout copied into ``out`` (a binary
-    file) chunk by chunk; stdin is ``/dev/null``.
-
-    Git does not write the file itself: when a write fails (no space left,
-    a quota, an I/O error) git only says "unknown write failure on standard
-    output", while here the ``OSError`` and its ``errno`` are at hand.  Git
-    is then stopped.  Nothing is held in memory but one chunk (and git's
-    stderr).
-
-    Returns:
-        ``Ok(b"")``; an ``Err`` as :func:`run_git`'s, or with the ``errno``
-        of the failed write.
-    """
-    argv = argv_of(config, args)
-    try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            process_group=0,
-            preexec_fn=preexec_fn,
-        )
-    except OSError as exc:
-        return cannot_run(argv, exc)
-    assert process.stdout is not None and process.stderr is not None
-    _STREAMS[process] = False
-    if _GRACE:
-        _stop_after(process, _GRACE[0])
-    stderr: list[bytes] = []
-    drain = threading.Thread(target=lambda: stderr.append(process.stderr.read()), daemon=True)
-    drain.start()
-    timed_out = threading.Event()
-    timer = _kill_after(process, timeout, timed_out)
-    try:
-        failed = _copy_stdout(process, out)
-    finally:
-        process.stdout.close()
-        returncode = process.wait()
-        with _STREAMS_LOCK:
-            stopped = _STREAMS.pop(process, False)
-        drain.join()
-        process.stderr.close()
-        if timer is not None:
-            timer.cancel()
-    error_output = b"".join(stderr)
-    if stopped:
-        return Err(GitError(args=tuple(argv), stderr=error_output, reason=STOPPED))
-    if failed is not None:
-        return Err(
-            GitError(
-                args=tuple(argv),
-                stderr=error_output,
-                reason=failed.strerror or str(failed),
-                errno=failed.errno,
-            )
-        )
-    if timed_out.is_set():
-        return timeout_error(argv, error_output, timeout)
-    if returncode != 0:
-        return Err(GitError(args=tuple(argv), returncode=returncode, stderr=error_output))
-    return Ok(b"")
-
-
-def _kill_after(
-    process: subprocess.Popen[bytes], timeout: float | None, timed_out: threading.Event
-) -> threading.Timer | None:
-    """A started timer that kills ``process`` after ``timeout`` seconds and
-    sets ``timed_out``; ``None`` without a timeout."""
-    if timeout is None:
-        return None
-
-    def stop() -> None:
-        timed_out.set()
-        process.kill()
-
-    timer = threading.Timer(timeout, stop)
-    timer.daemon = True
-    timer.start()
-    return timer
-
-
-def _copy_stdout(process: subprocess.Popen[bytes], out: IO[bytes]) -> OSError | None:
-    """Copy ``process``'s stdout into ``out`` until it ends; on a failed
-    write, kill the process and return the error."""
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    while chunk := os.read(fd, _CHUNK):
-        try:
-            out.write(chunk)
-        except OSError as exc:
-            process.kill()
-            return exc
-    return None

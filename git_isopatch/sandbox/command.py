@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import IsopatchError
-from ..git.run import resume_streams, stop_streams
+from ..git.stream import resume_streams, stop_streams
 from .launcher import Report, signals_blocked
 from .limits import watched
 from .terminal import set_foreground, stopped, terminal_fd, terminal_modes

@@ -24,13 +24,8 @@ from git_isopatch.errors import (
 )
 from git_isopatch.git.repo import open_user_repository, resolve_commit
 from git_isopatch.git.result import Err, GitError, Ok
-from git_isopatch.git.run import (
-    own_git_environment,
-    resume_streams,
-    run_git,
-    stop_streams,
-    stream_git,
-)
+from git_isopatch.git.run import own_git_environment, run_git
+from git_isopatch.git.stream import resume_streams, stop_streams, stream_git
 from git_isopatch.git.submodule import populate_submodules
 from git_isopatch.git.types import CommitId, GitDirPath, Ref
 from git_isopatch.git.worktree import add_detached_worktree

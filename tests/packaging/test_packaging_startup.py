@@ -62,6 +62,7 @@ PLAIN_RUN = {
     "git_isopatch.git.run",
     "git_isopatch.git.shared_state",
     "git_isopatch.git.status",
+    "git_isopatch.git.stream",
     "git_isopatch.git.submodule",
     "git_isopatch.git.types",
     "git_isopatch.git.worktree",
