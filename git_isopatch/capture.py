@@ -22,7 +22,7 @@ from .errors import IsopatchError
 from .git.shared_state import INFO_ATTRIBUTES
 from .request import CaptureRequest
 from .result import CaptureResult
-from .sandbox.command import forward_signals
+from .sandbox.forwarding import forward_signals
 from .values import Extracted, Ran, Start
 from .worktrees import kept, results
 from .worktrees.lifecycle import Lease, worktree_for_run
@@ -139,7 +139,7 @@ def run(
                 git = WorktreeGit(
                     lease.isolation.worktree,
                     lease.isolation.admin_dir,
-                    confinement.git_environment(ran.fidelity.own_env(plan.git_env)),
+                    ran.fidelity.own_env(plan.git_env),
                     confinement,
                 )
                 extracted = _extract(git, plan, private.path, submodules, warn, ran)

@@ -294,8 +294,8 @@ UNAVAILABLE = "sandbox-unavailable"
 
 
 def unavailable(message: str) -> IsopatchError:
-    """The ``sandbox-unavailable`` failure, naming what is missing (bubblewrap's
-    or Landlock's words)."""
+    """The ``sandbox-unavailable`` failure, naming what is missing (in
+    bubblewrap's words where it said why)."""
     return IsopatchError(
         UNAVAILABLE,
         f"--sandbox is not available: {message}",

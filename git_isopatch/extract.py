@@ -6,8 +6,9 @@ into a 0600 file in the run's private folder (or beside ``-o``, renamed
 over it); its paths are counted and read with their status and line
 counts as it is read once, before it is renamed (:mod:`.git.patch.paths`)
 and, when a summary is shown, its diffstat taken.  git runs through the
-run's :class:`.worktrees.worktree_git.WorktreeGit`: confined as the
-command was.
+run's :class:`.worktrees.worktree_git.WorktreeGit`: where the command ran,
+inside its namespaces under the sandbox, and not at all when the command
+left in the git directory what git would wait on (``unsafe-git-dir``).
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def extract(
     diff where it goes (``start.terminal_columns``).
 
     Raises:
-        IsopatchError: a classified git or OS failure.
+        IsopatchError: a classified git or OS failure; ``unsafe-git-dir``.
     """
+    _refuse_planted(git)
     git.warn_changed_submodules(submodules, warn)
     base = start.commit
     output = None if start.output is None else (start.output, start.output_folder or "")
@@ -92,6 +94,28 @@ def extract(
         else:
             shown = _diffstat(git, base, exclude, start.repository.git_dir, start.terminal_columns)
     return Extracted(patch, files, shown, contents, special[0] if special else None)
+
+
+#: The error code of a git directory git-isopatch's own git must not read.
+UNSAFE_GIT_DIR = "unsafe-git-dir"
+
+
+def _refuse_planted(git: WorktreeGit) -> None:
+    """Run no git on a git directory where the command left what git would
+    wait on for ever or read without end (a FIFO for ``config``, a link to
+    ``/dev/zero``): the run fails, naming it.
+
+    Raises:
+        IsopatchError: ``unsafe-git-dir``.
+    """
+    planted = git.planted()
+    if planted:
+        more = f" and {len(planted) - 1} more" if len(planted) > 1 else ""
+        raise IsopatchError(
+            UNSAFE_GIT_DIR,
+            f"the command left '{planted[0]}'{more} in the git directory, which git would "
+            "wait on or read without end (a FIFO, a device or a link): no patch taken",
+        )
 
 
 def _umask() -> int:
@@ -254,7 +278,7 @@ def _extract_patch(
             git, base, private_dir, output, exclude, warn, submodules, attributes_outside
         )
     except subprocess.SubprocessError as exc:  # only a confinement that failed raises it
-        from .sandbox.landlock import UNAVAILABLE
+        from .errors import UNAVAILABLE
 
         raise IsopatchError(
             UNAVAILABLE, f"--sandbox is not available: could not confine git: {exc}"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from .diff import DIFF_CONFIG, worktree_args
+from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
@@ -28,7 +29,7 @@ def attributes_changed(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[bool]:
     """Whether one of the ``.gitattributes`` files ``paths`` (tracked and
     new ones, from :func:`.intent_to_add.mark_untracked_intent_to_add`) differs from
@@ -51,7 +52,7 @@ def attributes_changed(
         ],
         env=env,
         config=DIFF_CONFIG,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
     match result:
         case Ok():
@@ -78,7 +79,7 @@ def look_again_at_every_file(git_dir: GitDirPath) -> None:
     Raises:
         OSError: the index cannot be touched.
     """
-    os.utime(os.path.join(git_dir, "index"), (1, 1))
+    os.utime(os.path.join(git_dir, "index"), (1, 1), follow_symlinks=False)
 
 
 @contextlib.contextmanager

@@ -26,12 +26,13 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
 from .attributes import every_file_read_again
 from .diff import exclude_pathspecs, worktree_output
+from .process import Spawn
 from .result import Err, GitResult, Ok
 from .types import CommitId, GitDirPath, WorktreePath
 
@@ -100,7 +101,7 @@ def read_baseline(
     exclude: Sequence[str] = (),
     whole: bool = True,
     conversions: bool | Sequence[bytes] = False,
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[Baseline]:
     """The paths that differ from ``base`` now, before the command, each
     with its fingerprint: ``git diff --name-only --no-renames <base>`` (the
@@ -126,7 +127,7 @@ def read_baseline(
     paths: dict[bytes, None] = {}
     for pathspecs, reading in looks:
         with reading:
-            listed = _name_only(worktree, base, pathspecs, git_dir, env, exclude, preexec_fn)
+            listed = _name_only(worktree, base, pathspecs, git_dir, env, exclude, spawn)
         match listed:
             case Ok(names):
                 paths.update(dict.fromkeys(names))
@@ -142,7 +143,7 @@ def _name_only(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str],
-    preexec_fn: Callable[[], None] | None,
+    spawn: Spawn | None,
 ) -> GitResult[list[bytes]]:
     """``git diff --name-only -z <base> -- <pathspecs>`` (all paths when
     none), ``exclude`` left out."""
@@ -165,7 +166,7 @@ def _name_only(
         lambda output: [path for path in output.split(b"\0") if path],
         git_dir=git_dir,
         env=env,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
 
 

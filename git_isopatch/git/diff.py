@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TypeVar
 
+from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .stream import stream_git
@@ -107,17 +108,17 @@ def worktree_output(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[T]:
     """``parse`` of what ``git <args>`` prints in the worktree, named
     explicitly (:func:`worktree_args`), with the pinned configuration
-    (:data:`DIFF_CONFIG`); ``preexec_fn`` confines git
+    (:data:`DIFF_CONFIG`); ``spawn`` confines git
     (:func:`.run.run_git`).  The one way our look-ups in a worktree ask git."""
     match run_git(
         [*worktree_args(worktree, git_dir), *args],
         env=env,
         config=DIFF_CONFIG,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     ):
         case Err() as err:
             return err
@@ -150,7 +151,7 @@ def write_binary_diff(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
     prefix: str = "",
 ) -> GitResult[None]:
     """Stream ``git diff --binary <base>`` of the worktree into ``out``.
@@ -159,7 +160,7 @@ def write_binary_diff(
     checkout of ``base`` reproduces the worktree (design: The patch), but
     for ``exclude``: paths relative to the top left out of the patch even if
     the command ``git add``-ed them (:func:`exclude_pathspecs`).
-    ``preexec_fn`` confines git (:func:`.run.run_git`).  ``prefix`` (ending
+    ``spawn`` confines git (:func:`.run.run_git`).  ``prefix`` (ending
     with ``/``) goes before every path after ``a/`` and ``b/``: the diff of
     a submodule names its files from the superproject's top.
     """
@@ -184,7 +185,7 @@ def write_binary_diff(
         out,
         env=env,
         config=DIFF_CONFIG,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
     match result:
         case Ok():
@@ -202,7 +203,7 @@ def diff_stat(
     exclude: Sequence[str] = (),
     color: bool = False,
     width: int | None = None,
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[bytes]:
     """``git diff --stat --summary <base>`` of the worktree: the diffstat of
     the patch :func:`write_binary_diff` writes (the same pinned options, so
@@ -216,7 +217,7 @@ def diff_stat(
             standard output being a pipe (see :func:`.apply.diff_color`).
         width: columns of the terminal it goes to (``--stat-width``);
             ``None``: git's default for a pipe (80).
-        preexec_fn: confines git as the patch's diff is confined
+        spawn: confines git as the patch's diff is confined
             (:func:`.run.run_git`).
 
     Returns:
@@ -241,5 +242,5 @@ def diff_stat(
         ],
         env=env,
         config=DIFF_CONFIG,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )

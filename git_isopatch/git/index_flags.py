@@ -6,10 +6,11 @@ index before the patch is taken (design: The patch, step 6).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from .diff import DIFF_CONFIG, worktree_args
 from .index_entries import index_listing
+from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath, WorktreePath
@@ -20,7 +21,7 @@ def clear_hiding_flags(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
     hash_size: int | None = None,
 ) -> GitResult[bytes]:
     """Clear the index flags with which a command could hide a change from
@@ -47,7 +48,7 @@ def clear_hiding_flags(
             [*worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
             env=env,
             config=DIFF_CONFIG,
-            preexec_fn=preexec_fn,
+            spawn=spawn,
         ):
             case Err() as err:
                 return err
@@ -70,7 +71,7 @@ def clear_hiding_flags(
             env=env,
             config=DIFF_CONFIG,
             input=b"".join(path + b"\0" for path in flagged),
-            preexec_fn=preexec_fn,
+            spawn=spawn,
         ):
             case Err() as err:
                 return err

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .attributes import is_attributes_file
 from .diff import DIFF_CONFIG, exclude_pathspecs, worktree_args
+from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath, WorktreePath
@@ -66,7 +67,7 @@ def mark_untracked_intent_to_add(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     exclude: Sequence[str] = (),
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
     tracked: bytes | None = None,
     found: Found | None = None,
 ) -> GitResult[int]:
@@ -86,7 +87,7 @@ def mark_untracked_intent_to_add(
     doing (``--link``).
 
     ``git_dir`` is the worktree's private folder
-    (``$GIT_COMMON_DIR/worktrees/<id>``).  ``preexec_fn`` confines git
+    (``$GIT_COMMON_DIR/worktrees/<id>``).  ``spawn`` confines git
     (:func:`.run.run_git`).  ``tracked``: the index's paths, each ended by
     NUL, when the caller has just listed them
     (:func:`.index_flags.clear_hiding_flags`); else they are listed here.
@@ -96,7 +97,7 @@ def mark_untracked_intent_to_add(
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
-    git = _bound_git(worktree, git_dir, env, preexec_fn)
+    git = _bound_git(worktree, git_dir, env, spawn)
     warnings: list[str] = []
     listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name"]
     match git([*listing, "--", *exclude_pathspecs(exclude)], warnings=warnings):
@@ -125,7 +126,7 @@ def _bound_git(
     worktree: WorktreePath,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None,
+    spawn: Spawn | None,
 ) -> Callable[..., GitResult[bytes]]:
     """:func:`.run.run_git` in ``worktree`` with the diff's pinned settings."""
 
@@ -138,7 +139,7 @@ def _bound_git(
             config=DIFF_CONFIG,
             input=input,
             warnings=warnings,
-            preexec_fn=preexec_fn,
+            spawn=spawn,
         )
 
     return git

@@ -7,10 +7,9 @@ Git runs only as an argument list (``shell=False``), bytes in and out, with
 from __future__ import annotations
 
 import os
-import select
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
+from .process import STOPPED, Spawn, execute
 from .result import Err, GitError, GitResult, Ok
 
 #: Seconds any single git invocation may take before it is stopped.
@@ -124,6 +123,14 @@ def is_config_variable(name: str) -> bool:
     )
 
 
+def quoted_path_entry(path: str) -> str:
+    """``path`` as one entry of a list of paths git reads from a variable
+    (``GIT_ALTERNATE_OBJECT_DIRECTORIES``: entries are ``:``-separated, one
+    in double quotes is C-style quoted, git's ``unquote_c_style``)."""
+    escaped = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return '"' + "".join(escaped.get(char, char) for char in path) + '"'
+
+
 def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """Return ``environ`` without the variables of :data:`LOCAL_REPO_ENV`
     (but with the ``git -c`` settings, see :func:`is_config_variable`).
@@ -168,7 +175,7 @@ def run_git(
     input: bytes | None = None,
     timeout: float | None = DEFAULT_GIT_TIMEOUT,
     warnings: list[str] | None = None,
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[bytes]:
     """Run ``git [-c k=v ...] <args>`` and return its stdout.
 
@@ -185,81 +192,40 @@ def run_git(
             successful run are appended to it, without the prefix (git goes
             on after them, e.g. "could not open directory 'x/': File name
             too long").
-        preexec_fn: called in the child before git starts, as
-            :class:`subprocess.Popen`'s (a confinement of what git runs);
-            if it raises, git is not run and ``SubprocessError`` propagates.
+        spawn: where git runs (:class:`.process.Spawn`); here when ``None``.  A git
+            run elsewhere (inside the sandbox, on what a command left) is
+            stopped by :func:`stop_streams` as a stream is: it writes only
+            what is the run's own.
 
     Git runs in a process group of its own, so that a Ctrl-C on the
     terminal (which signals the whole foreground group) reaches
     git-isopatch, which decides what to stop, and never kills a ``git
     worktree add`` or ``git diff`` half-way.  To stream git's stdout into
-    a file instead: :func:`stream_git`.
+    a file instead: :func:`.stream.stream_git`.
 
     Returns:
         ``Ok(stdout_bytes)`` on exit status 0; otherwise ``Err(GitError)``
         carrying the exit status and stderr, the ``errno`` when git could not
         be started, or ``timed_out=True``.
+
+    Raises:
+        subprocess.SubprocessError: ``spawn`` could not have git run.
     """
     argv = argv_of(config, args)
+    chunks: list[bytes] = []
     try:
-        process = _Git(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            process_group=0,
-            preexec_fn=preexec_fn,
-        )
+        ended = execute(argv, env, cwd, input, timeout, spawn, chunks.append, spawn is not None)
     except OSError as exc:
         return cannot_run(argv, exc)
-    with process:  # as subprocess.run: killed and reaped on the way out
-        try:
-            stdout, stderr = process.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            return timeout_error(argv, process.communicate()[1] or b"", timeout)
-        except BaseException:
-            process.kill()
-            raise
-    completed = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
-    if completed.returncode != 0:
-        return Err(
-            GitError(
-                args=tuple(argv),
-                returncode=completed.returncode,
-                stderr=completed.stderr or b"",
-            )
-        )
+    if ended.stopped:
+        return Err(GitError(args=tuple(argv), stderr=ended.stderr, reason=STOPPED))
+    if ended.timed_out:
+        return timeout_error(argv, ended.stderr, timeout)
+    if ended.returncode != 0:
+        return Err(GitError(args=tuple(argv), returncode=ended.returncode, stderr=ended.stderr))
     if warnings is not None:
-        warnings += _warning_lines(completed.stderr or b"")
-    return Ok(completed.stdout if completed.stdout is not None else b"")
-
-
-class _Git(subprocess.Popen[bytes]):
-    """:class:`subprocess.Popen` whose wait with a timeout sleeps on a
-    pidfd (pidfd_open(2), Linux 5.3) until git ends.  Popen's own wait
-    with a timeout polls, sleeping 0.5 ms, then twice as long each time:
-    once git has closed its output it is still ending, and every
-    :func:`run_git` call lost 1-2 ms to the sleeps (bench/README.md).
-    Where there is no pidfd, Popen's own wait."""
-
-    def _wait(self, timeout: float | None) -> int:
-        if timeout is not None and self.returncode is None:
-            try:
-                pidfd = os.pidfd_open(self.pid)
-            except (AttributeError, OSError):
-                return super()._wait(timeout)  # type: ignore[misc]
-            try:
-                ended = select.poll()
-                ended.register(pidfd, select.POLLIN)
-                if not ended.poll(max(0, int(timeout * 1000))):
-                    raise subprocess.TimeoutExpired(self.args, timeout)
-            finally:
-                os.close(pidfd)
-            timeout = None  # it has ended: reaped at once
-        return super()._wait(timeout)  # type: ignore[misc]
+        warnings += _warning_lines(ended.stderr)
+    return Ok(b"".join(chunks))
 
 
 def argv_of(config: Sequence[tuple[str, str]], args: Sequence[str]) -> list[str]:

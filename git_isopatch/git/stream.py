@@ -1,72 +1,19 @@
-"""Git whose standard output is streamed into a file (the patch's ``git
-diff --binary``), and the stop of those streams when a signal ends the
-run: :func:`stream_git`, beside :func:`.run.run_git`.
+"""git's output streamed into a file (:func:`stream_git`, the patch's ``git
+diff --binary``), and the stop of such gits by a signal
+(:func:`.process.stop_streams`), beside the one wrapper (:mod:`.run`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
+from .process import STOPPED as STOPPED
+from .process import Ended, Spawn, execute
+from .process import resume_streams as resume_streams
+from .process import stop_streams as stop_streams
 from .result import Err, GitError, GitResult, Ok
 from .run import DEFAULT_GIT_TIMEOUT, argv_of, cannot_run, timeout_error
-
-#: Bytes copied from git's stdout to the file at a time.
-_CHUNK = 1 << 20
-
-#: The :func:`stream_git` processes running now, for :func:`stop_streams`:
-#: process -> whether it was stopped.
-_STREAMS: dict[subprocess.Popen[bytes], bool] = {}
-
-_STREAMS_LOCK = threading.Lock()
-
-#: Once :func:`stop_streams` was called: the seconds each stream may
-#: still run, from then or from its own start.
-_GRACE: list[float] = []
-
-#: ``reason`` of the ``GitError`` of a stream stopped by :func:`stop_streams`.
-STOPPED = "stopped by a signal"
-
-
-def stop_streams(after: float) -> None:
-    """Kill every :func:`stream_git` process still running ``after``
-    seconds from now, and any started later ``after`` seconds from its
-    start; each returns an ``Err`` whose ``reason`` is :data:`STOPPED`.
-
-    A signal handler calls it: a stream (the patch's ``git diff --binary``)
-    writes nothing but its output, so stopping it half-way leaves nothing
-    half-done, while a long one (a huge file) would otherwise hold a Ctrl-C
-    until it ends; ``after`` lets a short one finish.  The git of
-    :func:`run_git` is never stopped.
-    """
-    _GRACE[:] = [after]
-    for process in list(_STREAMS):
-        _stop_after(process, after)
-
-
-def resume_streams() -> None:
-    """Let later streams run to their end again: :func:`stop_streams`
-    holds only while the signal's run lasts (a long-lived process such as
-    the MCP server runs more after it)."""
-    _GRACE.clear()
-
-
-def _stop_after(process: subprocess.Popen[bytes], after: float) -> None:
-    def stop() -> None:
-        with _STREAMS_LOCK:
-            if process not in _STREAMS:
-                return  # it ended meanwhile
-            _STREAMS[process] = True
-        with contextlib.suppress(OSError):
-            process.kill()
-
-    timer = threading.Timer(after, stop)
-    timer.daemon = True
-    timer.start()
 
 
 def stream_git(
@@ -77,7 +24,7 @@ def stream_git(
     config: Sequence[tuple[str, str]] = (),
     cwd: str | None = None,
     timeout: float | None = DEFAULT_GIT_TIMEOUT,
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[bytes]:
     """:func:`run_git` with git's stdout copied into ``out`` (a binary
     file) chunk by chunk; stdin is ``/dev/null``.
@@ -94,84 +41,28 @@ def stream_git(
     """
     argv = argv_of(config, args)
     try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            process_group=0,
-            preexec_fn=preexec_fn,
-        )
+        ended = execute(argv, env, cwd, None, timeout, spawn, out.write, True)
     except OSError as exc:
         return cannot_run(argv, exc)
-    assert process.stdout is not None and process.stderr is not None
-    _STREAMS[process] = False
-    if _GRACE:
-        _stop_after(process, _GRACE[0])
-    stderr: list[bytes] = []
-    drain = threading.Thread(target=lambda: stderr.append(process.stderr.read()), daemon=True)
-    drain.start()
-    timed_out = threading.Event()
-    timer = _kill_after(process, timeout, timed_out)
-    try:
-        failed = _copy_stdout(process, out)
-    finally:
-        process.stdout.close()
-        returncode = process.wait()
-        with _STREAMS_LOCK:
-            stopped = _STREAMS.pop(process, False)
-        drain.join()
-        process.stderr.close()
-        if timer is not None:
-            timer.cancel()
-    error_output = b"".join(stderr)
-    if stopped:
-        return Err(GitError(args=tuple(argv), stderr=error_output, reason=STOPPED))
-    if failed is not None:
+    return _streamed(argv, ended, timeout)
+
+
+def _streamed(argv: list[str], ended: Ended, timeout: float | None) -> GitResult[bytes]:
+    """:func:`stream_git`'s answer for how its git ended."""
+    if ended.stopped:
+        return Err(GitError(args=tuple(argv), stderr=ended.stderr, reason=STOPPED))
+    if ended.write_error is not None:
+        failed = ended.write_error
         return Err(
             GitError(
                 args=tuple(argv),
-                stderr=error_output,
+                stderr=ended.stderr,
                 reason=failed.strerror or str(failed),
                 errno=failed.errno,
             )
         )
-    if timed_out.is_set():
-        return timeout_error(argv, error_output, timeout)
-    if returncode != 0:
-        return Err(GitError(args=tuple(argv), returncode=returncode, stderr=error_output))
+    if ended.timed_out:
+        return timeout_error(argv, ended.stderr, timeout)
+    if ended.returncode != 0:
+        return Err(GitError(args=tuple(argv), returncode=ended.returncode, stderr=ended.stderr))
     return Ok(b"")
-
-
-def _kill_after(
-    process: subprocess.Popen[bytes], timeout: float | None, timed_out: threading.Event
-) -> threading.Timer | None:
-    """A started timer that kills ``process`` after ``timeout`` seconds and
-    sets ``timed_out``; ``None`` without a timeout."""
-    if timeout is None:
-        return None
-
-    def stop() -> None:
-        timed_out.set()
-        process.kill()
-
-    timer = threading.Timer(timeout, stop)
-    timer.daemon = True
-    timer.start()
-    return timer
-
-
-def _copy_stdout(process: subprocess.Popen[bytes], out: IO[bytes]) -> OSError | None:
-    """Copy ``process``'s stdout into ``out`` until it ends; on a failed
-    write, kill the process and return the error."""
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    while chunk := os.read(fd, _CHUNK):
-        try:
-            out.write(chunk)
-        except OSError as exc:
-            process.kill()
-            return exc
-    return None

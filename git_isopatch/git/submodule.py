@@ -21,11 +21,12 @@ work tree writes them into the submodule's files.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, NamedTuple
 
 from .diff import DIFF_CONFIG, worktree_args, worktree_output, write_binary_diff
 from .intent_to_add import mark_untracked_intent_to_add
+from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, RepoPath, WorktreePath
@@ -76,16 +77,16 @@ def list_gitlinks(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[list[Gitlink]]:
     """The submodule entries of the worktree's index (``git ls-files -s``,
     mode 160000), or none when the worktree has no ``.gitmodules`` (git
     knows no submodule there: a gitlink without it is an embedded
-    repository, which git cannot populate either).  ``preexec_fn`` runs in
+    repository, which git cannot populate either).  ``spawn`` runs in
     git's process before it starts (a sandbox).
 
     Raises:
-        subprocess.SubprocessError: ``preexec_fn`` failed."""
+        subprocess.SubprocessError: ``spawn`` failed."""
     if not os.path.lexists(os.path.join(worktree, ".gitmodules")):
         return Ok([])
     return worktree_output(
@@ -98,7 +99,7 @@ def list_gitlinks(
         ],
         git_dir=git_dir,
         env=env,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
 
 
@@ -220,18 +221,18 @@ def changed_submodules(
     git_dir: GitDirPath,
     gitlinks: Sequence[Gitlink],
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[list[str]]:
     """The paths of ``gitlinks`` whose content the command changed: a
     checked-out submodule that ``git status`` reports with modified or
     untracked content or another commit (porcelain v2 ``S`` state with
     ``C``, ``M`` or ``U``), or an empty submodule folder that now holds
     files.  ``git status`` runs in each checked-out submodule, and with it
-    what that repository's configuration names (a filter): ``preexec_fn``
+    what that repository's configuration names (a filter): ``spawn``
     runs in git's process before it starts (a sandbox).
 
     Raises:
-        subprocess.SubprocessError: ``preexec_fn`` failed."""
+        subprocess.SubprocessError: ``spawn`` failed."""
     changed = []
     populated = []
     for link in gitlinks:
@@ -257,7 +258,7 @@ def changed_submodules(
         lambda status: sorted({*changed, *_changed_in_status(status)}),
         git_dir=git_dir,
         env=env,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
 
 
@@ -279,19 +280,17 @@ def write_submodule_diff(
     out: IO[bytes],
     *,
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[None]:
     """Append the changes inside ``submodule`` to ``out``: its untracked
     files are marked intent-to-add in its own index, then ``git diff
     --binary <commit>`` with the pinned options and ``a/<path>/``,
     ``b/<path>/`` prefixes, so the patch names the files from the top of
     the superproject.  Commits the command made in the submodule show as
-    their content.  ``preexec_fn`` confines git (:func:`.run.run_git`), as
+    their content.  ``spawn`` confines git (:func:`.run.run_git`), as
     for the superproject's diff."""
     folder = WorktreePath(os.path.join(worktree, submodule.path))
-    match mark_untracked_intent_to_add(
-        folder, git_dir=submodule.git_dir, env=env, preexec_fn=preexec_fn
-    ):
+    match mark_untracked_intent_to_add(folder, git_dir=submodule.git_dir, env=env, spawn=spawn):
         case Err() as err:
             return err
         case Ok():
@@ -303,7 +302,7 @@ def write_submodule_diff(
         git_dir=submodule.git_dir,
         env=env,
         prefix=submodule.path + "/",
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
 
 
@@ -324,7 +323,7 @@ def still_checked_out(
     git_dir: GitDirPath,
     submodules: Sequence[Submodule],
     env: Mapping[str, str],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> GitResult[list[Submodule]]:
     """The ``submodules`` (populated before the command) that are still
     submodules after it: a gitlink in the worktree's index and a folder
@@ -332,7 +331,7 @@ def still_checked_out(
     -rf sub``, a checkout of a commit without it, which leaves the folder
     as an untracked repository) has no diff of its own: its removal is the
     superproject's (one ``git ls-files -s`` on their paths, none without
-    submodules).  ``preexec_fn`` confines git."""
+    submodules).  ``spawn`` confines git."""
     if not submodules:
         return Ok([])
     listed = worktree_output(
@@ -349,7 +348,7 @@ def still_checked_out(
         lambda listing: {path for path, _, _ in _gitlinks(listing)},
         git_dir=git_dir,
         env=env,
-        preexec_fn=preexec_fn,
+        spawn=spawn,
     )
     match listed:
         case Err() as err:

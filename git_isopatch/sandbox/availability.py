@@ -1,9 +1,8 @@
-"""What the sandbox's availability checks found, kept for the runs after
-(:func:`.namespaces_check.check_available`, :func:`.landlock.check_available`).
+"""What the sandbox's availability check found, kept for the runs after
+(:func:`.namespaces_check.check_available`).
 
-Each check starts a process (bubblewrap making its namespaces, a child
-entering the Landlock domain and a network namespace): some 15 to 70 ms a
-run on a loaded machine.  Their answer depends only on the machine and on
+The check starts a process (bubblewrap making its namespaces): some 15 to
+70 ms a run on a loaded machine.  Its answer depends only on the machine and on
 the process that asks, so it is kept in ``$XDG_RUNTIME_DIR/git-isopatch/``
 (the user's own folder, emptied at each boot) under a key of everything it
 depends on (:func:`context`): the kernel's boot, the user, the namespaces
@@ -99,7 +98,7 @@ def context(environ: Mapping[str, str] | None = None) -> str:
 def kept_folder(work_tree: str | None = None) -> str | None:
     """The folder the answers of this process are kept in (:func:`_open_folder`),
     by its real path, or ``None``: the sandbox keeps it read-only for the
-    command (:func:`.namespaces.run_policy`)."""
+    command (:func:`.run_policy.run_policy`)."""
     fd = _open_folder(os.environ, work_tree)
     if fd is None:
         return None

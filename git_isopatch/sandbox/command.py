@@ -20,30 +20,22 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import IsopatchError
-from ..git.stream import resume_streams, stop_streams
+from .forwarding import FORWARDED_SIGNALS as FORWARDED_SIGNALS
+from .forwarding import KILL_GRACE_SECONDS, deliver, kill_group
+from .forwarding import forward_signals as forward_signals
 from .launcher import Report, signals_blocked
 from .limits import watched
 from .terminal import set_foreground, stopped, terminal_fd, terminal_modes
 
 if TYPE_CHECKING:  # the sandbox modules load only for --sandbox
-    from .landlock import Sandbox
-    from .namespaces import Namespaces
-
-#: Signals forwarded to the command's process group (issue: hostile environments).
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-#: Seconds between SIGTERM and SIGKILL when the command is stopped (on
-#: ``--timeout``), and between a forwarded signal and SIGKILL when the
-#: command's group does not end on it.
-KILL_GRACE_SECONDS = 2.0
+    from .pidns import Wrapped
 
 #: Seconds the processes the command left behind get between SIGTERM and
 #: SIGKILL.
@@ -112,8 +104,9 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def _stop_group(process: subprocess.Popen[bytes], pgid: int, grace: float) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after ``grace`` seconds.
+def _stop_group(process: subprocess.Popen[bytes], pgid: int, grace: float, launch: _Launch) -> None:
+    """SIGTERM the group, then end whatever is left after ``grace`` seconds
+    (:meth:`_Launch.kill`).
 
     The leader is reaped while we wait (``poll``): an unreaped leader is a
     zombie that still counts as a member of its group.
@@ -122,21 +115,28 @@ def _stop_group(process: subprocess.Popen[bytes], pgid: int, grace: float) -> No
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        process.poll()
-        if not _group_alive(pgid):
+        if not launch.alive(process, pgid):
             return
         time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    launch.kill(pgid)
 
 
-def _reap_leftovers(process: subprocess.Popen[bytes], pgid: int) -> None:
+def _reap_leftovers(process: subprocess.Popen[bytes], pgid: int, launch: _Launch) -> None:
     """Stop processes the command left behind in its group (background jobs,
     daemons that did not start a session of their own): the worktree they
     stand in is about to go, and a process still writing there would race
     with the extraction of the patch."""
     if _group_alive(pgid):
-        _stop_group(process, pgid, LEFTOVER_GRACE_SECONDS)
+        _stop_group(process, pgid, LEFTOVER_GRACE_SECONDS, launch)
+
+
+#: What :func:`_wait` returns when the launcher said the command ended
+#: (bubblewrap goes on: its namespaces serve git-isopatch's own git).
+ENDED = 0
+
+#: Seconds between two looks for a stop of bubblewrap while the launcher
+#: is listened to on a terminal (job control).
+STOP_LOOK_SECONDS = 0.05
 
 
 def _wait(
@@ -144,94 +144,63 @@ def _wait(
     tty: int | None,
     timeout: float | None,
     own_modes: list[Any] | None,
+    launch: _Launch,
 ) -> int | None:
-    """Wait for the command's leader to end; its exit status, or ``None``
-    when ``timeout`` seconds passed first.  On a terminal, a stop of the
-    command is handled as a shell does (:func:`.terminal.stopped`)."""
+    """Wait for the command's leader to end, or the launcher to say that
+    the command ended (:attr:`_Launch.reported`: :data:`ENDED`); its exit
+    status, or ``None`` when ``timeout`` seconds passed first.  On a
+    terminal, a stop of the command is handled as a shell does
+    (:func:`.terminal.stopped`)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     flags = os.WEXITED | os.WNOWAIT | (os.WSTOPPED if tty is not None else 0)
     delay = 0.0005
-    while True:
-        info = os.waitid(os.P_PID, process.pid, flags | (os.WNOHANG if deadline else 0))
-        if info is None:  # WNOHANG: still running
-            left = deadline - time.monotonic() if deadline is not None else 0.0
-            if left <= 0:
-                return None
-            delay = min(delay * 2, left, 0.05)
-            time.sleep(delay)
-            continue
-        if info.si_code in (os.CLD_STOPPED, os.CLD_TRAPPED) and tty is not None:
-            os.waitid(os.P_PID, process.pid, os.WSTOPPED | os.WNOHANG)  # consume the stop
-            stopped(tty, process.pid, own_modes)
-            continue
-        return process.wait()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _deliver(state: dict[str, Any], pgid: int, signum: int) -> None:
-    """Send ``signum`` to the command's group, and SIGKILL after
-    :data:`KILL_GRACE_SECONDS` unless the command has ended by then (a
-    command that traps or ignores it must not keep git-isopatch, and the
-    worktree, waiting for ever)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-        os.killpg(pgid, signal.SIGCONT)  # a stopped command acts on it only when continued
-    if state.get("escalation") is None:
-        timer = threading.Timer(KILL_GRACE_SECONDS, _kill_group, args=(pgid,))
-        timer.daemon = True
-        state["escalation"] = timer
-        timer.start()
-
-
-@contextlib.contextmanager
-def forward_signals(state: dict[str, Any]) -> Iterator[None]:
-    """Forward SIGINT/SIGTERM/SIGHUP to the command's group while it runs,
-    and record the first one in ``state["received"]`` for the whole block.
-
-    Capture holds this around the command, the extraction and the clean-up,
-    so a signal never interrupts them half-way (git itself runs in process
-    groups of its own, see :func:`git_isopatch.git.run.run_git`, so that a
-    Ctrl-C on the terminal does not reach it); it ends the run with
-    ``128+N`` afterwards.  A command that does not end on the signal is
-    killed after :data:`KILL_GRACE_SECONDS`.  Only the main thread can
-    install handlers; elsewhere this does nothing.  One ignored (``nohup``'s
-    SIGHUP, a script's background job's SIGINT) stays so, as a shell keeps it.
-
-    It takes over from the SIGINT handler it replaces: when that one
-    holds a SIGINT in its ``received`` (the executable's handler,
-    :mod:`git_isopatch.entry`; the run gets here after one only when a
-    finaliser swallowed its ``KeyboardInterrupt``), the SIGINT is raised
-    here as ``KeyboardInterrupt``, before the block begins: a Ctrl-C that
-    came before the run stops it before anything is made.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: object) -> None:
-        if state.get("received") is None:
-            state["received"] = signum
-        pgid = state.get("pgid")
-        if pgid is not None:
-            _deliver(state, pgid, signum)
-        if state.get("streams_stopped") is None:  # an extraction ends soon, not when git is done
-            state["streams_stopped"] = True
-            stop_streams(after=KILL_GRACE_SECONDS)
-
-    obeyed = [sig for sig in FORWARDED_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN]
-    previous = {sig: signal.signal(sig, handler) for sig in obeyed}
+    heard = _Listening(process, launch) if launch.reported is not None else None
     try:
-        if getattr(previous.get(signal.SIGINT), "received", None) is not None:
-            raise KeyboardInterrupt
-        yield
+        while True:
+            nohang = os.WNOHANG if deadline is not None or heard is not None else 0
+            info = os.waitid(os.P_PID, process.pid, flags | nohang)
+            if info is None:  # WNOHANG: still running
+                if heard is not None and heard.said():
+                    return ENDED
+                left = deadline - time.monotonic() if deadline is not None else None
+                if left is not None and left <= 0:
+                    return None
+                if heard is not None:
+                    heard.listen(left, STOP_LOOK_SECONDS if tty is not None else None)
+                    continue
+                delay = min(delay * 2, left or 0.05, 0.05)
+                time.sleep(delay)
+                continue
+            if info.si_code in (os.CLD_STOPPED, os.CLD_TRAPPED) and tty is not None:
+                os.waitid(os.P_PID, process.pid, os.WSTOPPED | os.WNOHANG)  # consume the stop
+                stopped(tty, process.pid, own_modes)
+                continue
+            return process.wait()
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        resume_streams()
+        if heard is not None:
+            heard.close()
+
+
+class _Listening:
+    """The launcher's descriptor and bubblewrap's pidfd, waited on together."""
+
+    def __init__(self, process: subprocess.Popen[bytes], launch: _Launch) -> None:
+        self.launch = launch
+        self.pidfd = os.pidfd_open(process.pid)
+        self.poller = select.poll()
+        self.poller.register(self.pidfd, select.POLLIN)
+        if launch.listened is not None:
+            self.poller.register(launch.listened, select.POLLIN)
+
+    def said(self) -> bool:
+        return bool(self.launch.reported and self.launch.reported())
+
+    def listen(self, left: float | None, tick: float | None) -> None:
+        waits = [w for w in (left, tick) if w is not None]
+        self.poller.poll(int(min(waits) * 1000) + 1 if waits else None)
+
+    def close(self) -> None:
+        os.close(self.pidfd)
 
 
 def run_command(
@@ -243,7 +212,7 @@ def run_command(
     stderr: int | IO[bytes] | None = None,
     timeout: float | None = None,
     signal_state: dict[str, Any] | None = None,
-    sandbox: Sandbox | Namespaces | None = None,
+    sandbox: Wrapped | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` in a new process group and wait for it.
 
@@ -261,10 +230,10 @@ def run_command(
             forwarded signal number.  It is also honoured afterwards, so a
             signal that arrives during extraction is not lost; one that
             arrived before the command started means it is not started.
-        sandbox: a :class:`.landlock.Sandbox` confines the command in the
-            child between fork and exec (the caller closes it); a
-            :class:`.namespaces.Namespaces` runs it through bubblewrap, and
-            when this returns every process it started has ended.
+        sandbox: the command's spawn in the namespaces
+            (:meth:`.namespaces.Namespaces.launch`, the caller closes it):
+            when this returns every process it started has ended, and the
+            namespaces may still serve (:meth:`.pidns.Wrapped.serving`).
 
     Returns:
         A :class:`CommandOutcome`.  Never raises for a command that cannot
@@ -272,8 +241,8 @@ def run_command(
 
     Raises:
         IsopatchError: ``sandbox-unavailable``: the sandbox could not be
-            entered or set up; the command did not run (bubblewrap's own
-            words in the message when its stderr is a file).
+            set up; the command did not run (bubblewrap's own words in the
+            message when its stderr is a file).
     """
     state = signal_state if signal_state is not None else {}
     state.setdefault("received", None)
@@ -281,20 +250,22 @@ def run_command(
     if state["received"] is not None:  # stopped before it started
         return CommandOutcome(128 + state["received"], received_signal=state["received"])
     streams = (stdout, stderr)
-    if sandbox is None or not hasattr(sandbox, "wrap"):
-        preexec = sandbox.confine if sandbox is not None else None  # type: ignore[union-attr]
-        return _run(argv, _Launch(list(argv), preexec=preexec), cwd, env, streams, timeout, state)
-    with sandbox.wrap(argv, cwd=cwd, env=env) as wrapped:
-        launch = _Launch(
-            wrapped.argv,
-            wrapped.pass_fds,
-            spawned=wrapped.spawned,
-            blocked=True,
-            ended=lambda: bool(wrapped.finish() is not None and wrapped.gone),
-        )
-        with watched(getattr(sandbox, "bounds", None), state):
-            outcome = _run(argv, launch, cwd, env, streams, timeout, state)
-            status = wrapped.finish()
+    if sandbox is None:
+        return _run(argv, _Launch(list(argv)), cwd, env, streams, timeout, state)
+    wrapped = sandbox
+    launch = _Launch(
+        wrapped.argv,
+        wrapped.pass_fds,
+        spawned=wrapped.spawned,
+        blocked=True,
+        ended=lambda: bool(wrapped.finish() is not None and wrapped.gone),
+        reported=wrapped.command_ended,
+        listened=wrapped.watched,
+        end_all=wrapped.kill_all,
+    )
+    with watched(wrapped.bounds, state):
+        outcome = _run(argv, launch, cwd, env, streams, timeout, state)
+        status = wrapped.finish()
     if state.get("limit") is not None:
         outcome = outcome._replace(limit=state.pop("limit"))
     if wrapped.report is not None:
@@ -332,19 +303,37 @@ def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> C
 
 class _Launch(NamedTuple):
     """What :func:`_run` starts: the argument list, the descriptors the
-    child inherits, what it runs between fork and exec, and what to do
-    once it has started."""
+    child inherits, and what to do once it has started."""
 
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
-    preexec: Callable[[], None] | None = None
-    spawned: Callable[[], None] | None = None
+    spawned: Callable[[subprocess.Popen[bytes]], None] | None = None
     #: Started with :data:`.launcher.BLOCKED_SIGNALS` blocked (bubblewrap's
     #: monitor must outlive a signal meant for the command).
     blocked: bool = False
     #: Run once it has ended; true when nothing it started can be left
     #: (its PID namespace is gone), so none is looked for.
     ended: Callable[[], bool] | None = None
+    #: True once the launcher said the command ended (read without
+    #: waiting), and the descriptor readable when it speaks.
+    reported: Callable[[], bool] | None = None
+    listened: int | None = None
+    #: Ends the command and everything it started at once (in place of
+    #: SIGKILL to its group, which would end bubblewrap too).
+    end_all: Callable[[], None] | None = None
+
+    def alive(self, process: subprocess.Popen[bytes], pgid: int) -> bool:
+        """The command (or what it started) may still run."""
+        if self.reported is not None:
+            return not self.reported() and process.poll() is None
+        process.poll()
+        return _group_alive(pgid)
+
+    def kill(self, pgid: int) -> None:
+        if self.end_all is not None:
+            self.end_all()
+        else:
+            kill_group(pgid)
 
 
 def _start(
@@ -367,14 +356,7 @@ def _start(
                 stdout=streams[0],
                 stderr=streams[1],
                 process_group=0,
-                preexec_fn=launch.preexec,
             )
-    except subprocess.SubprocessError as exc:  # only preexec_fn raises it
-        from .landlock import UNAVAILABLE
-
-        raise IsopatchError(
-            UNAVAILABLE, f"--sandbox is not available: could not confine '{argv[0]}': {exc}"
-        ) from None
     except OSError as exc:  # ENOENT; EACCES, ENOEXEC, EISDIR...
         code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else NOT_EXECUTABLE_EXIT
         return CommandOutcome(
@@ -400,7 +382,7 @@ def _run(
     if isinstance(process, CommandOutcome):
         return process
     if launch.spawned is not None:
-        launch.spawned()
+        launch.spawned(process)
     if tty is not None:
         # Hand the terminal to the command's group, as a shell does; a read it
         # made before this stopped it (SIGTTIN), so let it go on.
@@ -409,19 +391,23 @@ def _run(
             os.killpg(process.pid, signal.SIGCONT)
     pgid = process.pid
     state["pgid"] = pgid
+    if launch.end_all is not None:
+        state["kill"] = lambda _pgid: launch.kill(pgid)
     if state["received"] is not None:  # a signal arrived while starting
-        _deliver(state, pgid, state["received"])
+        deliver(state, pgid, state["received"])
     timed_out = False
     try:
-        returncode = _wait(process, tty, timeout, own_modes)
+        returncode = _wait(process, tty, timeout, own_modes, launch)
         if returncode is None:
             timed_out = True
-            _stop_group(process, pgid, KILL_GRACE_SECONDS)
-            returncode = process.wait()
+            _stop_group(process, pgid, KILL_GRACE_SECONDS, launch)
+            served = launch.reported is not None  # bwrap goes on: the launcher reports
+            returncode = _wait(process, None, None, None, launch) if served else process.wait()
         if launch.ended is None or not launch.ended():
-            _reap_leftovers(process, pgid)
+            _reap_leftovers(process, pgid, launch)
     finally:
         state["pgid"] = None
+        state.pop("kill", None)
         escalation = state.pop("escalation", None)
         if escalation is not None:
             escalation.cancel()

@@ -4,30 +4,29 @@
 that the machine can give it (a :class:`ConfinementPlan`; :data:`UNCONFINED`
 without ``--sandbox``).  :func:`confine` enters the plan for one worktree and
 yields a :class:`Confinement`: the null object :data:`NONE` when
-unconfined, else the mechanism's own (:class:`Namespaced`: the command in
-bubblewrap's namespaces, :mod:`.namespaces`; git-isopatch's own git calls
-in the worktree under a Landlock ruleset, :mod:`.landlock`).  Everything
-that runs in the worktree goes through it: the command
-(:meth:`Confinement.run_command`) and git-isopatch's own git calls
-(:class:`..worktrees.worktree_git.WorktreeGit`, which passes :attr:`Confinement.hook`
-down to the git layer as an opaque ``preexec_fn``).
+unconfined, else the mechanism's own (:class:`Namespaced`: the command, then
+git-isopatch's own git on what it left, in the same namespaces).  All that
+runs in the worktree goes through it: the command (:meth:`Confinement.run_command`)
+and git-isopatch's own git after it (:class:`..worktrees.worktree_git.WorktreeGit`
+passes :attr:`Confinement.spawn`, where git runs, down to the git layer).
 
 A new mechanism is one more ``mechanism`` name in :func:`plan`, one
-subclass of :class:`Confinement` (its ``command_sandbox`` and ``hook``) and one
-branch in :func:`confine`; nothing else changes.
+subclass of :class:`Confinement` (its ``run_command`` and ``spawn``) and
+one branch in :func:`confine`; nothing else changes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import IsopatchError, known_os_failure
+from ..git.process import Spawn, Spawned
 from ..git.result import Err, GitResult, Ok
+from ..git.run import quoted_path_entry
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
 from .command import CommandOutcome, run_command
 from .limits import NONE as NO_LIMITS
@@ -36,13 +35,14 @@ from .refusal import SANDBOX_VARIABLE
 
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
     from ..git.repo import UserRepository
-    from .landlock import Sandbox, SandboxPolicy
+    from .inside import Inside
     from .namespaces import Bwrap, Namespaces
+    from .run_policy import RunPlaces
 
 #: The mechanisms a plan names.
 NO_MECHANISM = "none"
-#: The command in bubblewrap's namespaces (:mod:`.namespaces`); git-isopatch's
-#: own git calls in the worktree under the Landlock ruleset (:mod:`.landlock`).
+#: The command, and git-isopatch's own git after it, in bubblewrap's
+#: namespaces (:mod:`.namespaces`).
 NAMESPACES = "namespaces"
 
 
@@ -53,7 +53,6 @@ class ConfinementPlan(NamedTuple):
         mechanism: :data:`NO_MECHANISM` or :data:`NAMESPACES`.
         allow_write: absolute paths, each existing, the command may write.
         allow_network: keep the network.
-        abi: the Landlock ABI :func:`.landlock.check_available` found.
         bwrap: the bubblewrap of :data:`NAMESPACES`.
         limits: the bounds on the command's processes and memory (:mod:`.limits`).
     """
@@ -61,7 +60,6 @@ class ConfinementPlan(NamedTuple):
     mechanism: str = NO_MECHANISM
     allow_write: tuple[str, ...] = ()
     allow_network: bool = False
-    abi: int = 0
     bwrap: Bwrap | None = None
     limits: Limits = NO_LIMITS
 
@@ -96,10 +94,8 @@ def plan(
         except OSError as exc:
             raise known_os_failure(f"cannot allow writes to '{path}'", exc) from exc
     from . import namespaces_check
-    from .landlock import check_available
 
     try:
-        abi = check_available(allow_network=allow_network, work_tree=work_tree)
         bwrap = namespaces_check.check_available(allow_network=allow_network, work_tree=work_tree)
     except IsopatchError as failure:
         from .bwrap import find_bwrap
@@ -108,7 +104,7 @@ def plan(
         # what refuses the namespaces, where bubblewrap itself is there
         about = "namespace" in failure.message and not isinstance(find_bwrap(), str)
         raise (explained(failure) if about else failure) from None
-    return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, abi, bwrap)
+    return ConfinementPlan(NAMESPACES, tuple(allow_write), allow_network, bwrap)
 
 
 class Confinement:
@@ -121,9 +117,9 @@ class Confinement:
     poolable = True
 
     @property
-    def hook(self) -> Callable[[], None] | None:
-        """What a child runs between fork and exec to be confined (an
-        opaque ``preexec_fn`` for the git layer); ``None`` unconfined."""
+    def spawn(self) -> Spawn | None:
+        """Where git-isopatch's own git runs on what the command left (the
+        git layer's :class:`..git.process.Spawn`); ``None``: here."""
         return None
 
     def run_command(
@@ -137,8 +133,7 @@ class Confinement:
         timeout: float | None,
         signal_state: dict[str, Any],
     ) -> CommandOutcome:
-        """:func:`.command.run_command`, confined as this value says
-        (:attr:`command_sandbox`)."""
+        """:func:`.command.run_command`, confined as this value says."""
         return run_command(
             argv,
             cwd=cwd,
@@ -147,19 +142,7 @@ class Confinement:
             stderr=stderr,
             timeout=timeout,
             signal_state=signal_state,
-            sandbox=self.command_sandbox,
         )
-
-    @property
-    def command_sandbox(self) -> Namespaces | None:
-        """What :func:`.command.run_command` confines the command in
-        (its ``sandbox``); ``None`` unconfined."""
-        return None
-
-    def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
-        """The environment of git-isopatch's own git calls in the worktree
-        after the command (``env`` unconfined)."""
-        return env
 
     def shared_writes(
         self, before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
@@ -182,6 +165,18 @@ class Confinement:
         """The paths outside the worktree (and the git directory) the
         command wrote and that were discarded: none unconfined."""
         return ()
+
+    def objects(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """``env`` for git-isopatch's own git in the worktree (not in a
+        submodule's git directory): unchanged unconfined."""
+        return env
+
+    def planted(self, admin_dir: str) -> list[str]:
+        """What the command left where git-isopatch's own git reads the git
+        directory (and the worktree's private folder ``admin_dir``) that git
+        would wait on or read without end (:func:`.layer_state.planted_in_git_dir`):
+        nothing unconfined, where git reads what it always read."""
+        return []
 
 
 #: The confinement of an unconfined run.
@@ -219,11 +214,11 @@ def watched() -> Iterator[Watched]:
 class Namespaced(Confinement):
     """The command in bubblewrap's namespaces (:mod:`.namespaces`): a
     read-only system, copy-on-write home, temporary folders, checkout and
-    git directory, its own PID, IPC and network namespaces; git-isopatch's
-    own git calls in the worktree stay under the Landlock ruleset
-    (:attr:`hook`), since the git layer takes a ``preexec_fn``."""
+    git directory, its own PID, IPC and network namespaces; then, in the
+    same namespaces, served by their launcher (:mod:`.inside`),
+    git-isopatch's own git on what it left (:attr:`spawn`)."""
 
-    #: Its PID namespace ended every process the command started before
+    #: The launcher ended every process the command started before
     #: git-isopatch looks at the worktree again: the worktree may be pooled
     #: (the pool puts back HEAD and the index as made, on the base's
     #: objects: what the command committed lived in its discarded layer).
@@ -231,29 +226,63 @@ class Namespaced(Confinement):
 
     confined = True
 
-    def __init__(self, box: Sandbox, namespaces: Namespaces, common_dir: str) -> None:
-        self.box = box
+    def __init__(self, namespaces: Namespaces, common_dir: str, private_tmp: str) -> None:
         self.namespaces = namespaces
         self.common_dir = common_dir
+        self.private_tmp = private_tmp
+        self.inside: Inside | None = None
+        self._objects: str | None = None
+
+    def run_command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdout: int | IO[bytes] | None,
+        stderr: IO[bytes] | None,
+        timeout: float | None,
+        signal_state: dict[str, Any],
+    ) -> CommandOutcome:
+        """The command through the launcher; its namespaces then stay, served."""
+        wrapped = self.namespaces.launch(argv, cwd=cwd, env=env)
+        try:
+            return run_command(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+                timeout=timeout,
+                signal_state=signal_state,
+                sandbox=wrapped,
+            )
+        finally:
+            self.inside = wrapped.serving()
+            wrapped.close()
 
     @property
-    def hook(self) -> Callable[[], None] | None:
-        """The Landlock ruleset, entered by each of git-isopatch's own git
-        calls in the worktree (they run what the command planted there: a
-        nested repository's filter)."""
-        return self.box.confine
+    def spawn(self) -> Spawn:  # type: ignore[override]
+        return self._spawn
 
-    @property
-    def command_sandbox(self) -> Namespaces:
-        return self.namespaces
+    def _spawn(
+        self, argv: list[str], *, env: Mapping[str, str], cwd: str | None, fds: tuple[int, int, int]
+    ) -> Spawned:
+        """``argv`` inside the run's namespaces: the command's, or new ones
+        of the same policy and layers when those are gone.
 
-    def git_environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
-        """``env`` with the objects the command added (in its layer of the
-        object store) as an alternate: what it committed is read there."""
-        layer = self.namespaces.layer_of(os.path.join(self.common_dir, "objects"))
-        if layer is None or not os.path.isdir(layer):
-            return env
-        return {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": layer}
+        Raises:
+            subprocess.SubprocessError: the namespaces cannot be had.
+        """
+        if self.inside is None or self.inside.gone:
+            self.inside = self.namespaces.serve()
+        return self.inside.spawn(argv, env=env, cwd=cwd, fds=fds)
+
+    def close(self) -> None:
+        """End the namespaces: nothing runs inside any more."""
+        if self.inside is not None:
+            self.inside.close()
+            self.inside = None
 
     def shared_writes(
         self, before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
@@ -267,10 +296,28 @@ class Namespaced(Confinement):
                 return ()
         from .layer_state import shared_state_in
 
-        after = shared_state_in(self.namespaces, repository, old, env)
+        after = shared_state_in(self.namespaces, repository, old, env, self.spawn)
         if after is None:
             return ()
         return tuple(w._replace(discarded=True) for w in describe_changes(old, after))
+
+    def objects(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """``env`` with an object store of its own for what git writes (``add
+        -N``'s empty blob: the repository's may not be writable inside, another
+        user's through ``safe.directory``), the command's view an alternate."""
+        if self._objects is None:
+            self._objects = tempfile.mkdtemp(prefix="objects-", dir=self.private_tmp)
+        store = quoted_path_entry(os.path.join(self.common_dir, "objects"))
+        return {
+            **env,
+            "GIT_OBJECT_DIRECTORY": self._objects,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": store,
+        }
+
+    def planted(self, admin_dir: str) -> list[str]:
+        from .layer_state import planted_in_git_dir
+
+        return planted_in_git_dir(self.namespaces, self.common_dir, (admin_dir,))
 
     def outside_writes(self, common_dir: str) -> tuple[str, ...]:
         inside = os.path.realpath(common_dir).rstrip("/") + "/"
@@ -298,10 +345,11 @@ def confine(
     top: str | None = None,
 ) -> Iterator[Confinement]:
     """Enter ``plan`` for the worktree of the checkout whose top folder is
-    ``top``: :data:`NONE` unconfined; else a
-    private ``TMPDIR`` (set in ``env``, removed afterwards) in the run's
-    ``private_dir`` and the ruleset, the files behind the command's
-    ``streams`` (stdout, stderr) staying writable.
+    ``top``: :data:`NONE` unconfined; else a private ``TMPDIR`` (set in
+    ``env``) in the run's ``private_dir`` and the namespaces, the files
+    behind the command's ``streams`` (stdout, stderr) staying writable.
+    On leaving, the namespaces end, then their layers and the private
+    ``TMPDIR`` are removed, however deep (:func:`.untrusted.remove_tree`).
 
     Raises:
         IsopatchError: ``sandbox-unavailable``.
@@ -310,69 +358,74 @@ def confine(
     if not plan.confined:
         yield NONE
         return
-    from .landlock import SandboxPolicy, prepare
+    from .untrusted import remove_tree
 
     private_tmp = tempfile.mkdtemp(prefix="tmp-", dir=private_dir)
     layers = os.path.join(private_dir, "layers")
     try:
         temporary = env.get("TMPDIR")
         env["TMPDIR"] = private_tmp
-        policy = SandboxPolicy(
-            worktree=worktree,
-            admin_dir=admin_dir,
-            common_dir=common_dir,
-            tmpdir=private_tmp,
-            allow_write=plan.allow_write,
-            allow_network=plan.allow_network,
-        )
         stdout, stderr = streams
         fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
-        box = prepare(policy, abi=plan.abi, streams=fds)
-        try:
-            top = top or os.path.dirname(common_dir)
-            with bound(plan.limits) as bounds:
-                spaces = _namespaced(plan, box, policy, top, env, temporary, fds, layers)
-                spaces.namespaces = spaces.namespaces.bounded(bounds)
-                yield spaces
-        finally:
-            box.close()
+        places = _places(worktree, admin_dir, common_dir, top, private_tmp, env, temporary)
+        with bound(plan.limits) as bounds:  # its groups go once the namespaces have
+            namespaced = _namespaced(plan, places, env, fds, layers)
+            namespaced.namespaces = namespaced.namespaces.bounded(bounds)
+            try:
+                yield namespaced
+            finally:
+                namespaced.close()
     finally:
-        shutil.rmtree(private_tmp, ignore_errors=True)
-        shutil.rmtree(layers, ignore_errors=True)
+        remove_tree(private_tmp)
+        remove_tree(layers)
 
 
-def _namespaced(
-    plan: ConfinementPlan,
-    box: Sandbox,
-    own: SandboxPolicy,
-    top: str,
-    env: dict[str, str],
+def _places(
+    worktree: str,
+    admin_dir: str,
+    common_dir: str,
+    top: str | None,
+    private_tmp: str,
+    env: Mapping[str, str],
     temporary: str | None,
-    fds: Sequence[int],
-    layers: str,
-) -> Namespaced:
-    """The namespaces of :func:`.namespaces.run_policy` for the worktree of
-    ``own``, their layers made in ``layers``; the session's socket
-    variables leave ``env``."""
-    from . import availability, namespaces
-    from .landlock import seccomp_filter
+) -> RunPlaces:
+    """The places of the run (:class:`.run_policy.RunPlaces`)."""
+    from . import availability
+    from .run_policy import RunPlaces
 
-    for name in namespaces.SESSION_VARIABLES:
-        env.pop(name, None)
-    env[SANDBOX_VARIABLE] = "1"  # a run inside says why it has no sandbox of its own
-    assert plan.bwrap is not None
-    places = namespaces.RunPlaces(
-        worktree=own.worktree,
-        admin_dir=own.admin_dir,
-        common_dir=own.common_dir,
+    top = top or os.path.dirname(common_dir)
+    return RunPlaces(
+        worktree=worktree,
+        admin_dir=admin_dir,
+        common_dir=common_dir,
         top=top,
-        tmpdir=own.tmpdir,
+        tmpdir=private_tmp,
         home=env.get("HOME"),
         temporary=(temporary,) if temporary and os.path.isabs(temporary) else (),
         runtime_dir=env.get("XDG_RUNTIME_DIR"),
         kept_answers=availability.kept_folder(work_tree=top),
     )
-    policy = namespaces.run_policy(
+
+
+def _namespaced(
+    plan: ConfinementPlan,
+    places: RunPlaces,
+    env: dict[str, str],
+    fds: Sequence[int],
+    layers: str,
+) -> Namespaced:
+    """The namespaces of :func:`.run_policy.run_policy` for ``places``,
+    their layers made in ``layers``; the session's socket variables leave
+    ``env``."""
+    from . import namespaces
+    from .run_policy import run_policy
+    from .seccomp import seccomp_filter
+
+    for name in namespaces.SESSION_VARIABLES:
+        env.pop(name, None)
+    env[SANDBOX_VARIABLE] = "1"  # a run inside says why it has no sandbox of its own
+    assert plan.bwrap is not None
+    policy = run_policy(
         places,
         allow_write=plan.allow_write,
         allow_network=plan.allow_network,
@@ -380,7 +433,7 @@ def _namespaced(
     )
     spaces = namespaces.Namespaces(plan.bwrap, policy, layers, seccomp_filter())
     spaces.prepare()
-    return Namespaced(box, spaces, own.common_dir)
+    return Namespaced(spaces, places.common_dir, places.tmpdir)
 
 
 def _stream_files(fds: Sequence[int]) -> tuple[str, ...]:

@@ -1,5 +1,7 @@
 """The small program between bubblewrap and the command (:mod:`.namespaces`):
-it reports the command's wait status, which bubblewrap cannot.
+it reports the command's wait status, which bubblewrap cannot, ends what
+the command left, then runs git-isopatch's own git in the same namespaces
+(:mod:`.inside`).
 
 bubblewrap exits ``128+N`` for a command killed by signal N, and its
 ``--json-status-fd`` carries that same number (``propagate_exit_status``
@@ -8,10 +10,23 @@ SIGTERM killed look alike.  The launcher, started by bubblewrap as the
 first process of the PID namespace (``--as-pid-1``, in place of
 bubblewrap's own init: it reaps the orphans as that one does, and when it
 ends the kernel ends every other process of the namespace), forks the
-command, waits for it and writes to an inherited descriptor: ``net <n>``
-then ``wait <status>`` (the raw ``waitpid`` status), or ``exec <errno>``
-(the command could not be run); git-isopatch reads it after the run
-(:func:`read_report`).
+command and waits for it; then it kills every other process of the
+namespace (``kill(-1, SIGKILL)``, which the namespace's first process sends
+to its namespace alone) and reaps them, and writes one line to a unix
+socket git-isopatch holds the other end of: ``wait <status>`` (the raw
+``waitpid`` status), after ``net <n>``, or after ``exec <errno>`` when the
+command could not be run (:meth:`.pidns.Wrapped.command_ended` reads it).  A ``k`` frame on the
+socket while the command runs kills them all at once (a ``--timeout``,
+or a command that outlives a forwarded signal's grace: SIGKILL to the
+group would end bubblewrap too).
+
+After that it serves: each ``r`` frame (:mod:`.inside`) is an argument
+list, an environment and a folder, with three descriptors (``SCM_RIGHTS``)
+for the program's standard input, output and error; the launcher starts it
+in a session of its own (no controlling terminal, every signal unblocked),
+waits for it (a ``k`` frame kills it and everything else), ends what it
+left, and answers ``wait <status>``.  When git-isopatch closes its end, the
+launcher ends everything and exits, and the namespaces with it.
 
 ``net <n>`` counts what the namespace's network refused until the command
 ended, from the kernel's own counters of that namespace (``/proc/net/snmp``
@@ -44,14 +59,15 @@ What the command gets is what it gets unconfined:
 The command cannot speak for it: as the namespace's init the kernel keeps
 the namespace's signals from it (``SIGSTOP`` and ``SIGKILL`` included),
 and it makes itself not dumpable (``PR_SET_DUMPABLE``, through
-``_ctypes``: ``ctypes`` costs some 5 ms more), so that its report
-descriptor, its memory and ``ptrace`` are out of the command's reach
-through ``/proc``.  :func:`read_report` takes only a status some process
-can end with.
+``_ctypes``: ``ctypes`` costs some 5 ms more), so that its socket, its
+memory and ``ptrace`` are out of the command's reach through ``/proc``;
+the socket is never inherited.  Only a status some process can end with
+is taken.
 
 It runs on this interpreter, isolated (``-I -S``: no site, no user
-variables), on ``_signal`` (``signal`` would import ``enum``: some 5 ms);
-its cost is measured in ``bench/README.md``.
+variables), on ``_signal`` and ``_socket`` (``signal`` and ``socket``
+would import ``enum``: some 5 ms); its cost is measured in
+``bench/README.md``.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -78,9 +94,10 @@ NETWORK_REFUSALS = frozenset(
     {b"Ip:OutNoRoutes", b"Udp:NoPorts", b"Tcp:AttemptFails", b"Ip6OutNoRoutes", b"Udp6NoPorts"}
 )
 
-#: The launcher's program: ``-c`` argv is ``fd ctype signals argv...``.
+#: The launcher's program: ``-c`` argv is ``fd ctype signals argv...`` (no
+#: ``argv``: it only serves).
 PROGRAM = """\
-import _signal as signal, os, sys
+import _signal as signal, _socket, marshal, os, select, sys
 try:
     import _ctypes
     _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
@@ -103,6 +120,7 @@ if bounds != "-":
             resource.setrlimit(number, (value, value))
 fd = int(fd)
 os.set_inheritable(fd, False)
+control = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
 env = dict(os.environ)
 if ctype == "-":
     env.pop("LC_CTYPE", None)
@@ -110,41 +128,131 @@ else:
     env["LC_CTYPE"] = ctype[1:]
 inherited = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
 unblocked = inherited - {int(s) for s in sigs.split(",") if s}
-pid = os.fork()
-if pid == 0:
+
+def kill_all():
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+def receive(size, ancillary=0):
+    data, fds = b"", []
+    while len(data) < size:
+        got, anc, _, _ = control.recvmsg(size - len(data), ancillary)
+        for level, kind, raw in anc:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                step = range(0, len(raw) - 3, 4)
+                fds += [int.from_bytes(raw[i:i + 4], sys.byteorder) for i in step]
+        if not got:
+            for f in fds:
+                os.close(f)
+            kill_all()
+            os._exit(0)
+        data, ancillary = data + got, 0
+    return data, fds
+
+def frame():
+    head, fds = receive(5, _socket.CMSG_SPACE(64))
+    size = int.from_bytes(head[1:], "big")
+    return head[:1], receive(size)[0] if size else b"", fds
+
+def wait_for(pid):
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    try:
+        while True:
+            ready = [f for f, _ in poller.poll(1000)]
+            while True:
+                try:
+                    done, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    done = 0
+                if done == pid:
+                    return status
+                if done == 0:
+                    break
+            if fd in ready:
+                kind, _, fds = frame()
+                for f in fds:
+                    os.close(f)
+                if kind == b"k":
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    except OSError:
+                        pass
+    finally:
+        os.close(pidfd)
+
+def start(run, mask, setup=None):
+    pid = os.fork()
+    if pid:
+        return pid
     code = 126
     try:
+        if setup is not None:
+            setup()
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
-        os.execvpe(argv[0], argv, env)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        run()
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         os.write(fd, b"exec %d\\n" % (exc.errno or 0))
     finally:
         os._exit(code)
+
+def refused():
+    tried = 0
+    for name in ("/proc/net/snmp", "/proc/net/snmp6"):
+        try:
+            with open(name, "rb") as handle:
+                rows = [row.split() for row in handle.read().splitlines()]
+            for row, values in zip(rows, rows[1:]):
+                if row[:1] == values[:1] and len(row) == len(values):
+                    pairs = zip([row[0] + key for key in row[1:]], values[1:])
+                    tried += sum(int(v) for k, v in pairs if k in NET and v.isdigit())
+            tried += sum(int(r[1]) for r in rows if len(r) == 2 and r[0] in NET and r[1].isdigit())
+        except Exception:
+            pass
+    return tried
+
+def report(pid, counted=False):
+    status = wait_for(pid)
+    said = b"net %d\\n" % refused() if counted else b""
+    kill_all()
+    os.write(fd, said + b"wait %d\\n" % status)
+
+if argv:
+    report(start(lambda: os.execvpe(argv[0], argv, env), unblocked), counted=True)
 while True:
-    try:
-        done, status = os.waitpid(-1, 0)
-    except InterruptedError:
+    kind, payload, fds = frame()
+    if kind != b"r" or len(fds) != 3:
+        for f in fds:
+            os.close(f)
         continue
-    if done == pid:
-        break
-tried = 0
-for name in ("/proc/net/snmp", "/proc/net/snmp6"):
-    try:
-        with open(name, "rb") as handle:
-            rows = [row.split() for row in handle.read().splitlines()]
-        for row, values in zip(rows, rows[1:]):
-            if row[:1] == values[:1] and len(row) == len(values):
-                pairs = zip([row[0] + key for key in row[1:]], values[1:])
-                tried += sum(int(v) for k, v in pairs if k in NET and v.isdigit())
-        tried += sum(int(r[1]) for r in rows if len(r) == 2 and r[0] in NET and r[1].isdigit())
-    except Exception:
-        pass
-os.write(fd, b"net %d\\nwait %d\\n" % (tried, status))
-code = os.waitstatus_to_exitcode(status)
-os._exit(code if code >= 0 else 128 - code)
+    path, args, environ, cwd = marshal.loads(payload)
+
+    def setup():
+        os.setsid()
+        for target, source in enumerate(fds):
+            os.dup2(source, target)
+        for source in fds:
+            if source > 2:
+                os.close(source)
+        if cwd is not None:
+            os.chdir(cwd)
+
+    pid = start(lambda: os.execve(path, args, environ), set(), setup)
+    for f in fds:
+        os.close(f)
+    report(pid)
 """.replace("@NET@", repr(set(NETWORK_REFUSALS)))
 
 
@@ -169,28 +277,6 @@ class Report(NamedTuple):
     wait_status: int | None = None
     exec_errno: int | None = None
     network_refusals: int = 0
-
-
-def read_report(fd: int) -> Report | None:
-    """The launcher's report from ``fd`` (its read end, read to its end:
-    call once every process of the namespace has ended), or ``None`` when
-    the launcher said nothing (it never ran, or was killed)."""
-    chunks = []
-    with contextlib.suppress(OSError):
-        while chunk := os.read(fd, 4096):
-            chunks.append(chunk)
-    refusals = 0
-    for line in b"".join(chunks).splitlines():
-        kind, _, number = line.partition(b" ")
-        with contextlib.suppress(ValueError, OverflowError):
-            if kind == b"net":
-                refusals = max(0, int(number))
-            if kind == b"wait":
-                os.waitstatus_to_exitcode(int(number))  # raises for no real ending
-                return Report(wait_status=int(number), network_refusals=refusals)
-            if kind == b"exec" and 0 <= int(number) < 4096:
-                return Report(exec_errno=int(number))
-    return None
 
 
 @contextlib.contextmanager

@@ -37,24 +37,25 @@ What the command sees (each line one or more of bwrap's options):
   ALL``: as root the command would otherwise hold ``CAP_SYS_ADMIN`` in its
   namespace and could remount what is read-only); no nested user namespace
   (``--disable-userns``);
-- the seccomp filter of :func:`.landlock.seccomp_filter` (terminal input
-  injection), given as ``--seccomp <fd>``;
-- with ``env`` given to :meth:`Namespaces.wrap`, the command started by the
-  launcher (:mod:`.launcher`), which reports its wait status: bubblewrap
-  says ``128+N`` both for a command killed by signal N and for one that
-  exited ``128+N``.
+- the seccomp filter of :func:`.seccomp.seccomp_filter` (terminal input
+  injection, the kernel's keyrings), given as ``--seccomp <fd>``;
+- with ``env`` given to :meth:`Namespaces.launch`, the command started by
+  the launcher (:mod:`.launcher`), which reports its wait status
+  (bubblewrap says ``128+N`` both for a command killed by signal N and
+  for one that exited ``128+N``), then serves git-isopatch's own git in
+  the same namespaces (:mod:`.inside`).
 
-Nothing the command starts outlives it: the PID namespace ends when its
-first process does, the kernel kills every other process in it, and
+Nothing the command starts outlives it: once it ends, the launcher, the
+namespace's first process, kills every other process in it before it
+reports; when the launcher ends the kernel kills whatever is left, and
 ``--die-with-parent`` ends it when git-isopatch dies.  :func:`wait_gone`
 waits, after bwrap itself, until the namespace's first process is gone,
 which the kernel lets happen only once every process in it is.
 
-Landlock is not used under this mechanism: a Landlock domain forbids
-``mount(2)`` to the process it restricts, so it cannot wrap bwrap; the
-read-only mount already denies every path-based write and the
-metadata changes Landlock cannot see, and the PID and network namespaces
-take signals and abstract sockets out of reach.
+This is the one mechanism: the read-only mount denies every path-based
+write and every change of metadata, the PID, IPC and network namespaces
+take signals, processes and sockets out of reach, and what git-isopatch
+does with what the command left runs inside too.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -64,7 +65,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
+import socket
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -73,7 +75,8 @@ from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
 from .bwrap import Bwrap as Bwrap
 from .bwrap import find_bwrap as find_bwrap
-from .launcher import launcher_argv
+from .inside import Gone, Inside
+from .launcher import Report, launcher_argv, signals_blocked
 from .layers import (
     OVERLAY,
     Layer,
@@ -90,6 +93,7 @@ from .pidns import Wrapped as Wrapped
 from .pidns import _alive as _alive
 from .pidns import read_status as read_status
 from .pidns import wait_gone as wait_gone
+from .untrusted import remove_tree
 
 #: Variables that name a session's sockets or agents (terminal multiplexers,
 #: D-Bus, X11, Wayland, ssh and gpg agents, container engines, editors):
@@ -172,85 +176,6 @@ def _resolv_conf_target() -> str | None:
     if inside(target, "/run") and os.path.isfile(target):
         return target
     return None
-
-
-#: Temporary folders every run sees copy-on-write (with ``$TMPDIR``).
-TEMPORARY_FOLDERS = ("/tmp", "/var/tmp")
-
-
-class RunPlaces(NamedTuple):
-    """The places of one run's command (:func:`run_policy`): its worktree,
-    the worktree's admin folder, the repository's git directory, the
-    checkout's top folder, the private ``TMPDIR``, ``$HOME``, the user's
-    temporary folders (``$TMPDIR``) and ``$XDG_RUNTIME_DIR``."""
-
-    worktree: str
-    admin_dir: str
-    common_dir: str
-    top: str
-    tmpdir: str
-    home: str | None = None
-    temporary: tuple[str, ...] = ()
-    runtime_dir: str | None = None
-    kept_answers: str | None = None
-
-
-def run_policy(
-    places: RunPlaces,
-    *,
-    allow_write: Sequence[str] = (),
-    allow_network: bool = False,
-    streams: Sequence[str] = (),
-) -> NamespacePolicy:
-    """The policy of one run's command.
-
-    Really writable: the worktree, its admin folder (``HEAD``, index,
-    logs), the private ``tmpdir`` (its ``TMPDIR``), the regular files its
-    output goes to (``streams``: writing ``/dev/stderr`` reopens them) and
-    ``allow_write``.  Copy-on-write: ``home``, the temporary folders, the
-    folder holding the checkout (so the checkout, the worktrees beside it
-    and any unix socket there) and the repository's git directory, wherever
-    it is.  The pointers between the worktree and the repository
-    (``.git``, ``commondir``, ``gitdir``) stay writable: git-isopatch puts
-    them back after the run, when nothing the command started is left to
-    rewrite them again.  Read-only inside all that: ``kept_answers`` (the
-    folder of :func:`.availability.kept_folder`), where it lies in a really
-    writable place or holds one.  Copy-on-write whatever ``allow_write``
-    says (:func:`_shielded`): the checkout and the git directory.
-    """
-    parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
-    copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
-    copy_on_write += [parent if parent != "/" else places.top, places.common_dir]
-    if places.home:
-        copy_on_write.insert(0, places.home)
-    writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
-    protected: tuple[str, ...] = ()
-    if places.kept_answers:
-        kept = os.path.realpath(places.kept_answers)
-        if any(inside(kept, p) or inside(p, kept) for p in map(os.path.realpath, writable)):
-            protected = (kept,)
-    return NamespacePolicy(
-        writable=writable,
-        copy_on_write=tuple(copy_on_write),
-        protected=protected,
-        allow_network=allow_network,
-        runtime_dir=places.runtime_dir,
-        scratch=(*TEMPORARY_FOLDERS, *places.temporary),
-        shielded=_shielded(places, allow_write),
-    )
-
-
-def _shielded(places: RunPlaces, allow_write: Sequence[str]) -> tuple[str, ...]:
-    """The checkout and the git directory where an allowed path holds
-    them, and the allowed paths in the git directory (its hooks, refs):
-    real folders, none inside another.  Bound read-write, they would let
-    the command write the user's work tree, configuration and hooks."""
-    allowed = [os.path.realpath(path) for path in allow_write]
-    top, common = os.path.realpath(places.top), os.path.realpath(places.common_dir)
-    found = [p for p in (top, common) if any(inside(p, a) for a in allowed)]
-    found += [a for a in allowed if inside(a, common) and os.path.isdir(a)]
-    found = sorted(set(found), key=lambda p: (p.count("/"), p))
-    return tuple(p for p in found if not any(o != p and inside(p, o) for o in found))
 
 
 def bwrap_arguments(
@@ -379,17 +304,41 @@ class Namespaces:
         env: Mapping[str, str] | None = None,
     ) -> Iterator[Wrapped]:
         """``argv`` run in the namespaces: one spawn's :class:`Wrapped`,
-        valid inside the block.  With ``env`` (the command's environment)
-        ``argv`` runs through the launcher (:mod:`.launcher`), and
-        :attr:`Wrapped.report` holds its wait status after the run."""
+        valid inside the block (:meth:`launch`)."""
+        wrapped = self.launch(argv, cwd=cwd, env=env)
+        try:
+            yield wrapped
+        finally:
+            wrapped.close()
+
+    def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Wrapped:
+        """``argv`` run in the namespaces: one spawn's :class:`Wrapped`,
+        whose owner closes it.  With ``env`` (the command's environment)
+        ``argv`` runs through the launcher (:mod:`.launcher`):
+        :attr:`Wrapped.report` holds its wait status after the run, and
+        the namespaces then serve git-isopatch's own git
+        (:meth:`Wrapped.serving`)."""
         fds: list[int] = []
+        control = child = None
         try:
             status_read, status_write = _pipe(fds)
-            report_read, report_write = _pipe(fds) if env is not None else (None, None)
+            if env is not None:
+                control, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                fds.append(child.detach())
+                child = fds[-1]
+                os.set_inheritable(child, True)
             seccomp = _seccomp_fd(self.seccomp) if self.seccomp is not None else None
         except OSError:
             for fd in fds:
                 os.close(fd)
+            if control is not None:
+                control.close()
             raise
         options = bwrap_arguments(
             self.policy,
@@ -401,18 +350,44 @@ class Namespaces:
         )
         if seccomp is not None:
             options += ["--seccomp", str(seccomp)]
-        child = tuple(fd for fd in (status_write, seccomp, report_write) if fd is not None)
-        if report_write is not None and env is not None:
+        kept = tuple(fd for fd in (status_write, seccomp, child) if fd is not None)
+        if child is not None and env is not None:
             groups = tuple(map(os.dup, self.bounds.fds)) if self.bounds else ()  # its own
-            child += groups
+            kept += groups
             spec = self.bounds.launcher_spec(groups) if self.bounds else "-"
-            argv = launcher_argv(argv, report_write, env, spec)
+            argv = launcher_argv(argv, child, env, spec)
             options.insert(0, "--as-pid-1")  # the launcher is the namespace's init
-        wrapped = Wrapped([self.bwrap.path, *options, "--", *argv], child, status_read, report_read)
+        argv = [self.bwrap.path, *options, "--", *argv]
+        return Wrapped(argv, kept, status_read, control, self.bounds)
+
+    def serve(self) -> Inside:
+        """The namespaces, served by a launcher that runs no command: for
+        git-isopatch's own git when the command's are gone (it never
+        started, or a signal ended them).
+
+        Raises:
+            Gone: bubblewrap could not make them.
+        """
+        wrapped = self.launch([], env={})
         try:
-            yield wrapped
-        finally:
+            with signals_blocked():
+                process = subprocess.Popen(
+                    wrapped.argv,
+                    pass_fds=wrapped.pass_fds,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    process_group=0,
+                )
+        except OSError as exc:
             wrapped.close()
+            raise Gone(f"cannot run bubblewrap: {exc.strerror or exc}") from None
+        wrapped.spawned(process)
+        wrapped.report = Report()  # no command: served from the start
+        inside = wrapped.serving()
+        if inside is None:
+            raise Gone("bubblewrap could not make the namespaces")
+        return inside
 
     def outside_writes(self) -> tuple[str, ...]:
         """Every path outside the really writable places that the command
@@ -429,19 +404,26 @@ class Namespaces:
             if not any(inside(p, m) for m in mounted) or any(inside(p, s) for s in shielded)
         )
 
-    def layer_of(self, path: str) -> str | None:
+    def place(self, path: str) -> tuple[str, str] | None:
         """Where the copy-on-write layer holds what was written at ``path``
-        (a folder inside a copy-on-write one), or ``None``."""
+        (a folder inside a copy-on-write one): its upper folder and the
+        path relative to it; ``None`` outside every layer."""
         real = os.path.realpath(path)
         # a later layer is mounted above an earlier one that holds its folder
         for index, layer in reversed(list(enumerate(self.plan))):
             if inside(real, layer.folder):
-                return os.path.join(upper(self.layers, index), os.path.relpath(real, layer.folder))
+                return upper(self.layers, index), os.path.relpath(real, layer.folder)
         return None
 
+    def layer_of(self, path: str) -> str | None:
+        """:meth:`place` as one path (reached through whatever the command
+        made of the folders on the way: read it with :mod:`.untrusted`)."""
+        place = self.place(path)
+        return None if place is None else os.path.normpath(os.path.join(*place))
+
     def discard(self) -> None:
-        """Remove the layers (best effort)."""
-        shutil.rmtree(self.layers, ignore_errors=True)
+        """Remove the layers, however deep (best effort: :func:`.untrusted.remove_tree`)."""
+        remove_tree(self.layers)
 
 
 def command_environment(environ: Mapping[str, str]) -> dict[str, str]:

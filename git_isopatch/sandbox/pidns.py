@@ -8,14 +8,18 @@ Layering: knows nothing of the command line or of git.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import time
+import socket
+import subprocess
+from typing import TYPE_CHECKING
 
-from .launcher import Report, read_report
+from .inside import GONE_TIMEOUT_SECONDS as GONE_TIMEOUT_SECONDS
+from .inside import Gone, Inside, read_status, wait_gone
+from .inside import _alive as _alive
+from .launcher import Report
 
-#: How long :func:`wait_gone` waits for the namespace to empty.
-GONE_TIMEOUT_SECONDS = 10.0
+if TYPE_CHECKING:
+    from .limits import Bound
 
 
 class Wrapped:
@@ -24,92 +28,115 @@ class Wrapped:
 
     Call :meth:`spawned` right after the child has started (the parent's
     copies of the child's descriptors are closed, so that the status reads
-    to its end), and :meth:`finish` once bwrap has exited.  With a
-    launcher (:mod:`.launcher`), :attr:`report` is the command's wait
-    status after :meth:`finish`."""
+    to its end), and :meth:`finish` once bwrap has exited, or once
+    :meth:`command_ended` said the launcher (:mod:`.launcher`) saw the
+    command end: then :attr:`report` is the command's wait status, and
+    the namespaces are served (:meth:`serving`)."""
 
     def __init__(
         self,
         argv: list[str],
         child_fds: tuple[int, ...],
         status_fd: int,
-        report_fd: int | None = None,
+        control: socket.socket | None = None,
+        bounds: Bound | None = None,
     ) -> None:
         self.argv = argv
+        #: The bounds of the namespace's processes (:mod:`.limits`), if any.
+        self.bounds = bounds
         self.pass_fds = child_fds
-        self._status_fd = status_fd
-        self._report_fd = report_fd
+        self._status_fd: int | None = status_fd
+        self._control = control
         self._open = list(child_fds)
-        #: The launcher's report (:mod:`.launcher`), once :meth:`finish` has
-        #: read it; ``None`` without a launcher, or when it said nothing.
+        #: The launcher's report (:mod:`.launcher`), once :meth:`command_ended`
+        #: or :meth:`finish` has read it; ``None`` without a launcher, or
+        #: when it said nothing.
         self.report: Report | None = None
+        self._exec_errno: int | None = None
+        self._refusals = 0
         self._status: dict[str, int] | None = None
-        #: Every process of the namespace has ended (after :meth:`finish`).
+        self._inside: Inside | None = None
+        #: Every process of the namespace but the launcher has ended (after
+        #: :meth:`finish`).
         self.gone = False
 
-    def spawned(self) -> None:
-        """Close the parent's copies of the child's descriptors."""
+    def spawned(self, process: subprocess.Popen[bytes] | None = None) -> None:
+        """Close the parent's copies of the child's descriptors; with the
+        launcher, ``process`` (bubblewrap) is what the namespaces are
+        served through afterwards."""
         while self._open:
             with contextlib.suppress(OSError):
                 os.close(self._open.pop())
+        if process is not None and self._control is not None and self._inside is None:
+            self._inside = Inside(process, self._control, self._status_fd)
+
+    @property
+    def watched(self) -> int | None:
+        """A descriptor readable when the launcher speaks."""
+        return None if self._control is None else self._control.fileno()
+
+    def command_ended(self) -> bool:
+        """The launcher said how the command ended (read without waiting)."""
+        while self.report is None and self._inside is not None:
+            try:
+                line = self._inside.line(0)
+            except Gone:
+                return False
+            if line is None:
+                return False
+            kind, _, number = line.partition(b" ")
+            with contextlib.suppress(ValueError, OverflowError):
+                if kind == b"exec" and 0 <= int(number) < 4096:
+                    self._exec_errno = int(number)
+                elif kind == b"net":
+                    self._refusals = max(0, int(number))
+                elif kind == b"wait" and self._exec_errno is not None:
+                    self.report = Report(exec_errno=self._exec_errno)
+                elif kind == b"wait":
+                    os.waitstatus_to_exitcode(int(number))  # raises for no real ending
+                    self.report = Report(wait_status=int(number), network_refusals=self._refusals)
+        return self.report is not None
+
+    def kill_all(self) -> None:
+        """End every process of the namespace but the launcher (the
+        command and all it started); it then reports."""
+        if self._inside is not None:
+            self._inside.kill()
 
     def finish(self) -> dict[str, int]:
-        """bwrap's status (:func:`read_status`), once every process of the
-        namespace has ended (:func:`wait_gone`); read once, the same after."""
+        """bwrap's status (:func:`read_status`) once every process of the
+        namespace has ended (:func:`wait_gone`), or, once the launcher
+        reported, what it said so far; read once, the same after."""
         if self._status is None:
             self.spawned()
+            if self.command_ended():
+                self._status, self.gone = {}, True
+                return self._status
             self._status = read_status(self._status_fd)
             self.gone = wait_gone(self._status.get("child-pid"))
-            if self._report_fd is not None:
-                self.report = read_report(self._report_fd)
+            self.command_ended()
         return self._status
+
+    def serving(self) -> Inside | None:
+        """The namespaces, served, once the launcher reported and while
+        they last; who takes them closes them (:meth:`.inside.Inside.close`)."""
+        if self.report is None or self._inside is None:
+            return None
+        inside, self._inside, self._control, self._status_fd = self._inside, None, None, None
+        if inside.process.poll() is not None:
+            inside.close()
+            return None
+        return inside
 
     def close(self) -> None:
         self.spawned()
-        for fd in (self._status_fd, self._report_fd):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-
-
-def read_status(fd: int) -> dict[str, int]:
-    """bwrap's JSON status lines from ``fd`` (its read end), merged: the
-    ``child-pid`` once the namespaces are made, the ``exit-code`` once the
-    command has ended; neither when bwrap failed to set up."""
-    chunks = []
-    with contextlib.suppress(OSError):
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    merged: dict[str, int] = {}
-    for line in b"".join(chunks).splitlines():
-        with contextlib.suppress(ValueError):
-            value = json.loads(line)
-            if isinstance(value, dict):
-                merged.update({k: v for k, v in value.items() if isinstance(v, int)})
-    return merged
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X", b"x")
-
-
-def wait_gone(child_pid: int | None, timeout: float = GONE_TIMEOUT_SECONDS) -> bool:
-    """Wait until the namespace's first process (``child-pid``) has ended:
-    the kernel ends it only after every other process of its PID namespace.
-
-    Returns:
-        True when it is gone (or was never started).
-    """
-    if child_pid is None:
-        return True
-    deadline = time.monotonic() + timeout
-    while _alive(child_pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.002)
-    return True
+        if self._inside is not None:
+            self._inside.close()
+            self._inside = None
+            return
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.close()
+        if self._status_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._status_fd)

@@ -1,5 +1,6 @@
-"""The seccomp filter of the sandbox (:mod:`.landlock`, :mod:`.namespaces`):
-the command, and all it starts, cannot push input into a terminal
+"""The seccomp filter of the sandbox (:mod:`.namespaces`; bubblewrap
+installs it, ``--seccomp``): the command, all it starts, and git-isopatch's
+own git inside the namespaces after it, cannot push input into a terminal
 (``TIOCSTI``, ``TIOCLINUX``) nor reach the user's kernel keyrings
 (``add_key``, ``request_key``, ``keyctl``: namespaces give no keyring of
 its own, and the session keyring holds credentials; Docker's and
@@ -13,17 +14,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import functools
 import os
 import sys
 
+#: How a filter is installed on a thread (prctl(2)); the tests install
+#: filters of their own with them.
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
 
 
 # Terminal requests that inject input (include/uapi/asm-generic/ioctls.h; the
@@ -130,18 +127,3 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
         jf = labels[false] - at - 1 if false else 0
         program += bytes(_SockFilter(op, jt, jf, k))
     return bytes(program)
-
-
-def install_seccomp(program: bytes) -> None:
-    """Install ``program`` (from :func:`seccomp_filter`) on the calling
-    thread; ``PR_SET_NO_NEW_PRIVS`` must be set.
-
-    Raises:
-        OSError: the kernel refused it (no ``CONFIG_SECCOMP_FILTER``).
-    """
-    count = len(program) // ctypes.sizeof(_SockFilter)
-    records = (_SockFilter * count).from_buffer_copy(program)
-    prog = _SockFprog(count, records)
-    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"cannot install a seccomp filter: {os.strerror(code)}")

@@ -31,6 +31,7 @@ from ..git.pinned import (
     recurse_setting,
     with_config,
 )
+from ..git.process import Spawn
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.submodule import list_gitlinks
@@ -247,7 +248,7 @@ def settle_attributes(
     *,
     env: Mapping[str, str],
     info_changed: bool = False,
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> None:
     """When the command changed the attributes (a ``.gitattributes`` of
     ``attributes`` differs from the base, or ``info/attributes`` changed:
@@ -257,7 +258,7 @@ def settle_attributes(
     changed = info_changed
     if not changed:
         match attributes_changed(
-            worktree, base, attributes, git_dir=admin_dir, env=env, preexec_fn=preexec_fn
+            worktree, base, attributes, git_dir=admin_dir, env=env, spawn=spawn
         ):
             case Ok(changed):
                 pass

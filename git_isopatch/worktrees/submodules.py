@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import known_failure
+from ..git.process import Spawn
 from ..git.result import Err, Ok
 from ..git.submodule import (
     Gitlink,
@@ -94,19 +95,19 @@ def warn_changed(
     populated: Sequence[Submodule],
     env: Mapping[str, str],
     warn: Callable[[str], None],
-    preexec_fn: Callable[[], None] | None = None,
+    spawn: Spawn | None = None,
 ) -> None:
     """Warn, naming it, about each submodule whose content changed and is
     not in the patch (every one but ``populated``).  Best effort: when git
     cannot tell, nothing is said.
 
-    ``preexec_fn``: the command's sandbox, under which the look at the
+    ``spawn``: the command's sandbox, under which the look at the
     submodules runs: the command could write the worktree's private folder
     and its submodule folders, and what they name (another ``commondir``,
     a repository whose configuration names filters) git would run.
     """
     try:
-        listed = list_gitlinks(worktree, git_dir=admin_dir, env=env, preexec_fn=preexec_fn)
+        listed = list_gitlinks(worktree, git_dir=admin_dir, env=env, spawn=spawn)
     except subprocess.SubprocessError:  # the sandbox could not confine git
         return
     match listed:
@@ -120,7 +121,7 @@ def warn_changed(
         return
     try:
         changed = changed_submodules(
-            worktree, git_dir=admin_dir, gitlinks=others, env=env, preexec_fn=preexec_fn
+            worktree, git_dir=admin_dir, gitlinks=others, env=env, spawn=spawn
         )
     except subprocess.SubprocessError:  # the sandbox could not confine git
         return

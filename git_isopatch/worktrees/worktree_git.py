@@ -4,10 +4,11 @@
 its private git directory, the environment) and to the run's
 :class:`..sandbox.confinement.Confinement`: after the command ran, git runs what the
 worktree names (a filter, a nested repository's attributes), which the
-command wrote, so it runs confined as the command did.  No caller passes
-the git directory, the environment or the confinement around (git-revise's
-``Index.git()``: the repository's wrapper bound to one index).  The git
-layer sees only an opaque ``preexec_fn``.
+command wrote, so it runs where the command ran: inside its namespaces
+under the sandbox.  No caller passes the git directory, the environment
+or the confinement around (git-revise's ``Index.git()``: the repository's
+wrapper bound to one index).  The git layer sees only where git runs (a
+:class:`..git.process.Spawn`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from .submodules import warn_changed
 
 class WorktreeGit(NamedTuple):
     """git in ``worktree`` (private git directory ``admin_dir``) with
-    ``env``, confined by ``confinement``.  Its methods raise
+    ``env``, where ``confinement`` runs it.  Its methods raise
     ``subprocess.SubprocessError`` when the confinement could not be
-    entered (git did not run)."""
+    had (git did not run)."""
 
     worktree: WorktreePath
     admin_dir: GitDirPath
@@ -37,7 +38,13 @@ class WorktreeGit(NamedTuple):
     confinement: Confinement
 
     def _bound(self) -> dict[str, Any]:
-        return {"git_dir": self.admin_dir, "env": self.env, "preexec_fn": self.confinement.hook}
+        env = self.confinement.objects(self.env)
+        return {"git_dir": self.admin_dir, "env": env, "spawn": self.confinement.spawn}
+
+    def planted(self) -> list[str]:
+        """What the command left in the git directory, as git would see it,
+        that no git may open (:meth:`..sandbox.confinement.Confinement.planted`)."""
+        return self.confinement.planted(self.admin_dir)
 
     def clear_hiding_flags(self, base: CommitId) -> GitResult[bytes]:
         """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths.
@@ -78,7 +85,7 @@ class WorktreeGit(NamedTuple):
             attributes,
             env=self.env,
             info_changed=info_changed,
-            preexec_fn=self.confinement.hook,
+            spawn=self.confinement.spawn,
         )
 
     def write_binary_diff(
@@ -91,7 +98,7 @@ class WorktreeGit(NamedTuple):
         """:func:`.git.submodule.write_submodule_diff` (the submodule's own
         git directory)."""
         return git_submodule.write_submodule_diff(
-            self.worktree, submodule, out, env=self.env, preexec_fn=self.confinement.hook
+            self.worktree, submodule, out, env=self.env, spawn=self.confinement.spawn
         )
 
     def diff_stat(
@@ -112,5 +119,5 @@ class WorktreeGit(NamedTuple):
             populated=populated,
             env=self.env,
             warn=warn,
-            preexec_fn=self.confinement.hook,
+            spawn=self.confinement.spawn,
         )

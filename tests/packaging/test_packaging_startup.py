@@ -13,8 +13,9 @@ from startup_helpers import imported, imported_by_the_libraries
 
 #: Modules only some paths need.
 PATH_ONLY = {
-    "git_isopatch.sandbox.landlock",  # the sandbox (the default; not --no-sandbox)
-    "ctypes",  # the sandbox's system calls
+    "git_isopatch.sandbox.namespaces",  # the sandbox (the default; not --no-sandbox)
+    "git_isopatch.sandbox.inside",  # git-isopatch's own git inside it
+    "ctypes",  # the sandbox's seccomp filter
     "git_isopatch.git.snapshot",  # --include-uncommitted
     "git_isopatch.git.sparse",  # --include-uncommitted in a sparse checkout
     "git_isopatch.git.refresh",  # isopatch.pool
@@ -55,6 +56,7 @@ PLAIN_RUN = {
     "git_isopatch.git.patch.headers",
     "git_isopatch.git.patch.paths",
     "git_isopatch.git.pinned",
+    "git_isopatch.git.process",
     "git_isopatch.git.progress",
     "git_isopatch.git.quote",
     "git_isopatch.git.repo",
@@ -75,6 +77,7 @@ PLAIN_RUN = {
     "git_isopatch.sandbox",
     "git_isopatch.sandbox.command",
     "git_isopatch.sandbox.confinement",
+    "git_isopatch.sandbox.forwarding",
     "git_isopatch.sandbox.launcher",
     "git_isopatch.sandbox.layers",
     "git_isopatch.sandbox.limits",
@@ -174,7 +177,8 @@ def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
         ["-q", "--include-uncommitted", "--", "true"], repo, env
     )
     assert "git_isopatch.render" in imported(["--porcelain", "--", "true"], repo, env)
-    assert "git_isopatch.sandbox.landlock" in imported(["-q", "--", "true"], repo, env)
+    sandboxed = imported(["-q", "--", "true"], repo, env)
+    assert {"git_isopatch.sandbox.namespaces", "git_isopatch.sandbox.inside"} <= sandboxed
     imported(["-q", "--", "true"], repo, env, config="'isopatch.pool=1'")
     assert "git_isopatch.git.refresh" in imported(
         ["-q", "--", "true"], repo, env, config="'isopatch.pool=1'"

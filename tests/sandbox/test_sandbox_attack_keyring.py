@@ -111,12 +111,12 @@ _KEYRING_CALLS = {
 def test_the_seccomp_filter_refuses_the_keyring_calls_on_every_architecture(machine) -> None:
     """add_key, request_key and keyctl return EPERM through every ABI of
     the machine, whatever their arguments; the calls either side pass.  The
-    filter is run as the kernel runs it (``test_sandbox_kernel._run_bpf``)."""
+    filter is run as the kernel runs it (``test_sandbox_seccomp._run_bpf``)."""
     import errno
 
-    from test_sandbox_kernel import _run_bpf
+    from test_sandbox_seccomp import _run_bpf
 
-    from git_isopatch.sandbox import landlock as sandbox
+    from git_isopatch.sandbox import seccomp as sandbox
 
     byteorder, calls = _KEYRING_CALLS[machine]
     program = sandbox.seccomp_filter(machine, byteorder)

@@ -1,4 +1,4 @@
-"""Copy-on-write outside the worktree (``namespaces.run_policy``), on a real
+"""Copy-on-write outside the worktree (``run_policy.run_policy``), on a real
 repository and linked worktree with the real bubblewrap: git inside works
 as in a fresh clone, tools write where they write, and nothing of it
 reaches the user's repository, home or checkout; what was written outside
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from repo_helpers import git, repo_state
 
-from git_isopatch.sandbox import namespaces, namespaces_check
-from git_isopatch.sandbox.landlock import seccomp_filter
+from git_isopatch.sandbox import namespaces, namespaces_check, run_policy
+from git_isopatch.sandbox.seccomp import seccomp_filter
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def _setting(make_repo, env, tmp_path: Path, bwrap) -> tuple[Path, Path, namespa
     admin = git("rev-parse", "--absolute-git-dir", cwd=worktree, env=env).decode().strip()
     private = Path(env["TMPDIR"]) / "git-isopatch-private"
     (private / "tmp").mkdir(parents=True)
-    places = namespaces.RunPlaces(
+    places = run_policy.RunPlaces(
         worktree=str(worktree),
         admin_dir=admin,
         common_dir=str(repo / ".git"),
@@ -41,7 +41,7 @@ def _setting(make_repo, env, tmp_path: Path, bwrap) -> tuple[Path, Path, namespa
         home=env["HOME"],
         temporary=(env["TMPDIR"],),
     )
-    policy = namespaces.run_policy(places)
+    policy = run_policy.run_policy(places)
     box = namespaces.Namespaces(bwrap, policy, str(private / "layers"), seccomp_filter())
     box.prepare()
     return repo, worktree, box

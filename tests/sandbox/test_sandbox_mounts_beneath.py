@@ -25,7 +25,7 @@ from repo_helpers import isopatch
 from sandbox_helpers import run_wrapped
 
 from git_isopatch.sandbox import layers, namespaces
-from git_isopatch.sandbox.landlock import seccomp_filter
+from git_isopatch.sandbox.seccomp import seccomp_filter
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root")
 

@@ -22,8 +22,8 @@ import pytest
 from sandbox_helpers import nobody_python, readable_site, run_wrapped
 
 from git_isopatch.sandbox import namespaces, namespaces_check
-from git_isopatch.sandbox.landlock import seccomp_filter
 from git_isopatch.sandbox.namespaces import NamespacePolicy, Namespaces
+from git_isopatch.sandbox.seccomp import seccomp_filter
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from git_isopatch.errors import IsopatchError
 from git_isopatch.sandbox import namespaces
 from git_isopatch.sandbox.command import run_command
-from git_isopatch.sandbox.landlock import seccomp_filter
+from git_isopatch.sandbox.seccomp import seccomp_filter
 
 
 def test_a_set_up_failure_names_what_bubblewrap_said(tmp_path: Path) -> None:
@@ -24,8 +24,13 @@ def test_a_set_up_failure_names_what_bubblewrap_said(tmp_path: Path) -> None:
     policy = namespaces.NamespacePolicy(writable=(str(work), str(tmp_path / "gone")))
     box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
     box.prepare()
-    with open(tmp_path / "stderr", "wb") as stderr, pytest.raises(IsopatchError) as raised:
-        run_command(["true"], cwd=str(work), env=dict(os.environ), stderr=stderr, sandbox=box)
+    env = dict(os.environ)
+    with (
+        open(tmp_path / "stderr", "wb") as stderr,
+        box.wrap(["true"], cwd=str(work), env=env) as wrapped,
+        pytest.raises(IsopatchError) as raised,
+    ):
+        run_command(["true"], cwd=str(work), env=env, stderr=stderr, sandbox=wrapped)
     assert raised.value.code == "sandbox-unavailable"
     assert "bubblewrap could not set up the sandbox for 'true': " in raised.value.message
     assert f"{tmp_path}/gone" in raised.value.message

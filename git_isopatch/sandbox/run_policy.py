@@ -1,0 +1,93 @@
+"""What one run's command may write (design: "What it does"): its places
+(:class:`RunPlaces`) made a :class:`.namespaces.NamespacePolicy`
+(:func:`run_policy`): really writable, copy-on-write, shielded.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .layers import inside
+from .namespaces import NamespacePolicy
+
+#: Temporary folders every run sees copy-on-write (with ``$TMPDIR``).
+TEMPORARY_FOLDERS = ("/tmp", "/var/tmp")
+
+
+class RunPlaces(NamedTuple):
+    """The places of one run's command (:func:`run_policy`): its worktree,
+    the worktree's admin folder, the repository's git directory, the
+    checkout's top folder, the private ``TMPDIR``, ``$HOME``, the user's
+    temporary folders (``$TMPDIR``) and ``$XDG_RUNTIME_DIR``."""
+
+    worktree: str
+    admin_dir: str
+    common_dir: str
+    top: str
+    tmpdir: str
+    home: str | None = None
+    temporary: tuple[str, ...] = ()
+    runtime_dir: str | None = None
+    kept_answers: str | None = None
+
+
+def run_policy(
+    places: RunPlaces,
+    *,
+    allow_write: Sequence[str] = (),
+    allow_network: bool = False,
+    streams: Sequence[str] = (),
+) -> NamespacePolicy:
+    """The policy of one run's command.
+
+    Really writable: the worktree, its admin folder (``HEAD``, index,
+    logs), the private ``tmpdir`` (its ``TMPDIR``), the regular files its
+    output goes to (``streams``: writing ``/dev/stderr`` reopens them) and
+    ``allow_write``.  Copy-on-write: ``home``, the temporary folders, the
+    folder holding the checkout (so the checkout, the worktrees beside it
+    and any unix socket there) and the repository's git directory, wherever
+    it is.  The pointers between the worktree and the repository
+    (``.git``, ``commondir``, ``gitdir``) stay writable: git-isopatch puts
+    them back after the run, when nothing the command started is left to
+    rewrite them again.  Read-only inside all that: ``kept_answers`` (the
+    folder of :func:`.availability.kept_folder`), where it lies in a really
+    writable place or holds one.  Copy-on-write whatever ``allow_write``
+    says (:func:`_shielded`): the checkout and the git directory.
+    """
+    parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
+    copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
+    copy_on_write += [parent if parent != "/" else places.top, places.common_dir]
+    if places.home:
+        copy_on_write.insert(0, places.home)
+    writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
+    protected: tuple[str, ...] = ()
+    if places.kept_answers:
+        kept = os.path.realpath(places.kept_answers)
+        if any(inside(kept, p) or inside(p, kept) for p in map(os.path.realpath, writable)):
+            protected = (kept,)
+    return NamespacePolicy(
+        writable=writable,
+        copy_on_write=tuple(copy_on_write),
+        protected=protected,
+        allow_network=allow_network,
+        runtime_dir=places.runtime_dir,
+        scratch=(*TEMPORARY_FOLDERS, *places.temporary),
+        shielded=_shielded(places, allow_write),
+    )
+
+
+def _shielded(places: RunPlaces, allow_write: Sequence[str]) -> tuple[str, ...]:
+    """The checkout and the git directory where an allowed path holds
+    them, and the allowed paths in the git directory (its hooks, refs):
+    real folders, none inside another.  Bound read-write, they would let
+    the command write the user's work tree, configuration and hooks."""
+    allowed = [os.path.realpath(path) for path in allow_write]
+    top, common = os.path.realpath(places.top), os.path.realpath(places.common_dir)
+    found = [p for p in (top, common) if any(inside(p, a) for a in allowed)]
+    found += [a for a in allowed if inside(a, common) and os.path.isdir(a)]
+    found = sorted(set(found), key=lambda p: (p.count("/"), p))
+    return tuple(p for p in found if not any(o != p and inside(p, o) for o in found))
