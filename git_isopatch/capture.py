@@ -6,6 +6,11 @@ Each step lives in a module of its own: the checks before anything exists
 (:mod:`.populate`), the command (:mod:`.execute`), the patch
 (:mod:`.extract`) and the report (:mod:`.report`).  :func:`capture` is the
 keyword form of :func:`run`.
+
+Only the checks and the look at the user's checkout load with this
+module: the steps after them load once the look's ``git status`` runs,
+beside it (a warm run's first git process starts some 20 ms earlier, and
+the status of a large checkout overlaps them).
 """
 
 from __future__ import annotations
@@ -14,21 +19,19 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import execute, extract, populate, report, start
+from . import start
 from .checkout import CheckoutLook
 from .errors import IsopatchError
-from .git.shared_state import INFO_ATTRIBUTES
 from .request import CaptureRequest
-from .result import CaptureResult
-from .sandbox.forwarding import forward_signals
-from .values import Extracted, Ran, Start
-from .worktrees import kept, results
-from .worktrees.lifecycle import Lease, worktree_for_run
-from .worktrees.lock import AdminLock, admin_lock_seconds
-from .worktrees.provider import WorktreeProvider
-from .worktrees.worktree_git import WorktreeGit
+
+if TYPE_CHECKING:
+    from .result import CaptureResult
+    from .sandbox.confinement import Confinement
+    from .values import Extracted, Ran, Start
+    from .worktrees.lifecycle import Lease
+    from .worktrees.provider import WorktreeProvider
 
 log = logging.getLogger("git_isopatch")
 
@@ -113,6 +116,10 @@ def run(
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
     plan = start.check(request, os.environ if environ is None else environ, warn)
     look = CheckoutLook(plan)  # the user's checkout, looked at while the worktree is got
+    from . import execute, report  # the steps after the checks load while the look runs
+    from .sandbox.forwarding import forward_signals
+    from .worktrees import lifecycle, results
+
     state: dict[str, int | None] = {"received": None}
     provider = provider or _provider(plan, warn, state)
     with (
@@ -120,7 +127,7 @@ def run(
         results.private_folder(plan.tmp_root, plan.repository.common_dir) as private,
     ):
         # 3. A worktree at the commit: claimed from the pool or made; given back on leaving.
-        with worktree_for_run(
+        with lifecycle.worktree_for_run(
             provider,
             plan.repository,
             plan.commit,
@@ -136,13 +143,7 @@ def run(
                 lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
                 lease.keep_on_failure()
-                git = WorktreeGit(
-                    lease.isolation.worktree,
-                    lease.isolation.admin_dir,
-                    ran.fidelity.own_env(plan.git_env),
-                    confinement,
-                )
-                extracted = _extract(git, plan, private.path, submodules, warn, ran)
+                extracted = _extract(lease, confinement, plan, private.path, submodules, warn, ran)
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
@@ -158,6 +159,9 @@ def _provider(
 ) -> WorktreeProvider:
     """The worktrees of the run; a signal recorded in ``state`` ends a
     wait for the worktree lock."""
+    from .worktrees.lock import AdminLock, admin_lock_seconds
+    from .worktrees.provider import WorktreeProvider
+
     return WorktreeProvider(
         run.git_env,
         max_worktrees=run.max_worktrees,
@@ -172,6 +176,9 @@ def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequenc
     """Step 4 (:func:`.populate.populate`); the populated submodules' git
     directories and ``.git`` files are the command's to write too, so they
     are put right as well if the worktree is kept (:func:`.worktrees.kept.snapshot_submodules`)."""
+    from . import populate
+    from .worktrees import kept
+
     submodules = populate.populate(lease.isolation, plan, warn)
     lease.guard_index()
     if submodules:
@@ -182,14 +189,24 @@ def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequenc
 
 
 def _extract(
-    git: WorktreeGit,
+    lease: Lease,
+    confinement: Confinement,
     run: Start,
     private_dir: str,
     submodules: Sequence[Any],
     warn: Callable[[str], None],
     ran: Ran,
 ) -> Extracted | IsopatchError:
-    """Step 6 (:func:`.extract.extract`), its classified failure as a value."""
+    """Step 6 (:func:`.extract.extract`), its git bound to the worktree and
+    confined as the command was; its classified failure as a value."""
+    from . import extract
+    from .git.shared_state import INFO_ATTRIBUTES
+    from .worktrees.worktree_git import WorktreeGit
+
+    isolation = lease.isolation
+    git = WorktreeGit(
+        isolation.worktree, isolation.admin_dir, ran.fidelity.own_env(run.git_env), confinement
+    )
     try:
         return extract.extract(
             git,

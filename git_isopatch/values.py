@@ -6,18 +6,19 @@ step 6).  Every step may import this module; no step imports another."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from .git.patch.paths import PatchContents
-from .git.repo import UserRepository
-from .git.result import GitResult
-from .git.shared_state import SharedWrite
-from .git.status import CheckoutState
-from .git.types import CommitId
-from .sandbox.command import CommandOutcome
-from .sandbox.confinement import ConfinementPlan
-from .worktrees.fidelity import Fidelity
-from .worktrees.include import Include
+if TYPE_CHECKING:  # annotations only: the steps load what they use
+    from .git.patch.paths import PatchContents
+    from .git.repo import UserRepository
+    from .git.result import GitResult
+    from .git.shared_state import SharedWrite
+    from .git.status import CheckoutState
+    from .git.types import CommitId
+    from .sandbox.command import CommandOutcome
+    from .sandbox.confinement import ConfinementPlan
+    from .worktrees.fidelity import Fidelity
+    from .worktrees.include import Include
 
 
 class Start(NamedTuple):
@@ -113,7 +114,7 @@ class Ran(NamedTuple):
     checkout_before: GitResult[CheckoutState] | None
     checkout_changes: tuple[str, ...]
     hints: tuple[str, ...]
-    fidelity: Fidelity = Fidelity()
+    fidelity: Fidelity
     outside_writes: tuple[str, ...] = ()
     head_moved: tuple[str, str] | None = None
 
