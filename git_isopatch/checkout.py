@@ -4,23 +4,29 @@ it changed during the run (design: procedure step 7, "checkout changes")."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .git.repo import UserRepository
 from .git.result import Err, GitResult, Ok
-from .git.status import CheckoutState, read_checkout, work_tree_changes
+from .git.status import (
+    CheckoutState,
+    read_checkout,
+    start_reading_checkout,
+    work_tree_changes,
+)
 from .values import Start
 
 
 class CheckoutLook:
     """The look at the user's checkout before the command (unconfined
-    runs: under the sandbox the command's writes cannot reach it), started
-    in a thread as soon as the run is checked, so that its ``git status``
-    of the whole checkout overlaps getting the worktree (a claim's three
-    git processes, or ``git worktree add``) instead of coming after it.
-    Nothing that changes the checkout is git-isopatch's, so an earlier
-    look sees what a later one would, and what the user changes meanwhile
-    is reported as changed during the run."""
+    runs: under the sandbox the command's writes cannot reach it), its
+    ``git status`` started as soon as the run is checked and its output
+    read in a thread, so that it overlaps loading the rest of the run and
+    getting the worktree (a claim's git processes, or ``git worktree
+    add``) instead of coming after them.  Nothing that changes the
+    checkout is git-isopatch's, so an earlier look sees what a later one
+    would, and what the user changes meanwhile is reported as changed
+    during the run."""
 
     def __init__(self, start: Start) -> None:
         self._result: GitResult[CheckoutState] | BaseException | None = None
@@ -30,13 +36,15 @@ class CheckoutLook:
         import threading  # subprocess has imported it already
 
         repository = start.repository
-        args = (repository.git_dir, repository.top, start.git_env)
-        self._thread = threading.Thread(target=self._look, args=args, name="checkout-look")
+        # started here, not in the thread: the thread would wait for the
+        # interpreter's lock while this one loads the run's modules
+        finish = start_reading_checkout(repository.git_dir, repository.top, env=start.git_env)
+        self._thread = threading.Thread(target=self._look, args=(finish,), name="checkout-look")
         self._thread.start()
 
-    def _look(self, git_dir: str, top: str, env: Mapping[str, str]) -> None:
+    def _look(self, finish: Callable[[], GitResult[CheckoutState]]) -> None:
         try:
-            self._result = read_checkout(git_dir, top, env=env)
+            self._result = finish()
         except BaseException as exc:  # handed to the caller of result()
             self._result = exc
 

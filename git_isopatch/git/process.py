@@ -143,6 +143,26 @@ def execute(
         OSError: git could not be started (here or where ``spawn`` runs it).
         subprocess.SubprocessError: ``spawn`` could not have git run.
     """
+    return start(argv, env, cwd, input, timeout, spawn, sink, stoppable)()
+
+
+def start(
+    argv: list[str],
+    env: Mapping[str, str],
+    cwd: str | None,
+    input: bytes | None,
+    timeout: float | None,
+    spawn: Spawn | None,
+    sink: Callable[[bytes], object],
+    stoppable: bool,
+) -> Callable[[], Ended]:
+    """:func:`execute` started now: git runs while the caller goes on, and
+    the function returned does the rest (its ``timeout`` counts from
+    then).  Call it exactly once.
+
+    Raises:
+        OSError, subprocess.SubprocessError: as :func:`execute`.
+    """
     opened: list[int] = []
     try:
         out_r, out_w = _pipe(opened)
@@ -158,11 +178,23 @@ def execute(
             for fd in (in_r, out_w, err_w):
                 opened.remove(fd)
                 os.close(fd)
-        return _exchange(process, (opened, in_w, input, out_r, err_r), timeout, sink, stoppable)
-    finally:
-        for fd in opened:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    except BaseException:
+        _close(opened)
+        raise
+
+    def finish() -> Ended:
+        try:
+            return _exchange(process, (opened, in_w, input, out_r, err_r), timeout, sink, stoppable)
+        finally:
+            _close(opened)
+
+    return finish
+
+
+def _close(opened: list[int]) -> None:
+    for fd in opened:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:

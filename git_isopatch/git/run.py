@@ -7,9 +7,9 @@ Git runs only as an argument list (``shell=False``), bytes in and out, with
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from .process import STOPPED, Spawn, execute
+from .process import STOPPED, Spawn, start
 from .result import Err, GitError, GitResult, Ok
 
 #: Seconds any single git invocation may take before it is stopped.
@@ -211,21 +211,58 @@ def run_git(
     Raises:
         subprocess.SubprocessError: ``spawn`` could not have git run.
     """
+    return start_git(
+        args,
+        env=env,
+        config=config,
+        cwd=cwd,
+        input=input,
+        timeout=timeout,
+        warnings=warnings,
+        spawn=spawn,
+    )()
+
+
+def start_git(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    config: Sequence[tuple[str, str]] = (),
+    cwd: str | None = None,
+    input: bytes | None = None,
+    timeout: float | None = DEFAULT_GIT_TIMEOUT,
+    warnings: list[str] | None = None,
+    spawn: Spawn | None = None,
+) -> Callable[[], GitResult[bytes]]:
+    """:func:`run_git` started now and finished later: git runs while the
+    caller goes on (loads the rest of the run, checks), and the function
+    returned reads it to its end and gives what :func:`run_git` gives
+    (the timeout counts from then).  Call it exactly once.
+
+    Raises:
+        subprocess.SubprocessError: ``spawn`` could not have git run.
+    """
     argv = argv_of(config, args)
     chunks: list[bytes] = []
     try:
-        ended = execute(argv, env, cwd, input, timeout, spawn, chunks.append, spawn is not None)
+        finish = start(argv, env, cwd, input, timeout, spawn, chunks.append, spawn is not None)
     except OSError as exc:
-        return cannot_run(argv, exc)
-    if ended.stopped:
-        return Err(GitError(args=tuple(argv), stderr=ended.stderr, reason=STOPPED))
-    if ended.timed_out:
-        return timeout_error(argv, ended.stderr, timeout)
-    if ended.returncode != 0:
-        return Err(GitError(args=tuple(argv), returncode=ended.returncode, stderr=ended.stderr))
-    if warnings is not None:
-        warnings += _warning_lines(ended.stderr)
-    return Ok(b"".join(chunks))
+        failed = cannot_run(argv, exc)
+        return lambda: failed
+
+    def result() -> GitResult[bytes]:
+        ended = finish()
+        if ended.stopped:
+            return Err(GitError(args=tuple(argv), stderr=ended.stderr, reason=STOPPED))
+        if ended.timed_out:
+            return timeout_error(argv, ended.stderr, timeout)
+        if ended.returncode != 0:
+            return Err(GitError(args=tuple(argv), returncode=ended.returncode, stderr=ended.stderr))
+        if warnings is not None:
+            warnings.extend(_warning_lines(ended.stderr))
+        return Ok(b"".join(chunks))
+
+    return result
 
 
 def argv_of(config: Sequence[tuple[str, str]], args: Sequence[str]) -> list[str]:

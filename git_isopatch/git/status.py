@@ -15,11 +15,11 @@ fingerprint.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from .result import Err, GitResult, Ok
-from .run import run_git
+from .run import run_git, start_git
 from .types import GitDirPath
 
 #: No file system monitor hook runs for the look (core.fsmonitor can name a
@@ -93,6 +93,14 @@ def read_checkout(
     Returns:
         ``Ok(CheckoutState)`` or ``Err(GitError)``.
     """
+    return start_reading_checkout(git_dir, top, env=env)()
+
+
+def start_reading_checkout(
+    git_dir: GitDirPath, top: str, *, env: Mapping[str, str]
+) -> Callable[[], GitResult[CheckoutState]]:
+    """:func:`read_checkout` with its ``git status`` started now
+    (:func:`.run.start_git`); the function returned finishes it."""
     args = [
         f"--git-dir={git_dir}",
         f"--work-tree={top}",
@@ -103,18 +111,23 @@ def read_checkout(
         "--no-ahead-behind",  # the upstream's distance is not wanted: no walk
         "-z",
     ]
-    match run_git(args, env=env, config=STATUS_CONFIG, cwd=top):
-        case Ok(output):
-            pass
-        case Err() as err:
-            return err
-    root = os.fsencode(top)
-    listed, head = parse_status_v2(output)
-    entries = {
-        path: (letters, _fingerprint(os.path.join(root, path.rstrip(b"/"))))
-        for path, letters in listed.items()
-    }
-    return Ok(CheckoutState(entries, head))
+    listing = start_git(args, env=env, config=STATUS_CONFIG, cwd=top)
+
+    def finish() -> GitResult[CheckoutState]:
+        match listing():
+            case Ok(output):
+                pass
+            case Err() as err:
+                return err
+        root = os.fsencode(top)
+        listed, head = parse_status_v2(output)
+        entries = {
+            path: (letters, _fingerprint(os.path.join(root, path.rstrip(b"/"))))
+            for path, letters in listed.items()
+        }
+        return Ok(CheckoutState(entries, head))
+
+    return finish
 
 
 def work_tree_changes(
