@@ -30,15 +30,15 @@ from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .git.types import CommitId, Ref
 from .request import CaptureRequest, conflicts
-from .sandbox import confinement
-from .sandbox.confinement import ConfinementPlan
+from .sandbox import plan as sandbox_plan
 from .sandbox.limits import Limits
+from .sandbox.plan import ConfinementPlan
 from .settings import AUTO, ConfigError, complete_request, default_tmpdir
 from .values import Start
 from .worktrees.include import COPY, LINK, IncludeRequest, refuse_tracked, resolve_includes
 
 #: The error-code of a sandbox the machine cannot give
-#: (:func:`.sandbox.confinement.plan`).
+#: (:func:`.sandbox.plan.plan`).
 SANDBOX_UNAVAILABLE = "sandbox-unavailable"
 
 
@@ -55,10 +55,10 @@ def _confinement(
     """
     allow_write, allow_network = request.allow_write or (), bool(request.allow_network)
     if request.sandbox != AUTO:
-        plan = confinement.plan(bool(request.sandbox), allow_write, allow_network, work_tree)
+        plan = sandbox_plan.plan(bool(request.sandbox), allow_write, allow_network, work_tree)
         return plan, False
     try:
-        return confinement.plan(True, allow_write, allow_network, work_tree), True
+        return sandbox_plan.plan(True, allow_write, allow_network, work_tree), True
     except IsopatchError as failure:
         if failure.code != SANDBOX_UNAVAILABLE:
             raise
@@ -67,7 +67,7 @@ def _confinement(
             f"no sandbox here, the command runs unconfined: {why} "
             "(isopatch.sandbox=false: unconfined without this warning)"
         )
-        return confinement.UNCONFINED, False
+        return sandbox_plan.UNCONFINED, False
 
 
 def check(
@@ -164,7 +164,7 @@ def _existing_allowed_writes(
     skipped with a warning (when a sandbox may be asked for): a policy in
     the global configuration names folders not every machine or
     repository has.  A ``--allow-write`` that names nothing stays fatal
-    (:func:`.sandbox.confinement.plan`)."""
+    (:func:`.sandbox.plan.plan`)."""
     kept = []
     for path in request.allow_write or ():
         if os.path.lexists(path):

@@ -81,6 +81,7 @@ PLAIN_RUN = {
     "git_isopatch.sandbox.launcher",
     "git_isopatch.sandbox.layers",
     "git_isopatch.sandbox.limits",
+    "git_isopatch.sandbox.plan",
     "git_isopatch.sandbox.refusal",
     "git_isopatch.sandbox.terminal",
     "git_isopatch.settings",
