@@ -152,28 +152,36 @@ def test_a_planted_filter_cannot_type_into_the_users_tmux(env, make_repo, tmp_pa
 AS_NOBODY = """
 marks = os.path.join(os.environ["HOME"], "marks")
 proof = os.path.join(os.environ["HOME"], "proof")
+victim = os.path.join(os.environ["HOME"], "victim")
 os.mkdir(marks)
 os.mkdir(proof)
-env = {**os.environ, "MARKS": marks, "PROOF": proof, "FILTER_DOES": sys.argv[1]}
+with open(victim, "w") as handle:
+    handle.write("mine\\n")
+mode = os.stat(victim).st_mode
+env = {**os.environ, "MARKS": marks, "PROOF": proof, "VICTIM": victim, "FILTER_DOES": sys.argv[1]}
 done = subprocess.run(
     [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--allow-write", proof,
      "--", "sh", "-c", sys.argv[2]],
     cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=120)
+time.sleep(5)  # longer than a leftover waits
 intact = subprocess.run(["git", "-C", repo, "fsck", "--no-progress"], capture_output=True)
 with open(os.path.join(proof, "pidns")) as handle:
     seen = handle.read().split()
 print(json.dumps({"code": done.returncode, "err": done.stderr.decode(), "seen": seen,
-                  "mine": os.readlink("/proc/self/ns/pid"),
-                  "intact": intact.returncode == 0, "marks": os.listdir(marks)}))
+                  "mine": os.readlink("/proc/self/ns/pid"), "intact": intact.returncode == 0,
+                  "mode": os.stat(victim).st_mode == mode, "marks": os.listdir(marks)}))
 """
 
 
-def test_a_planted_filter_cannot_delete_objects_as_an_unprivileged_user(env) -> None:
-    with run_as_nobody(env, AS_NOBODY, DELETE_OBJECTS, PLANT) as seen:
+@pytest.mark.parametrize("does", [DELETE_OBJECTS, OUTLIVE], ids=["delete-objects", "outlive"])
+def test_a_planted_filter_is_confined_as_an_unprivileged_user(env, does: str) -> None:
+    """As uid 65534: the filter cannot delete the objects, and nothing it
+    starts outlives the run (a file of the user's keeps its mode)."""
+    with run_as_nobody(env, "import time\n" + AS_NOBODY, does, PLANT) as seen:
         assert "Traceback" not in seen["err"], seen["err"]
         assert seen["code"] in (0, 128), seen["err"]
         assert seen["seen"] and seen["mine"] not in seen["seen"], seen
-        assert seen["intact"], seen
+        assert seen["intact"] and seen["mode"], seen
         assert seen["marks"] == [], seen
 
 
