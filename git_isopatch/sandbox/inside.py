@@ -156,17 +156,35 @@ class Inside:
         does not end in :data:`.pidns.GONE_TIMEOUT_SECONDS`)."""
         with contextlib.suppress(OSError):
             self.control.close()
-        try:
-            self.process.wait(timeout=GONE_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
+        if not _ended(self.process, GONE_TIMEOUT_SECONDS):
             with contextlib.suppress(OSError):
                 self.process.kill()
-            self.process.wait()
+        self.process.wait()
         status = read_status(self.status_fd)
         with contextlib.suppress(OSError):
             os.close(self.status_fd)
         wait_gone(status.get("child-pid"))
         self.gone = True
+
+
+def _ended(process: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether ``process`` ends within ``timeout`` seconds, waited for on
+    its pidfd (Popen's own wait with a timeout sleeps in growing steps,
+    and bubblewrap takes some milliseconds to end: each step overshoots)."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:  # reaped already, or no pidfd here
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(int(timeout * 1000)))
+    finally:
+        os.close(pidfd)
 
 
 class Served:
