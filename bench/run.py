@@ -872,6 +872,12 @@ def print_report(
             f"target peak RSS of the tool process: {fmt(tool_mb, '.1f')} MB "
             f"<= {PEAK_RSS_TARGET_MB:.0f} MB: {verdict(met)}"
         )
+        tree_mb, bare_mb = rss.get("tool_tree_mb"), rss.get("bare_tree_mb")
+        met = None if tree_mb is None or bare_mb is None else tree_mb <= bare_mb
+        print(
+            f"target peak RSS of the tool with its git children: {fmt(tree_mb, '.1f')} MB "
+            f"<= the bare git sequence's {fmt(bare_mb, '.1f')} MB: {verdict(met)}"
+        )
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:

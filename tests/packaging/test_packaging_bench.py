@@ -48,4 +48,5 @@ def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
         for alternative in ("bare", "in place", "clone"):
             assert f"ratio {way}/{alternative}" in done.stdout
     assert "target peak RSS of the tool process" in done.stdout
+    assert "target peak RSS of the tool with its git children" in done.stdout
     assert "startup: git isopatch -h" in done.stdout
