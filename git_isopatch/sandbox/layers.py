@@ -101,7 +101,7 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
         inner = [f for f in plan.folders if f != folder and inside(f, folder)]
         found += _holding_subfolders(folder, below, inner)
         found += _outermost(inner, mounts, plan)
-        found += _readable_subfolders(folder, below, inner)
+        found += _readable_subfolders(folder, below, inner, plan.wanted)
         return
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -132,14 +132,21 @@ def _child(folder: str, path: str) -> str:
     return os.path.join(folder, rest.split("/", 1)[0])
 
 
-def _readable_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str]) -> list[Layer]:
+def _readable_subfolders(
+    folder: str, mounts: Sequence[str], taken: Sequence[str], wanted: Sequence[str]
+) -> list[Layer]:
     """Overlays above a private temporary ``folder`` for its subfolders
     that hold no mount and none of the folders ``taken`` (those have
     layers of their own), at most :data:`MAX_SPLIT`: a project or a
     virtual environment under ``/tmp`` stays readable (and copy-on-write)
-    while another program's mount lies elsewhere under it."""
+    while another program's mount lies elsewhere under it.  Those holding
+    one of the paths ``wanted`` (the command's ``PATH``) come first, so
+    that a ``/tmp`` crowded with other folders never hides the tools."""
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        entries = sorted(
+            os.scandir(folder),
+            key=lambda e: (not any(inside(w, e.path) for w in wanted), e.name),
+        )
     except OSError:
         return []
     layers: list[Layer] = []
@@ -160,6 +167,7 @@ def _readable_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str
 class _Plan(NamedTuple):
     folders: tuple[str, ...]
     scratch: frozenset[str]
+    wanted: tuple[str, ...]
 
 
 def _outermost(folders: Sequence[str], mounts: Sequence[str], plan: _Plan) -> list[Layer]:
@@ -171,19 +179,27 @@ def _outermost(folders: Sequence[str], mounts: Sequence[str], plan: _Plan) -> li
 
 
 def plan_layers(
-    copy_on_write: Sequence[str], scratch: Sequence[str], mounts: Sequence[str]
+    copy_on_write: Sequence[str],
+    scratch: Sequence[str],
+    mounts: Sequence[str],
+    wanted: Sequence[str] = (),
 ) -> tuple[Layer, ...]:
     """The layers for ``copy_on_write`` folders: real paths of existing
     folders, none inside another, never ``/``, outermost first; a folder
     with one of ``mounts`` beneath it is :data:`PRIVATE` when it is one of
     ``scratch`` (temporary folders: nothing there needs reading), else
-    split into its subfolders (see the module's words)."""
+    split into its subfolders (see the module's words); the subfolders
+    holding one of the paths ``wanted`` stay readable first."""
     folders: list[str] = []
     for path in copy_on_write:
         real = os.path.realpath(path)
         if real != "/" and os.path.isdir(real) and real not in folders:
             folders.append(real)
-    plan = _Plan(tuple(folders), frozenset(os.path.realpath(p) for p in scratch))
+    plan = _Plan(
+        tuple(folders),
+        frozenset(os.path.realpath(p) for p in scratch),
+        tuple(os.path.realpath(p) for p in wanted if os.path.isabs(p)),
+    )
     return tuple(_outermost(folders, mounts, plan))
 
 

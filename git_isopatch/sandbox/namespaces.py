@@ -153,11 +153,12 @@ class NamespacePolicy(NamedTuple):
 
     def plan(self, mounts: Sequence[str] | None = None) -> tuple[Layer, ...]:
         """The copy-on-write layers (:func:`.layers.plan_layers`) with the
-        mount table ``mounts`` (this process's when ``None``); the n-th is
-        ``<layers>/<n>``."""
+        mount table ``mounts`` (this process's when ``None``), the folders
+        of ``PATH`` kept readable first; the n-th is ``<layers>/<n>``."""
         table = mount_points() if mounts is None else mounts
         shields = tuple(Layer(folder) for folder in self.shielded)
-        return plan_layers(self.copy_on_write, self.scratch, table) + shields
+        path = os.environ.get("PATH", "").split(os.pathsep)
+        return plan_layers(self.copy_on_write, self.scratch, table, path) + shields
 
     def layers(self, mounts: Sequence[str] | None = None) -> tuple[str, ...]:
         """The folders of :meth:`plan`."""

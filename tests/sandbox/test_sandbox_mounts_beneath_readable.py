@@ -51,3 +51,34 @@ def test_a_tool_under_the_temporary_folder_runs_beside_a_mount(make_repo, env) -
     assert "files 1" in run.out.splitlines(), run.out
     assert f"outside-write {tool.parent}/left" in run.out.splitlines(), run.out
     assert not (tool.parent / "left").exists()
+
+
+def test_the_folders_of_path_stay_readable_in_a_crowded_temporary_folder(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    for n in range(layers.MAX_SPLIT + 6):
+        (tmp / f"a{n:03}").mkdir(parents=True)
+    (tmp / "zz" / "bin").mkdir(parents=True)
+    (tmp / "m").mkdir()
+    mounts = ["/", str(tmp / "m")]
+    plan = layers.plan_layers([str(tmp)], [str(tmp)], mounts, [str(tmp / "zz" / "bin"), "bin"])
+    assert plan[0] == layers.Layer(str(tmp), layers.PRIVATE)
+    assert plan[1] == layers.Layer(str(tmp / "zz")), plan[:3]
+    assert len(plan) == 1 + layers.MAX_SPLIT
+
+
+def test_a_tool_on_path_runs_from_a_crowded_temporary_folder(make_repo, env) -> None:
+    """Found in CI: the clone's venv in ``/tmp/tmp.XXXX`` came after 64
+    result folders of other runs (``/tmp/git-isopatch-*``) and vanished."""
+    repo = make_repo({"a.txt": "a\n"})
+    tmp = Path(env["TMPDIR"])
+    for n in range(layers.MAX_SPLIT + 1):
+        (tmp / f"a{n:03}").mkdir()
+    tool = tmp / "zz-tools" / "fix-it"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho fixed > a.txt\n")
+    tool.chmod(0o755)
+    with_tools = {**env, "PATH": f"{tool.parent}{os.pathsep}{env['PATH']}"}
+    with tmpfs(tmp / "mounted"):
+        run = isopatch("--sandbox", "--porcelain", "--", "fix-it", cwd=repo, env=with_tools)
+    assert run.returncode == 0, run.err
+    assert "files 1" in run.out.splitlines(), run.out
