@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterator
 from typing import IO
 
 from .checkout import CheckoutLook, checkout_changes
-from .errors import known_os_failure
+from .errors import known_failure, known_os_failure
 from .git.admin_files import read_pointers, restore_pointers
 from .git.quote import quoted
+from .git.result import Err, Ok
 from .git.run import command_environment
 from .git.shared_state import read_shared_state
 from .hints import ran_hints
@@ -58,6 +59,7 @@ def command(
         try:
             cwd = enter_prefix(isolation.worktree, repository.prefix)
             fidelity = _look_before(start, isolation, warn)
+            _mirror_checkout(start, isolation)
             env = fidelity.command_env(env)
             # under --sandbox the checkout cannot change through the command: None
             checkout_before = checkout.result()
@@ -134,6 +136,36 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
         warn=warn,
         proved=Proof(isolation.tracks_attributes) if proved else None,
     )
+
+
+def _mirror_checkout(start: Start, isolation: Isolation) -> None:
+    """From a snapshot, git in the worktree sees the user's ``HEAD`` and
+    index as its own (:mod:`.git.mirror`): after the look before the
+    command, which compares the files with the snapshot through the index
+    as the checkout wrote it.
+
+    Raises:
+        IsopatchError: a classified git or OS failure.
+    """
+    if not (start.staged or start.include_uncommitted):
+        return
+    from .git.mirror import mirror_head, mirror_index
+
+    repository, worktree = isolation.repository, isolation.worktree
+    done = mirror_head(
+        isolation.admin_dir, start.user_head, user_git_dir=repository.git_dir, env=start.git_env
+    )
+    if start.include_uncommitted and start.user_index is not None and isinstance(done, Ok):
+        done = mirror_index(
+            worktree,
+            isolation.admin_dir,
+            start.commit,
+            user_git_dir=repository.git_dir,
+            user_index=start.user_index,
+            env=start.git_env,
+        )
+    if isinstance(done, Err):
+        raise known_failure(f"could not give '{worktree}' the checkout's index", done.error)
 
 
 def _output(

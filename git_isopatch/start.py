@@ -109,11 +109,11 @@ def check(
     snapshot = request.include_uncommitted or request.staged
     commit = None if snapshot else resolve_base(repository, request.base, environ)
     git_env = own_git_environment(environ)
-    includes = resolve_includes(
-        repository, include_requests(repository, request, env=git_env), warn=warn
-    )
+    requested = include_requests(repository, request, env=git_env)
+    includes = resolve_includes(repository, requested, warn=warn)
+    user_head = user_index = None
     if commit is None:
-        commit = _snapshot(repository, request, environ, git_env, tmp_root)
+        commit, user_head, user_index = _snapshot(repository, request, environ, git_env, tmp_root)
     includes = refuse_tracked(repository, commit, includes, warn=warn)
     return Start(
         command=tuple(request.command),
@@ -147,6 +147,8 @@ def check(
         diffstat=request.diffstat,
         informational_hints=request.informational_hints,
         terminal_columns=request.terminal_columns,
+        user_head=user_head,
+        user_index=user_index,
     )
 
 
@@ -203,17 +205,19 @@ def _snapshot(
     environ: Mapping[str, str],
     git_env: Mapping[str, str],
     tmp_root: str,
-) -> CommitId:
+) -> tuple[CommitId, CommitId | None, str]:
     """The snapshot commit ``--include-uncommitted``/``--staged`` start from,
-    of the index ``GIT_INDEX_FILE`` names (checked) or the user's own."""
+    of the index ``GIT_INDEX_FILE`` names (checked) or the user's own; the
+    user's ``HEAD`` commit it sits on (``None``: unborn) and that index."""
     from .git.snapshot import user_index_file
 
     index_file = user_index_file(repository.git_dir, repository.top, environ)
     if environ.get("GIT_INDEX_FILE"):
         _check_named_index(index_file)
-    return snapshot_base(
+    commit, head = snapshot_base(
         repository, git_env, tmp_root, staged=request.staged, index_file=index_file
     )
+    return commit, head, index_file
 
 
 def check_output_target(
@@ -351,7 +355,7 @@ def snapshot_base(
     *,
     staged: bool = False,
     index_file: str | None = None,
-) -> CommitId:
+) -> tuple[CommitId, CommitId | None]:
     """``--include-uncommitted``: a commit of the work tree as it is, on top
     of ``HEAD`` (or parentless on an unborn branch); nothing of the user's
     is written (:func:`.git.snapshot.snapshot_work_tree`).  With ``staged``
@@ -359,6 +363,8 @@ def snapshot_base(
     would commit (:func:`.git.snapshot.snapshot_index`).  ``index_file``:
     the user's index (:func:`.git.snapshot.user_index_file`).
 
+    Returns:
+        the snapshot commit, and its parent (``None`` on an unborn branch).
     Raises:
         IsopatchError: a classified failure (no space, permission...).
     """
@@ -385,7 +391,7 @@ def snapshot_base(
             )
     match result:
         case Ok(commit):
-            return commit
+            return commit, head
         case Err(error):
             what = "the index" if staged else "the work tree"
             raise known_failure(f"could not snapshot {what}", error)

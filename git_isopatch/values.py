@@ -45,6 +45,11 @@ class Start(NamedTuple):
             command put in its place leads); ``output_identity``: the
             device, inode, kind and device number of the character device
             or FIFO ``output`` was then, which the patch is copied into.
+        user_head: under ``--staged``/``--include-uncommitted``, the user's
+            ``HEAD`` commit the snapshot sits on (``None``: an unborn
+            branch, or no snapshot); ``user_index``: the index the snapshot
+            was taken from.  Git inside the worktree sees them as its
+            ``HEAD`` and index (:mod:`.git.mirror`).
         timeout: seconds; ``None``: no limit.
         tmp_root: where the run's private folder goes.
         worktree_root: where the worktree goes (``isopatch.tmpdir``);
@@ -86,6 +91,8 @@ class Start(NamedTuple):
     terminal_columns: int | None
     output_folder: str | None = None
     output_identity: tuple[int, int, int, int] | None = None
+    user_head: CommitId | None = None
+    user_index: str | None = None
 
 
 class Ran(NamedTuple):
