@@ -133,6 +133,38 @@ def test_the_pre_commit_framework_recipe(env, make_repo) -> None:
     assert (repo / "app.py").read_text() == FORMATTED + extra
 
 
+#: A pre-commit configuration that runs ruff format on what it is given.
+RUFF_FORMAT_HOOK = """repos:
+  - repo: local
+    hooks:
+      - id: ruff-format
+        name: ruff format
+        entry: ruff format
+        language: system
+        types: [python]
+"""
+
+
+@pytest.mark.needs("pre-commit")
+def test_the_whole_framework_recipe_checks_what_is_staged(env, make_repo) -> None:
+    """``--staged --exit-code -- pre-commit run``: pre-commit finds the
+    staged files in the worktree and fails on one that needs a fix; the
+    unstaged work is not what it checks."""
+    line = _recipe("The pre-commit framework", "sh", "pre-commit run").strip()
+    repo = make_repo({".pre-commit-config.yaml": RUFF_FORMAT_HOOK, "app.py": "x = 1\n"})
+    _partly_staged(repo, env, "app.py", UNFORMATTED)
+    done = _bash(line, repo, env, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ruff format" in done.stdout and "Failed" in done.stdout, done.stdout
+    git("add", "app.py", cwd=repo, env=env)
+    git("commit", "-q", "-m", "as it was", cwd=repo, env=env)
+    (repo / "app.py").write_text(UNFORMATTED)  # unstaged: not checked
+    (repo / "other.py").write_text("y = 2\n")
+    git("add", "other.py", cwd=repo, env=env)
+    done = _bash(line, repo, env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.needs("nodejs", "npm")
 def test_the_husky_recipe(env, make_repo, prettier_node_modules: Path) -> None:
     """husky 9 points ``core.hooksPath`` at ``.husky/_``, whose hooks run
