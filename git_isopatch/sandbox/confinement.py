@@ -352,10 +352,10 @@ def _namespaced(
     their layers made in ``layers``; the session's socket variables leave
     ``env``."""
     from . import namespaces
-    from .run_policy import run_policy
+    from .run_policy import SESSION_VARIABLES, run_policy
     from .seccomp import seccomp_filter
 
-    for name in namespaces.SESSION_VARIABLES:
+    for name in SESSION_VARIABLES:
         env.pop(name, None)
     env[SANDBOX_VARIABLE] = "1"  # a run inside says why it has no sandbox of its own
     assert plan.bwrap is not None

@@ -95,36 +95,6 @@ from .pidns import read_status as read_status
 from .pidns import wait_gone as wait_gone
 from .untrusted import remove_tree
 
-#: Variables that name a session's sockets or agents (terminal multiplexers,
-#: D-Bus, X11, Wayland, ssh and gpg agents, container engines, editors):
-#: removed from the command's environment.
-SESSION_VARIABLES = (
-    "TMUX",
-    "TMUX_PANE",
-    "STY",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "DBUS_SYSTEM_BUS_ADDRESS",
-    "DISPLAY",
-    "XAUTHORITY",
-    "WAYLAND_DISPLAY",
-    "WAYLAND_SOCKET",
-    "SSH_AUTH_SOCK",
-    "SSH_AGENT_PID",
-    "GPG_AGENT_INFO",
-    "GNOME_KEYRING_CONTROL",
-    "SESSION_MANAGER",
-    "DOCKER_HOST",
-    "CONTAINER_HOST",
-    "PULSE_SERVER",
-    "SWAYSOCK",
-    "I3SOCK",
-    "KITTY_LISTEN_ON",
-    "WEZTERM_UNIX_SOCKET",
-    "NVIM",
-    "NVIM_LISTEN_ADDRESS",
-    "VSCODE_IPC_HOOK_CLI",
-)
-
 
 class NamespacePolicy(NamedTuple):
     """What a sandboxed command may write, and whether it keeps the network.
@@ -425,8 +395,3 @@ class Namespaces:
     def discard(self) -> None:
         """Remove the layers, however deep (best effort: :func:`.untrusted.remove_tree`)."""
         remove_tree(self.layers)
-
-
-def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without :data:`SESSION_VARIABLES`."""
-    return {k: v for k, v in environ.items() if k not in SESSION_VARIABLES}

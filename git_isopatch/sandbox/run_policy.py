@@ -1,6 +1,7 @@
 """What one run's command may write (design: "What it does"): its places
 (:class:`RunPlaces`) made a :class:`.namespaces.NamespacePolicy`
-(:func:`run_policy`): really writable, copy-on-write, shielded.
+(:func:`run_policy`): really writable, copy-on-write, shielded; and what
+of the user's session its environment keeps (:func:`command_environment`).
 
 Layering: knows nothing of the command line or of git.
 """
@@ -8,7 +9,7 @@ Layering: knows nothing of the command line or of git.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .layers import inside
@@ -16,6 +17,37 @@ from .namespaces import NamespacePolicy
 
 #: Temporary folders every run sees copy-on-write (with ``$TMPDIR``).
 TEMPORARY_FOLDERS = ("/tmp", "/var/tmp")
+
+
+#: Variables that name a session's sockets or agents (terminal multiplexers,
+#: D-Bus, X11, Wayland, ssh and gpg agents, container engines, editors):
+#: removed from the command's environment.
+SESSION_VARIABLES = (
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "SESSION_MANAGER",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "PULSE_SERVER",
+    "SWAYSOCK",
+    "I3SOCK",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK_CLI",
+)
 
 
 class RunPlaces(NamedTuple):
@@ -91,3 +123,8 @@ def _shielded(places: RunPlaces, allow_write: Sequence[str]) -> tuple[str, ...]:
     found += [a for a in allowed if inside(a, common) and os.path.isdir(a)]
     found = sorted(set(found), key=lambda p: (p.count("/"), p))
     return tuple(p for p in found if not any(o != p and inside(p, o) for o in found))
+
+
+def command_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without :data:`SESSION_VARIABLES`."""
+    return {k: v for k, v in environ.items() if k not in SESSION_VARIABLES}

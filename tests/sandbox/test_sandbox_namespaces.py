@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import nobody_python, readable_site, run_wrapped
 
-from git_isopatch.sandbox import namespaces, namespaces_check
+from git_isopatch.sandbox import namespaces, namespaces_check, run_policy
 from git_isopatch.sandbox.namespaces import NamespacePolicy, Namespaces
 from git_isopatch.sandbox.seccomp import seccomp_filter
 
@@ -62,7 +62,7 @@ def _run(box: Namespaces, script: str, cwd: Path, **kwargs) -> tuple[int, str, d
     """``sh -c script`` confined by ``box``: its status, output, and
     bwrap's JSON status, once its namespace is gone."""
     done, status = run_wrapped(
-        box, script, cwd, env=namespaces.command_environment(os.environ), **kwargs
+        box, script, cwd, env=run_policy.command_environment(os.environ), **kwargs
     )
     assert not namespaces._alive(status["child-pid"])
     return done.returncode, (done.stdout + done.stderr).decode(), status
@@ -338,7 +338,7 @@ def test_the_session_variables_are_removed() -> None:
     environ = {"TMUX": "/tmp/tmux-0/default,1,0", "SSH_AUTH_SOCK": "/x", "DISPLAY": ":0",
                "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/0/bus", "DOCKER_HOST": "unix:///x",
                "WAYLAND_DISPLAY": "wayland-0", "PATH": "/usr/bin", "HOME": "/root"}  # fmt: skip
-    assert namespaces.command_environment(environ) == {"PATH": "/usr/bin", "HOME": "/root"}
+    assert run_policy.command_environment(environ) == {"PATH": "/usr/bin", "HOME": "/root"}
 
 
 def test_a_place_that_cannot_be_bound_fails_the_set_up(bwrap, tmp_path: Path) -> None:
@@ -377,7 +377,7 @@ def test_as_an_unprivileged_user(bwrap) -> None:
             from pathlib import Path
             sys.path[:0] = [{str(site / "tests" / "sandbox")!r}, {str(site)!r}]
             from test_sandbox_namespaces import _places, _box, _run
-            from git_isopatch.sandbox import namespaces, namespaces_check
+            from git_isopatch.sandbox import namespaces, namespaces_check, run_policy
             places = _places(Path({str(shared)!r}))
             box = _box(namespaces_check.check_available(allow_network=False), places)
             cow = places["cow"]
