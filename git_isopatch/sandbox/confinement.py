@@ -27,7 +27,7 @@ from ..git.process import Spawn, Spawned
 from ..git.result import Err, GitResult, Ok
 from ..git.run import quoted_path_entry
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
-from .command import CommandOutcome, run_command
+from .command import CommandOutcome, SetUpFailed, run_command
 from .limits import bound
 from .plan import NAMESPACES, NO_MECHANISM, UNCONFINED, ConfinementPlan, plan
 from .refusal import SANDBOX_VARIABLE
@@ -145,6 +145,11 @@ def watched() -> Iterator[Watched]:
         orphans.release()
 
 
+#: How often a command is launched again when bubblewrap could not set its
+#: namespaces up while a mount came or went (:meth:`Namespaced.run_command`).
+RELAUNCHES = 8
+
+
 class Namespaced(Confinement):
     """The command in bubblewrap's namespaces (:mod:`.namespaces`): a
     read-only system, copy-on-write home, temporary folders, checkout and
@@ -178,22 +183,37 @@ class Namespaced(Confinement):
         timeout: float | None,
         signal_state: dict[str, Any],
     ) -> CommandOutcome:
-        """The command through the launcher; its namespaces then stay, served."""
-        wrapped = self.namespaces.launch(argv, cwd=cwd, env=env)
-        try:
-            return run_command(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdout=stdout,
-                stderr=stderr,
-                timeout=timeout,
-                signal_state=signal_state,
-                sandbox=wrapped,
-            )
-        finally:
-            self.inside = wrapped.serving()
-            wrapped.close()
+        """The command through the launcher; its namespaces then stay, served.
+
+        A mount made or removed under a copy-on-write folder since the
+        layers were planned (:meth:`.namespaces.Namespaces.mounts_moved`)
+        has them planned again before the launch; when bubblewrap could not
+        set the namespaces up (the command did not run) while the mount
+        table moved meanwhile, the command is launched again on a new plan,
+        at most :data:`RELAUNCHES` times."""
+        launched = 0
+        while True:
+            if self.namespaces.mounts_moved():
+                self.namespaces = self.namespaces.replanned()
+            wrapped = self.namespaces.launch(argv, cwd=cwd, env=env, stderr=stderr)
+            launched += 1
+            try:
+                return run_command(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdout=stdout,
+                    stderr=stderr,
+                    timeout=timeout,
+                    signal_state=signal_state,
+                    sandbox=wrapped,
+                )
+            except SetUpFailed:
+                if launched > RELAUNCHES or not self.namespaces.mounts_moved():
+                    raise
+            finally:
+                self.inside = wrapped.serving()
+                wrapped.close()
 
     @property
     def spawn(self) -> Spawn:  # type: ignore[override]
@@ -217,6 +237,7 @@ class Namespaced(Confinement):
         if self.inside is not None:
             self.inside.close()
             self.inside = None
+        self.namespaces.mounts.close()
 
     def shared_writes(
         self, before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]

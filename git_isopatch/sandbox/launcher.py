@@ -94,10 +94,16 @@ NETWORK_REFUSALS = frozenset(
     {b"Ip:OutNoRoutes", b"Udp:NoPorts", b"Tcp:AttemptFails", b"Ip6OutNoRoutes", b"Udp6NoPorts"}
 )
 
-#: The launcher's program: ``-c`` argv is ``fd ctype signals argv...`` (no
-#: ``argv``: it only serves).
+#: The launcher's program: ``-c`` argv is ``fd err ctype signals bounds
+#: argv...`` (no ``argv``: it only serves); ``err``, when not ``-``, is the
+#: descriptor it makes its standard error, and the command's, first of all
+#: (bubblewrap's own is git-isopatch's pipe).
 PROGRAM = """\
 import _signal as signal, _socket, marshal, os, select, sys
+fd, err, ctype, sigs, bounds, *argv = sys.argv[1:]
+if err != "-":
+    os.dup2(int(err), 2)
+    os.close(int(err))
 try:
     import _ctypes
     _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
@@ -105,7 +111,6 @@ except (ImportError, AttributeError):
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 NET = @NET@
-fd, ctype, sigs, bounds, *argv = sys.argv[1:]
 if bounds != "-":
     groups, _, rlimits = bounds.partition(";")
     for group in filter(None, groups.split(",")):
@@ -257,16 +262,23 @@ while True:
 
 
 def launcher_argv(
-    argv: Sequence[str], fd: int, env: Mapping[str, str], bounds: str = "-"
+    argv: Sequence[str],
+    fd: int,
+    env: Mapping[str, str],
+    bounds: str = "-",
+    stderr: int | None = None,
 ) -> list[str]:
     """``argv`` run through the launcher, which reports to ``fd``; ``env``
     is the command's environment (its ``LC_CTYPE`` is passed on as is);
     ``bounds``: the cgroups to move into and the rlimits to set before the
-    command starts (:meth:`.limits.Bound.launcher_spec`), ``-`` for none."""
+    command starts (:meth:`.limits.Bound.launcher_spec`), ``-`` for none;
+    ``stderr``: the descriptor the launcher makes its standard error (and
+    the command's) in place of bubblewrap's."""
     ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
     sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
     python = os.path.realpath(sys.executable)
-    return [python, "-I", "-S", "-c", PROGRAM, str(fd), ctype, sigs, bounds, *argv]
+    err = "-" if stderr is None else str(stderr)
+    return [python, "-I", "-S", "-c", PROGRAM, str(fd), err, ctype, sigs, bounds, *argv]
 
 
 class Report(NamedTuple):

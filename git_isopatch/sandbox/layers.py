@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 #: A layer that is an overlay of its folder (reads go through to it).
 OVERLAY = "overlay"
@@ -75,12 +76,42 @@ def _unescape(field: str) -> str:
 def mount_points() -> tuple[str, ...]:
     """Every mount point of this process's mount namespace (proc(5),
     ``/proc/self/mountinfo``, field 5); empty when it cannot be read."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return ()
-    return tuple(_unescape(line.split(" ")[4]) for line in lines if line.count(" ") >= 4)
+    return MountTable().points
+
+
+class MountTable:
+    """The mount points of this process's mount namespace, read once
+    (:attr:`points`), and whether a mount was made or removed there since
+    (:meth:`moved`): ``/proc/self/mountinfo`` stays open, and the kernel
+    marks it (``POLLPRI``, proc(5)) at every change of the table, even one
+    undone before it is looked at again."""
+
+    def __init__(self) -> None:
+        self._file: BinaryIO | None = None
+        self._moved = False
+        try:
+            self._file = open("/proc/self/mountinfo", "rb", buffering=0)  # noqa: SIM115
+            data = self._file.read()
+        except OSError:
+            self.points: tuple[str, ...] = ()
+            return
+        text = data.decode("utf-8", "surrogateescape")
+        lines = [line for line in text.splitlines() if line.count(" ") >= 4]
+        self.points = tuple(_unescape(line.split(" ")[4]) for line in lines)
+
+    def moved(self) -> bool:
+        """A mount was made or removed since the table was read (and stays
+        so); ``False`` where that cannot be known."""
+        if not self._moved and self._file is not None and not self._file.closed:
+            poller = select.poll()
+            poller.register(self._file.fileno(), select.POLLPRI)
+            with contextlib.suppress(OSError):
+                self._moved = bool(poller.poll(0))
+        return self._moved
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def _beneath(folder: str, mounts: Iterable[str]) -> list[str]:

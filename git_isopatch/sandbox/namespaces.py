@@ -69,7 +69,7 @@ import socket
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
@@ -80,6 +80,7 @@ from .launcher import Report, launcher_argv, signals_blocked
 from .layers import (
     OVERLAY,
     Layer,
+    MountTable,
     inside,
     layer_writes,
     make_layers,
@@ -225,6 +226,17 @@ def _pipe(opened: list[int]) -> tuple[int, int]:
     return read_end, write_end
 
 
+def _inherited(stream: int | IO[bytes] | None) -> int:
+    """A descriptor of its own for the command's standard error ``stream``
+    (ours when ``None``; ``/dev/null`` where ours is closed)."""
+    try:
+        return os.dup(
+            2 if stream is None else stream if isinstance(stream, int) else stream.fileno()
+        )
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)
+
+
 def _seccomp_fd(program: bytes) -> int:
     """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
     it to its end, so each spawn needs its own)."""
@@ -244,7 +256,14 @@ class Namespaces:
     """A policy bound to a ``bwrap`` and to its layers folder on disk; its
     layers (:meth:`NamespacePolicy.plan`) are planned once, when it is
     made, so that every spawn and the listing afterwards agree on them;
-    ``bounds``: the command's bounds (:mod:`.limits`)."""
+    ``bounds``: the command's bounds (:mod:`.limits`).
+
+    The plan follows the mount table of that moment (:mod:`.layers`): a
+    mount made or removed under a copy-on-write folder before bubblewrap
+    sets the namespaces up (another program's, a parallel test's) can make
+    the plan wrong ("Can't make overlay mount", "Can't find source path"),
+    :meth:`mounts_moved` says so, and, while nothing ran in them yet,
+    :meth:`replanned` plans again."""
 
     bwrap: Bwrap
     policy: NamespacePolicy
@@ -252,14 +271,30 @@ class Namespaces:
     seccomp: bytes | None = None
     bounds: Bound | None = field(default=None, compare=False)
     plan: tuple[Layer, ...] = field(init=False, repr=False, compare=False)
+    mounts: MountTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "plan", self.policy.plan())
+        object.__setattr__(self, "mounts", MountTable())
+        object.__setattr__(self, "plan", self.policy.plan(self.mounts.points))
 
     def bounded(self, bounds: Bound) -> Namespaces:
         """These namespaces with ``bounds``, their layers' plan kept."""
         made = copy.copy(self)
         object.__setattr__(made, "bounds", bounds)
+        return made
+
+    def mounts_moved(self) -> bool:
+        """A mount was made or removed since the plan (:class:`.layers.MountTable`)."""
+        return self.mounts.moved()
+
+    def replanned(self) -> Namespaces:
+        """These namespaces planned again on the mount table of now, their
+        layers made anew (the old ones removed): only while nothing has run
+        in them, whose writes the old layers would hold."""
+        self.mounts.close()
+        remove_tree(self.layers)
+        made = Namespaces(self.bwrap, self.policy, self.layers, self.seccomp, self.bounds)
+        made.prepare()
         return made
 
     def prepare(self) -> None:
@@ -288,15 +323,20 @@ class Namespaces:
         *,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
+        stderr: int | IO[bytes] | None = None,
     ) -> Wrapped:
         """``argv`` run in the namespaces: one spawn's :class:`Wrapped`,
         whose owner closes it.  With ``env`` (the command's environment)
         ``argv`` runs through the launcher (:mod:`.launcher`):
         :attr:`Wrapped.report` holds its wait status after the run, and
         the namespaces then serve git-isopatch's own git
-        (:meth:`Wrapped.serving`)."""
+        (:meth:`Wrapped.serving`); the command's standard error is
+        ``stderr`` (ours when ``None``), bubblewrap's own a pipe
+        (:attr:`Wrapped.said`): what it says of a failed set-up is
+        git-isopatch's to tell, never mixed into the command's output."""
         fds: list[int] = []
         control = child = None
+        said: tuple[int, int] | None = None
         try:
             status_read, status_write = _pipe(fds)
             if env is not None:
@@ -304,6 +344,8 @@ class Namespaces:
                 fds.append(child.detach())
                 child = fds[-1]
                 os.set_inheritable(child, True)
+                said = _pipe(fds)
+                fds.append(_inherited(stderr))  # the command's
             seccomp = _seccomp_fd(self.seccomp) if self.seccomp is not None else None
         except OSError:
             for fd in fds:
@@ -322,14 +364,14 @@ class Namespaces:
         if seccomp is not None:
             options += ["--seccomp", str(seccomp)]
         kept = tuple(fd for fd in (status_write, seccomp, child) if fd is not None)
-        if child is not None and env is not None:
+        if child is not None and env is not None and said is not None:
             groups = tuple(map(os.dup, self.bounds.fds)) if self.bounds else ()  # its own
-            kept += groups
+            kept += (fds[-1], *groups)
             spec = self.bounds.launcher_spec(groups) if self.bounds else "-"
-            argv = launcher_argv(argv, child, env, spec)
+            argv = launcher_argv(argv, child, env, spec, stderr=fds[-1])
             options.insert(0, "--as-pid-1")  # the launcher is the namespace's init
         argv = [self.bwrap.path, *options, "--", *argv]
-        return Wrapped(argv, kept, status_read, control, self.bounds)
+        return Wrapped(argv, kept, status_read, control, self.bounds, said)
 
     def serve(self) -> Inside:
         """The namespaces, served by a launcher that runs no command: for
@@ -339,7 +381,11 @@ class Namespaces:
         Raises:
             Gone: bubblewrap could not make them.
         """
-        wrapped = self.launch([], env={})
+        nothing = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            wrapped = self.launch([], env={}, stderr=nothing)
+        finally:
+            os.close(nothing)
         try:
             with signals_blocked():
                 process = subprocess.Popen(
@@ -347,7 +393,7 @@ class Namespaces:
                     pass_fds=wrapped.pass_fds,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+                    stderr=wrapped.stderr,
                     process_group=0,
                 )
         except OSError as exc:
@@ -394,4 +440,5 @@ class Namespaces:
 
     def discard(self) -> None:
         """Remove the layers, however deep (best effort: :func:`.untrusted.remove_tree`)."""
+        self.mounts.close()
         remove_tree(self.layers)

@@ -40,6 +40,7 @@ class Wrapped:
         status_fd: int,
         control: socket.socket | None = None,
         bounds: Bound | None = None,
+        said: tuple[int, int] | None = None,
     ) -> None:
         self.argv = argv
         #: The bounds of the namespace's processes (:mod:`.limits`), if any.
@@ -48,6 +49,13 @@ class Wrapped:
         self._status_fd: int | None = status_fd
         self._control = control
         self._open = list(child_fds)
+        #: bubblewrap's own standard error (a pipe's write end), when the
+        #: command's is passed to the launcher; ``None``: they are one.
+        self.stderr: int | None = None
+        self._said: int | None = None
+        if said is not None:
+            self._said, self.stderr = said
+            self._open.append(self.stderr)
         #: The launcher's report (:mod:`.launcher`), once :meth:`command_ended`
         #: or :meth:`finish` has read it; ``None`` without a launcher, or
         #: when it said nothing.
@@ -69,6 +77,19 @@ class Wrapped:
                 os.close(self._open.pop())
         if process is not None and self._control is not None and self._inside is None:
             self._inside = Inside(process, self._control, self._status_fd)
+
+    def said(self) -> str | None:
+        """bubblewrap's last ``bwrap:`` line (why it could not set up the
+        namespaces), read without waiting; ``None`` when it said none."""
+        if self._said is None:
+            return None
+        os.set_blocking(self._said, False)
+        chunks = []
+        with contextlib.suppress(OSError):
+            while len(chunks) < 16 and (chunk := os.read(self._said, 4096)):
+                chunks.append(chunk)
+        lines = [line for line in b"".join(chunks).splitlines() if line.startswith(b"bwrap: ")]
+        return lines[-1][len(b"bwrap: ") :].decode("utf-8", "replace") if lines else None
 
     @property
     def watched(self) -> int | None:
@@ -130,6 +151,10 @@ class Wrapped:
 
     def close(self) -> None:
         self.spawned()
+        if self._said is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._said)
+            self._said = None
         if self._inside is not None:
             self._inside.close()
             self._inside = None
