@@ -43,13 +43,17 @@ RECORD_FILES = frozenset({"isopatch.json", "isopatch-conversions"})
 
 
 #: Configuration for the refresh and its checks: no hook runs, no file
-#: system monitor answers for the work tree, every stat field and the
-#: executable bit count (so that a file whose mode the command changed, or
-#: whose content it changed and whose modification time it restored, is
-#: seen), and the whole index is used (no sparse index).
+#: system monitor answers for the work tree, no command recurses into a
+#: submodule folder (``submodule.recurse``, which ``read-tree`` honours:
+#: the folder may hold a repository the command planted, whose filters
+#: would run with the user's rights), every stat field and the executable
+#: bit count (so that a file whose mode the command changed, or whose
+#: content it changed and whose modification time it restored, is seen),
+#: and the whole index is used (no sparse index).
 REFRESH_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", os.devnull),
     ("core.fsmonitor", "false"),
+    ("submodule.recurse", "false"),
     ("core.untrackedCache", "false"),
     ("core.fileMode", "true"),
     ("core.trustctime", "true"),
