@@ -43,8 +43,20 @@ from ..sandbox.layers import inside
 from .deletion import delete_tree
 
 #: The files of the private folder that tell git where the repository is,
-#: where the worktree is, and the worktree's own configuration.
-GUARDED = ("commondir", "gitdir", "config.worktree")
+#: where the worktree is, the worktree's own configuration, and its
+#: ``HEAD`` (detached as git-isopatch made it: a ``HEAD`` the command made
+#: a symbolic ref to the user's checked-out branch would have the user's
+#: ``git commit`` in the kept worktree move that branch under the checkout).
+GUARDED = ("commondir", "gitdir", "config.worktree", "HEAD")
+
+#: Names of the private folder kept as they are besides :data:`GUARDED` and
+#: what ``git worktree add`` makes there: the submodules' git directories
+#: (``--recurse-submodules``), the sparse checkout's ``info`` and the reflog.
+#: Anything else is the command's (an operation "in progress": a
+#: ``rebase-merge`` whose todo list's ``exec`` lines the user's ``git rebase
+#: --continue`` would run, ``sequencer``, ``MERGE_HEAD``, bisect state,
+#: per-worktree refs) and is removed (:func:`put_right`).
+ADMIN_KEPT = frozenset({"modules", "info", "logs"})
 
 #: The worktree's own ``.git`` file, which names its private folder.
 DOTGIT = ".git"
@@ -173,6 +185,21 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
+def _remove_extras(admin_dir: str) -> list[str]:
+    """Remove from the private folder what neither ``git worktree add`` nor
+    git-isopatch made there (:data:`ADMIN_KEPT`); the paths removed."""
+    from ..git.refresh import admin_extras
+
+    removed = []
+    with contextlib.suppress(OSError):
+        for name in admin_extras(admin_dir):
+            if name not in ADMIN_KEPT and name not in GUARDED:
+                path = os.path.join(admin_dir, name)
+                _remove(path)
+                removed.append(path)
+    return removed
+
+
 def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -> list[str]:
     """Make each guarded file hold what :func:`snapshot` read into ``made``
     again: rewritten by rename (never through a link), or removed when it
@@ -184,7 +211,7 @@ def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -
     Raises:
         OSError: one could not be.
     """
-    changed = []
+    changed = _remove_extras(admin_dir)
     for name, path in _paths(admin_dir, worktree).items():
         if name not in made:
             continue
