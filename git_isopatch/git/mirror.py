@@ -123,11 +123,12 @@ def mirror_index(
     added_back = [
         path for status, _, _, path in records if status != b"A" and path in intent_to_add
     ]
-    unmerged = [path for status, _, _, path in records if status == b"U"]
+    # an unmerged path's record holds the null id, of the repository's length
+    unmerged = {path: oid for status, _, oid, path in records if status == b"U"}
     if unmerged:
-        match _stages(user_git_dir, unmerged, user_env):
+        match _stages(user_git_dir, list(unmerged), user_env):
             case Ok(stages):
-                lines += [_entry(b"000000", b"0" * 40, path) for path in unmerged] + stages
+                lines += [_entry(b"000000", oid, path) for path, oid in unmerged.items()] + stages
             case Err() as err:
                 return err
     git = worktree_args(worktree, admin_dir)

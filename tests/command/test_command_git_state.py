@@ -219,8 +219,16 @@ def test_a_staged_submodule_pointer_is_staged(env, make_repo, tmp_path, mode) ->
 
 
 @pytest.mark.hostile
-def test_unmerged_paths_are_unmerged_under_include_uncommitted(env, make_repo, tmp_path) -> None:
-    repo = make_repo({"conflict": "base\n", "other": "o\n"})
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_unmerged_paths_are_unmerged_under_include_uncommitted(
+    env, tmp_path, object_format
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", f"--object-format={object_format}", cwd=repo, env=env)
+    write_tree(repo, {"conflict": "base\n", "other": "o\n"})
+    git("add", "-A", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
     git("checkout", "-q", "-b", "side", cwd=repo, env=env)
     write_tree(repo, {"conflict": "side\n"})
     git("commit", "-q", "-am", "side", cwd=repo, env=env)
@@ -228,9 +236,11 @@ def test_unmerged_paths_are_unmerged_under_include_uncommitted(env, make_repo, t
     write_tree(repo, {"conflict": "main\n"})
     git("commit", "-q", "-am", "main", cwd=repo, env=env)
     git("merge", "-q", "side", cwd=repo, env=env, check=False)
+    write_tree(repo, {"intent": "to add\n"})
+    git("add", "--intent-to-add", "intent", cwd=repo, env=env)
     checkout = _checkout_looks(repo, env)
     before = repo_state(repo, env)
-    assert checkout["status"] == b"UU conflict\0"
+    assert checkout["status"] == b"UU conflict\0 A intent\0"
     seen = _worktree_looks(repo, env, "--include-uncommitted")
     assert seen["status"] == checkout["status"] and seen["head"] == checkout["head"]
     stages = "git ls-files --stage -z"
@@ -321,3 +331,21 @@ def test_the_exit_code_recipe_stops_a_commit_that_needs_a_fix(env, make_repo) ->
     git("add", "a.txt", cwd=repo, env=env)
     clean = isopatch("--staged", "--exit-code", "-q", "--", "pre-commit", "run", cwd=repo, env=env)
     assert clean.returncode == 0, clean.out + clean.err
+
+
+def test_a_kept_worktrees_index_is_the_snapshots(env, make_repo) -> None:
+    """``--keep``: the index is put back as git-isopatch made it, the
+    snapshot's, so ``git diff`` there shows what the command changed,
+    whatever it staged."""
+    repo = _work_in_progress(make_repo, env)
+    change = "echo more >> modified && git add modified"
+    done = isopatch(
+        "--include-uncommitted", "--keep", "--porcelain", "--", "sh", "-c", change,
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.err
+    kept = Path(done.fields()["worktree"])
+    assert git("diff", "--name-only", cwd=kept, env=env) == b"modified\n"
+    assert git("rev-parse", "HEAD", cwd=kept, env=env) == git(
+        "rev-parse", "HEAD", cwd=repo, env=env
+    )
