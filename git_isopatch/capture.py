@@ -181,6 +181,8 @@ def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequenc
 
     submodules = populate.populate(lease.isolation, plan, warn)
     lease.guard_index()
+    if plan.staged or plan.include_uncommitted:  # HEAD as step 4 made it: the user's
+        lease.guard(kept.snapshot(lease.isolation.admin_dir, lease.isolation.worktree))
     if submodules:
         isolation = lease.isolation
         pairs = [(sub.path, sub.git_dir) for sub in submodules]

@@ -59,7 +59,7 @@ def command(
         try:
             cwd = enter_prefix(isolation.worktree, repository.prefix)
             fidelity = _look_before(start, isolation, warn)
-            _mirror_checkout(start, isolation)
+            _mirror_index(start, isolation)
             env = fidelity.command_env(env)
             # under --sandbox the checkout cannot change through the command: None
             checkout_before = checkout.result()
@@ -138,34 +138,31 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
     )
 
 
-def _mirror_checkout(start: Start, isolation: Isolation) -> None:
-    """From a snapshot, git in the worktree sees the user's ``HEAD`` and
-    index as its own (:mod:`.git.mirror`): after the look before the
-    command, which compares the files with the snapshot through the index
-    as the checkout wrote it.
+def _mirror_index(start: Start, isolation: Isolation) -> None:
+    """From a snapshot of the work tree, git in the worktree sees the
+    user's index as its own (:func:`.git.mirror.mirror_index`; ``HEAD``
+    is step 4's): after the look before the command, which compares the
+    files with the snapshot through the index as the checkout wrote it.
 
     Raises:
-        IsopatchError: a classified git or OS failure.
+        IsopatchError: a classified git failure.
     """
-    if not (start.staged or start.include_uncommitted):
+    if not start.include_uncommitted or start.user_index is None:
         return
-    from .git.mirror import mirror_head, mirror_index
+    from .git.mirror import mirror_index
 
-    repository, worktree = isolation.repository, isolation.worktree
-    done = mirror_head(
-        isolation.admin_dir, start.user_head, user_git_dir=repository.git_dir, env=start.git_env
-    )
-    if start.include_uncommitted and start.user_index is not None and isinstance(done, Ok):
-        done = mirror_index(
-            worktree,
-            isolation.admin_dir,
-            start.commit,
-            user_git_dir=repository.git_dir,
-            user_index=start.user_index,
-            env=start.git_env,
-        )
-    if isinstance(done, Err):
-        raise known_failure(f"could not give '{worktree}' the checkout's index", done.error)
+    match mirror_index(
+        isolation.worktree,
+        isolation.admin_dir,
+        start.commit,
+        user_git_dir=isolation.repository.git_dir,
+        user_index=start.user_index,
+        env=start.git_env,
+    ):
+        case Err(error):
+            raise known_failure(f"could not give '{isolation.worktree}' your index", error)
+        case Ok():
+            pass
 
 
 def _output(

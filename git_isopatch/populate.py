@@ -4,7 +4,9 @@ With ``--include-uncommitted`` in a sparse checkout, the snapshot's files
 the sparse patterns leave out but the user has are checked out; with
 ``--recurse-submodules``, the submodules the user has checked out are
 populated from the user's own repositories; then the ``--link``/``--copy``/
-``.worktreeinclude`` paths are brought in.
+``.worktreeinclude`` paths are brought in; last, from a snapshot
+(``--staged``, ``--include-uncommitted``), the worktree's ``HEAD`` becomes
+the user's ``HEAD`` commit (:func:`.git.mirror.mirror_head`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,31 @@ def populate(
             isolation.worktree, isolation.admin_dir, isolation.repository.top, env=start.git_env
         )
     bring_in(isolation.repository, isolation.worktree, start.includes, env=start.git_env, warn=warn)
+    if start.staged or start.include_uncommitted:
+        _mirror_head(isolation, start)
     return submodules
+
+
+def _mirror_head(isolation: Isolation, start: Start) -> None:
+    """The worktree's ``HEAD`` is the user's ``HEAD`` commit, the
+    snapshot's parent (:func:`.git.mirror.mirror_head`); the index follows
+    before the command (:mod:`.execute`).
+
+    Raises:
+        IsopatchError: a classified git or OS failure.
+    """
+    from .git.mirror import mirror_head
+
+    match mirror_head(
+        isolation.admin_dir,
+        start.user_head,
+        user_git_dir=isolation.repository.git_dir,
+        env=start.git_env,
+    ):
+        case Err(error):
+            raise known_failure(f"could not point the HEAD of '{isolation.worktree}'", error)
+        case Ok():
+            pass
 
 
 def _check_out_present_skipped(isolation: Isolation, start: Start) -> None:
