@@ -8,7 +8,10 @@ plants in a world-writable ``/tmp`` applies to every run.  So the worktree
 is placed beside the checkout: ``<parent of the top>/<name of the top>.
 isopatch-XXXXXXXX/<name of the top>``, a ``mkdtemp`` folder (mode 0700)
 holding only the worktree, so the folders above the worktree are the
-checkout's own.  Its name starts with no dot, as worktree tools name a
+checkout's own.  Its ``XXXXXXXX`` is, when that folder is free, the same
+for every run of the checkout (:func:`_same_each_run`): tools that key
+their caches by a file's path (black's) find them warm on the next run.
+Its name starts with no dot, as worktree tools name a
 visible sibling (``../<repo>.<branch>``): tools that take a dot segment of
 an absolute path for a hidden file refuse to serve or read what lies below
 one (express's ``res.sendFile`` answers 404 there).  Folders of older
@@ -100,6 +103,7 @@ def place_worktree(
     fallback_root: str,
     configured_root: str | None = None,
     warn: Callable[[str], None],
+    same_each_run: bool = True,
 ) -> WorktreePlace:
     """Make the folder for a new worktree of the checkout whose top folder
     is ``top``; the one place where git-isopatch (and its pool of warm
@@ -112,6 +116,8 @@ def place_worktree(
         configured_root: ``isopatch.tmpdir`` when the user set it: the
             worktree goes there and nowhere else.
         warn: called with the one-line warning of a fall-back.
+        same_each_run: beside the checkout, try the folder every run of it
+            tries first (:func:`_same_each_run`); else a new one.
 
     Returns:
         The :class:`WorktreePlace`; the caller removes ``container`` with
@@ -133,7 +139,8 @@ def place_worktree(
     else:
         try:
             named = name if len(os.fsencode(name)) <= _LONGEST_NAME else "worktree"
-            container = tempfile.mkdtemp(prefix=named + BESIDE_SUFFIX, dir=parent)
+            same = _same_each_run(top, parent, named) if same_each_run else None
+            container = same or tempfile.mkdtemp(prefix=named + BESIDE_SUFFIX, dir=parent)
         except OSError as exc:
             reason = f"'{parent}': {exc.strerror or exc}"
         else:
@@ -144,6 +151,26 @@ def place_worktree(
         "where configuration files above the checkout do not apply"
     )
     return WorktreePlace(container, os.path.join(container, name), False)
+
+
+def _same_each_run(top: str, parent: str, named: str) -> str | None:
+    """The folder beside the checkout ``top`` that every run of it tries
+    first, made (mode 0700), or ``None`` when it is taken (another run's, a
+    kept worktree's, anything already there: ``mkdir`` never reuses it).
+
+    Raises:
+        OSError: it cannot be made in ``parent``.
+    """
+    digest = 0x811C9DC5  # FNV-1a, 32 bits: no hashlib to load in a plain run
+    for byte in os.fsencode(top):
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    suffix = f"{digest:08x}"
+    path = os.path.join(parent, named + BESIDE_SUFFIX + suffix)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return None
+    return path
 
 
 def _make(root: str) -> str:

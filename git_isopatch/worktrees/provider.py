@@ -173,6 +173,7 @@ class WorktreeProvider:
                 fallback_root=tmp_root or tempfile.gettempdir(),
                 configured_root=worktree_root,
                 warn=self.warn,
+                same_each_run=not self.pool,  # pooled worktrees keep their own places
             ).container
             made = self._add(repository, base, private_dir, container, command, tmp_root)
         if self.pool and made.poolable:

@@ -173,6 +173,24 @@ def test_the_worktree_is_a_folder_beside_the_checkout(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_runs_one_after_another_run_in_one_place(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    """Tools that key their caches by a file's path (black) find them on
+    the next run: a run's worktree is where the last one's was, unless
+    that folder is taken (a kept worktree, a run under way): then another."""
+    repo = make_repo()
+    first, second = (
+        _where_it_ran(isopatch("--porcelain", "--", "pwd", cwd=repo, env=env)) for _ in "12"
+    )
+    assert first == second
+    kept = isopatch("--porcelain", "--keep", "--", "true", cwd=repo, env=env).fields()["worktree"]
+    assert Path(kept) == first
+    third = _where_it_ran(isopatch("--porcelain", "--", "pwd", cwd=repo, env=env))
+    assert third != first and third.parent.parent == tmp_path
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+
+
 def test_kept_worktrees_beside_the_checkout_are_listed_and_pruned(
     env, make_repo, tmp_path: Path
 ) -> None:
