@@ -79,8 +79,8 @@ _git_isopatch ()
 				--apply --output= --stdout --porcelain -z --json --keep
 				--timeout= --exit-code --sandbox --allow-write= --allow-network
 				--quiet --help --version --recurse-submodules --apparmor-profile
-				--max-processes= --max-memory=
-				-- --no-keep --no-link --no-copy --no-sandbox --no-recurse-submodules
+				--max-processes= --max-memory= --cache
+				-- --no-keep --no-link --no-copy --no-sandbox --no-recurse-submodules --no-cache
 				"
 			return
 			;;

@@ -149,6 +149,7 @@ def isopatch(
     timeout: usage.TimeoutOption = None,
     max_processes: usage.MaxProcessesOption = None,
     max_memory: usage.MaxMemoryOption = None,
+    cache: usage.CacheOption = None,
     exit_code_option: Annotated[
         bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
     ] = False,
@@ -238,6 +239,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         recurse_submodules=params["recurse_submodules"],
         max_processes=params["max_processes"],
         max_memory=params["max_memory"],
+        cache=params["cache"],
     )
     if (problem := conflicts(request, mode)) is not None:
         raise UsageFailure(problem)
@@ -354,7 +356,7 @@ def prune_command(
         bool, typer.Option("-n", "--dry-run", help="remove nothing, show what would go")
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("-v", "--verbose", help="report pruned worktrees and result folders")
+        bool, typer.Option("-v", "--verbose", help="report what is pruned, caches included")
     ] = False,
     repo_path: RepoPathOption = ".",
     _short_help: ShortHelpOption = False,
@@ -365,20 +367,20 @@ def prune_command(
     a running worktree, never one it did not make (design: "Kept
     worktrees", "Placement")."""
     from .errors import IsopatchError
-    from .manage import prune_result_folders, prune_worktrees
+    from .manage import prune_folders, prune_worktrees
     from .render import prune_lines
 
     configure_logging()
     try:
         pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
-        folders = prune_result_folders(repo_path, expire=expire, dry_run=dry_run)
+        folders = prune_folders(repo_path, expire=expire, dry_run=dry_run)
     except ValueError as exc:
         raise UsageFailure(f"option 'expire': {exc}") from exc
     except IsopatchError as failure:
         usage.fatal(failure)
     out, err = prune_lines(
         [(worktree.path, worktree.state) for worktree in pruned.removed],
-        [folder.path for folder in folders],
+        folders,
         here=None if pruned.here is None else pruned.here.path,
         failed=[(worktree.path, reason) for worktree, reason in pruned.failed],
         verbose=dry_run or verbose,

@@ -20,7 +20,7 @@ from .settings import ConfigError, configured_tmpdir
 from .worktrees import results
 from .worktrees.inventory import OwnedWorktree, owned_worktrees
 from .worktrees.lock import AdminLock, admin_lock_seconds
-from .worktrees.removal import Pruned, prune
+from .worktrees.removal import Pruned, prune, prune_cache_layer_of
 from .worktrees.results import ResultFolder
 from .worktrees.store import GitMetadataStore
 
@@ -119,3 +119,27 @@ def prune_result_folders(
     except ConfigError as bad:
         raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
     return results.expire(repository.common_dir, root, before=cutoff, dry_run=dry_run)
+
+
+def prune_folders(
+    repo_path: str = ".",
+    *,
+    expire: str | None = None,
+    dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> list[tuple[str, str]]:
+    """:func:`prune_result_folders`, then the sandbox's cache layer of the
+    repository cleared (:func:`.worktrees.removal.prune_cache_layer_of`)
+    unless a run uses it or, with ``expire``, one used it since: each
+    folder removed (that would be, with ``dry_run``) with what it was.
+
+    Raises:
+        ValueError: ``expire`` is not a time git understands.
+        IsopatchError: as :func:`prune_result_folders`.
+    """
+    environ = os.environ if environ is None else environ
+    results = prune_result_folders(repo_path, expire=expire, dry_run=dry_run, environ=environ)
+    cutoff = None if expire is None else _expiry(expire, own_git_environment(environ))
+    repository = open_repository(repo_path, environ)
+    caches = prune_cache_layer_of(repository, before=cutoff, dry_run=dry_run)
+    return [(f.path, "result folder") for f in results] + [(p, "cache layer") for p in caches]

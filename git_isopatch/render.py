@@ -308,18 +308,19 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
 
 def prune_lines(
     removed: Iterable[tuple[str, str]],
-    folders: Iterable[str],
+    folders: Iterable[tuple[str, str]],
     *,
     here: str | None,
     failed: Iterable[tuple[str, str]],
     verbose: bool,
 ) -> tuple[list[str], list[str]]:
     """``git isopatch prune``: the stdout lines (with ``verbose``, each
-    ``(path, state)`` removed and each result folder) and the stderr lines
+    ``(path, state)`` removed and each ``(path, what)`` of the result
+    folders and the cache layer) and the stderr lines
     (the worktree ``here`` the user stands in, each ``(path, reason)`` that
     failed), each ended by a newline."""
     out = [f"Removing {path}: {state}\n" for path, state in removed] if verbose else []
-    out += [f"Removing {path}: result folder\n" for path in folders] if verbose else []
+    out += [f"Removing {path}: {what}\n" for path, what in folders] if verbose else []
     err = [f"warning: not pruning {quoted(here)}: you are in it\n"] if here else []
     err += [f"error: could not prune {quoted(path)}: {why}\n" for path, why in failed]
     return out, err

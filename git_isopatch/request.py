@@ -125,6 +125,11 @@ class CaptureRequest(NamedTuple):
         max_memory: in the sandbox, how many bytes of memory it may use
             (``--max-memory``, ``isopatch.maxMemory``; default half the
             machine's memory; 0: no bound).
+        cache: in the sandbox, keep what the command writes to the user's
+            cache folders for the later sandboxed runs of the repository
+            (``--cache``/``--no-cache``, ``isopatch.cache``; default yes).
+        cache_limit: past how many bytes that cache layer is cleared
+            (``isopatch.cacheLimit``; default 1 GiB; 0: no bound).
     """
 
     command: tuple[str, ...]
@@ -156,6 +161,8 @@ class CaptureRequest(NamedTuple):
     recurse_submodules: bool | None = None
     max_processes: int | None = None
     max_memory: int | None = None
+    cache: bool | None = None
+    cache_limit: int | None = None
 
     @property
     def from_head_alone(self) -> bool:

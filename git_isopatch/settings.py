@@ -10,7 +10,9 @@ the values read before it, as git does for ``push.pushOption``) and
 ``isopatch.allowWrite`` (multi-valued paths, an empty one is a bad
 value); ``isopatch.pool`` (a count, 0
 for no pool); ``isopatch.maxProcesses`` and ``isopatch.maxMemory`` (the
-sandbox's bounds, sizes as git reads integers, 0 for none).  All are read through
+sandbox's bounds, sizes as git reads integers, 0 for none);
+``isopatch.cache`` (boolean) and ``isopatch.cacheLimit`` (a size, 0 for
+no bound): the sandbox's cache layer.  All are read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
 ``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
@@ -44,6 +46,11 @@ DEFAULT_MAX_WORKTREES = 25
 #: Default of ``isopatch.maxProcesses``: the processes (threads count, as
 #: the kernel counts them) a sandboxed command may have at once.
 DEFAULT_MAX_PROCESSES = 4096
+
+
+#: Default of ``isopatch.cacheLimit``: past this many bytes a
+#: repository's cache layer is cleared after the run.
+DEFAULT_CACHE_LIMIT = 1 << 30
 
 
 def default_max_memory() -> int:
@@ -197,6 +204,14 @@ def _memory(_key: str, value: str | None, _repository: UserRepository) -> int:
         raise BadValue(f"'{value or ''}' {why}") from None
 
 
+def _cache_limit(_key: str, value: str | None, _repository: UserRepository) -> int:
+    try:
+        return parse_size(value or "")
+    except ValueError:
+        why = "is not a size in bytes (512m, 2g; 0 for no bound)"
+        raise BadValue(f"'{value or ''}' {why}") from None
+
+
 def after_last_reset(values: list[str | None]) -> list[str | None]:
     """The values of a multi-valued key after its last empty one: an empty
     value clears the list (git-config(1), ``push.pushOption``)."""
@@ -254,6 +269,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("recurseSubmodules", "recurse_submodules", _bool),
     ConfigKey("maxProcesses", "max_processes", _processes),
     ConfigKey("maxMemory", "max_memory", _memory),
+    ConfigKey("cache", "cache", _bool),
+    ConfigKey("cacheLimit", "cache_limit", _cache_limit),
 )
 
 
@@ -281,6 +298,8 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "recurse_submodules": False,
         "max_processes": DEFAULT_MAX_PROCESSES,
         "max_memory": default_max_memory(),
+        "cache": True,
+        "cache_limit": DEFAULT_CACHE_LIMIT,
     }
 
 

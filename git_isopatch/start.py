@@ -32,7 +32,7 @@ from .git.types import CommitId, Ref
 from .request import CaptureRequest, conflicts
 from .sandbox import plan as sandbox_plan
 from .sandbox.limits import Limits
-from .sandbox.plan import ConfinementPlan
+from .sandbox.plan import CacheSettings, ConfinementPlan
 from .settings import AUTO, ConfigError, complete_request, default_tmpdir
 from .values import Start
 from .worktrees.include import COPY, LINK, IncludeRequest, refuse_tracked, resolve_includes
@@ -70,6 +70,13 @@ def _confinement(
         return sandbox_plan.UNCONFINED, False
 
 
+def _bounded(sandbox: ConfinementPlan, request: CaptureRequest) -> ConfinementPlan:
+    """``sandbox`` with the bounds and the cache layer ``request`` asks for."""
+    bounds = Limits(request.max_processes or 0, request.max_memory or 0)
+    cache = CacheSettings(bool(request.cache), request.cache_limit or 0)
+    return sandbox._replace(limits=bounds, cache=cache)
+
+
 def check(
     request: CaptureRequest, environ: Mapping[str, str], warn: Callable[[str], None]
 ) -> Start:
@@ -99,8 +106,7 @@ def check(
         request = _existing_allowed_writes(request, warn)
     sandbox, by_default = _confinement(request, repository.top, warn)
     if sandbox.confined:
-        bounds = Limits(request.max_processes or 0, request.max_memory or 0)
-        sandbox = sandbox._replace(limits=bounds)
+        sandbox = _bounded(sandbox, request)
     if not sandbox.confined:
         for name in loosened:  # AUTO: unconfined by the fallback, not by choice
             why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"

@@ -244,6 +244,13 @@ MaxMemoryOption = Annotated[
         help="in the sandbox: at most <size> of memory (512m, 2g; default half the RAM)",
     ),
 ]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--cache/--no-cache",
+        help="in the sandbox: keep cache writes for later runs here (the default)",
+    ),
+]
 AppArmorProfileOption = Annotated[
     bool,
     typer.Option(

@@ -62,6 +62,29 @@ def cache_folders(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+#: What of cargo's own (:data:`CARGO_CACHES`) is a folder the cache layer
+#: keeps (:func:`kept_cache_folders`); the rest are the locks of them.
+CARGO_KEPT = ("registry", "git")
+
+
+def kept_cache_folders(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The cache folders whose writes the cache layer keeps for the later
+    sandboxed runs of a repository (:mod:`.cache_layer`): the XDG cache
+    folder (black, pip, pre-commit by default), npm's, ``PIP_CACHE_DIR``,
+    ``PRE_COMMIT_HOME`` and cargo's registry and git checkouts, as
+    absolute paths (each may not exist)."""
+    found = [
+        environ.get("XDG_CACHE_HOME") or _under_home(environ, ".cache"),
+        environ.get("npm_config_cache") or _under_home(environ, ".npm"),
+        environ.get("PIP_CACHE_DIR"),
+        environ.get("PRE_COMMIT_HOME"),
+    ]
+    cargo = _absolute(environ.get("CARGO_HOME") or _under_home(environ, ".cargo"))
+    if cargo:
+        found += [posixpath.join(cargo, name) for name in CARGO_KEPT]
+    return tuple(dict.fromkeys(p for p in map(_absolute, found) if p))
+
+
 def temporary_folders(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The shared temporary folders and the user's ``TMPDIR``."""
     tmpdir = _absolute(environ.get("TMPDIR"))

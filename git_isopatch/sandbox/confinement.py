@@ -37,6 +37,7 @@ __all__ = ["NAMESPACES", "NO_MECHANISM", "UNCONFINED", "ConfinementPlan", "plan"
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
     from ..git.repo import UserRepository
     from .inside import Inside
+    from .layers import Layer
     from .namespaces import Namespaces
     from .run_policy import RunPlaces
 
@@ -304,7 +305,8 @@ def confine(
     ``env``) in the run's ``private_dir`` and the namespaces, the files
     behind the command's ``streams`` (stdout, stderr) staying writable.
     On leaving, the namespaces end, then their layers and the private
-    ``TMPDIR`` are removed, however deep (:func:`.untrusted.remove_tree`).
+    ``TMPDIR`` are removed, however deep (:func:`.untrusted.remove_tree`),
+    and the cache layer is let go (:func:`.cache_layer.held`).
 
     Raises:
         IsopatchError: ``sandbox-unavailable``.
@@ -313,6 +315,8 @@ def confine(
     if not plan.confined:
         yield NONE
         return
+    from .cache_layer import cache_root, held
+    from .run_policy import cache_folders
     from .untrusted import remove_tree
 
     private_tmp = tempfile.mkdtemp(prefix="tmp-", dir=private_dir)
@@ -323,8 +327,12 @@ def confine(
         stdout, stderr = streams
         fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
         places = _places(worktree, admin_dir, common_dir, top, private_tmp, env, temporary)
-        with bound(plan.limits) as bounds:  # its groups go once the namespaces have
-            namespaced = _namespaced(plan, places, env, fds, layers)
+        kept = cache_folders(places, env, plan.allow_write) if plan.cache.kept else ()
+        with (
+            held(cache_root(common_dir), kept, plan.cache.limit) as caches,
+            bound(plan.limits) as bounds,  # its groups go once the namespaces have
+        ):
+            namespaced = _namespaced(plan, places, env, fds, layers, caches)
             namespaced.namespaces = namespaced.namespaces.bounded(bounds)
             try:
                 yield namespaced
@@ -368,10 +376,11 @@ def _namespaced(
     env: dict[str, str],
     fds: Sequence[int],
     layers: str,
+    caches: Sequence[Layer],
 ) -> Namespaced:
     """The namespaces of :func:`.run_policy.run_policy` for ``places``,
-    their layers made in ``layers``; the session's socket variables leave
-    ``env``."""
+    their layers made in ``layers``, the cache layers ``caches`` above
+    them; the session's socket variables leave ``env``."""
     from . import namespaces
     from .run_policy import SESSION_VARIABLES, run_policy
     from .seccomp import seccomp_filter
@@ -385,6 +394,7 @@ def _namespaced(
         allow_write=plan.allow_write,
         allow_network=plan.allow_network,
         streams=_stream_files(fds),
+        caches=caches,
     )
     spaces = namespaces.Namespaces(plan.bwrap, policy, layers, seccomp_filter())
     spaces.prepare()

@@ -37,6 +37,9 @@ from typing import BinaryIO, NamedTuple
 OVERLAY = "overlay"
 #: A layer that replaces its folder with a private, empty one.
 PRIVATE = "private"
+#: An overlay of a cache folder whose upper layer is kept for later runs
+#: (:mod:`.cache_layer`): made and held elsewhere than the run's layers.
+CACHE = "cache"
 
 #: At most this many layers come from splitting one folder with mounts
 #: beneath it; the subfolders past that stay read-only.
@@ -44,11 +47,13 @@ MAX_SPLIT = 64
 
 
 class Layer(NamedTuple):
-    """One copy-on-write layer: the real ``folder`` it covers and its
-    ``kind`` (:data:`OVERLAY` or :data:`PRIVATE`)."""
+    """One copy-on-write layer: the real ``folder`` it covers, its
+    ``kind`` (:data:`OVERLAY`, :data:`PRIVATE` or :data:`CACHE`) and, for
+    :data:`CACHE`, the folder ``kept`` that holds its ``upper`` and ``work``."""
 
     folder: str
     kind: str = OVERLAY
+    kept: str | None = None
 
 
 def inside(path: str, folder: str) -> bool:
@@ -235,17 +240,28 @@ def plan_layers(
 
 
 def make_layers(layers: Sequence[Layer], root: str) -> None:
-    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay), mode 0700."""
+    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay), mode 0700;
+    a :data:`CACHE` layer's are made where it is kept."""
     os.makedirs(root, mode=0o700, exist_ok=True)
     for index, layer in enumerate(layers):
+        if layer.kind == CACHE:
+            continue
         parts = ("upper", "work") if layer.kind == OVERLAY else ("upper",)
         for part in parts:
             os.makedirs(os.path.join(root, str(index), part), mode=0o700, exist_ok=True)
 
 
-def upper(root: str, index: int) -> str:
-    """The folder holding what was written in the ``index``-th layer."""
-    return os.path.join(root, str(index), "upper")
+def upper(root: str, index: int, layer: Layer | None = None) -> str:
+    """The folder holding what was written in the ``index``-th layer
+    (``layer``, when it is a :data:`CACHE` one: where it is kept)."""
+    return os.path.join(here(root, index, layer), "upper")
+
+
+def here(root: str, index: int, layer: Layer | None = None) -> str:
+    """The folder holding the ``upper`` and ``work`` of the ``index``-th layer."""
+    if layer is not None and layer.kept is not None:
+        return layer.kept
+    return os.path.join(root, str(index))
 
 
 def _opaque(path: str) -> bool:
@@ -300,7 +316,10 @@ def layer_writes(layer_upper: str, lower: str, kind: str = OVERLAY) -> list[str]
 
     The layer is the command's: walked without recursion, never through a
     link, at most :data:`LISTED_AT_MOST` entries (a path too long to reach
-    ends the walk there); never raises for what it holds."""
+    ends the walk there); never raises for what it holds.  A
+    :data:`CACHE` layer is kept, not discarded: nothing is listed."""
+    if kind == CACHE:
+        return []
     found: list[str] = []
     stack = [_Folder("", _listed(layer_upper))]
     seen = 0

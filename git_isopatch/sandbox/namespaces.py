@@ -78,9 +78,10 @@ from .bwrap import find_bwrap as find_bwrap
 from .inside import Gone, Inside
 from .launcher import Report, launcher_argv, signals_blocked
 from .layers import (
-    OVERLAY,
+    PRIVATE,
     Layer,
     MountTable,
+    here,
     inside,
     layer_writes,
     make_layers,
@@ -112,6 +113,7 @@ class NamespacePolicy(NamedTuple):
         shielded: real folders inside ``writable`` that stay copy-on-write
             (the checkout, the git directory): each an overlay of its own,
             the last layers of :meth:`plan`, mounted above the bind.
+        caches: the cache layers (:mod:`.cache_layer`), above all but ``shielded``.
     """
 
     writable: tuple[str, ...]
@@ -121,15 +123,18 @@ class NamespacePolicy(NamedTuple):
     runtime_dir: str | None = None
     scratch: tuple[str, ...] = ()
     shielded: tuple[str, ...] = ()
+    caches: tuple[Layer, ...] = ()
 
     def plan(self, mounts: Sequence[str] | None = None) -> tuple[Layer, ...]:
         """The copy-on-write layers (:func:`.layers.plan_layers`) with the
         mount table ``mounts`` (this process's when ``None``), the folders
-        of ``PATH`` kept readable first; the n-th is ``<layers>/<n>``."""
+        of ``PATH`` kept readable first, then the caches with no mount
+        beneath (no lower layer then); the n-th is ``<layers>/<n>``."""
         table = mount_points() if mounts is None else mounts
         shields = tuple(Layer(folder) for folder in self.shielded)
         path = os.environ.get("PATH", "").split(os.pathsep)
-        return plan_layers(self.copy_on_write, self.scratch, table, path) + shields
+        caches = tuple(c for c in self.caches if not any(inside(m, c.folder) for m in table))
+        return plan_layers(self.copy_on_write, self.scratch, table, path) + caches + shields
 
     def layers(self, mounts: Sequence[str] | None = None) -> tuple[str, ...]:
         """The folders of :meth:`plan`."""
@@ -193,7 +198,7 @@ def bwrap_arguments(
         if layer.folder in policy.shielded:
             shields.append((layer.folder, index))
         else:
-            args += _layer_arguments(layer, os.path.join(layers, str(index)))
+            args += _layer_arguments(layer, here(layers, index, layer))
     # by depth, a shield just above the bind holding it, below deeper ones
     mounts = [(p, -1) for p in _depth_order(policy.writable)] + shields
     for path, index in sorted(mounts, key=lambda m: (m[0].count("/"), m[1])):
@@ -211,7 +216,7 @@ def bwrap_arguments(
 
 def _layer_arguments(layer: Layer, here: str) -> list[str]:
     """bubblewrap's options mounting ``layer`` from the folder ``here``."""
-    if layer.kind == OVERLAY:
+    if layer.kind != PRIVATE:
         upper_dir, work_dir = os.path.join(here, "upper"), os.path.join(here, "work")
         return ["--overlay-src", layer.folder, "--overlay", upper_dir, work_dir, layer.folder]
     return ["--bind", os.path.join(here, "upper"), layer.folder]
@@ -408,7 +413,7 @@ class Namespaces:
 
     def outside_writes(self) -> tuple[str, ...]:
         """Every path outside the really writable places that the command
-        wrote (into a copy-on-write layer), in order (:func:`.layers.layer_writes`)."""
+        wrote into a throw-away layer (:func:`.layers.layer_writes`), in order."""
         found: list[str] = []
         for index, layer in enumerate(self.plan):
             found += layer_writes(upper(self.layers, index), layer.folder, layer.kind)
@@ -429,7 +434,7 @@ class Namespaces:
         # a later layer is mounted above an earlier one that holds its folder
         for index, layer in reversed(list(enumerate(self.plan))):
             if inside(real, layer.folder):
-                return upper(self.layers, index), os.path.relpath(real, layer.folder)
+                return upper(self.layers, index, layer), os.path.relpath(real, layer.folder)
         return None
 
     def layer_of(self, path: str) -> str | None:

@@ -25,6 +25,15 @@ NO_MECHANISM = "none"
 NAMESPACES = "namespaces"
 
 
+class CacheSettings(NamedTuple):
+    """The cache layer of a run (:mod:`.cache_layer`): ``kept`` (else
+    cache writes are discarded like any other), cleared past ``limit``
+    bytes (0: no bound)."""
+
+    kept: bool = False
+    limit: int = 0
+
+
 class ConfinementPlan(NamedTuple):
     """The confinement of one run, checked before anything is made.
 
@@ -34,6 +43,7 @@ class ConfinementPlan(NamedTuple):
         allow_network: keep the network.
         bwrap: the bubblewrap of :data:`NAMESPACES`.
         limits: the bounds on the command's processes and memory (:mod:`.limits`).
+        cache: its cache layer (:class:`CacheSettings`).
     """
 
     mechanism: str = NO_MECHANISM
@@ -41,6 +51,7 @@ class ConfinementPlan(NamedTuple):
     allow_network: bool = False
     bwrap: Bwrap | None = None
     limits: Limits = NO_LIMITS
+    cache: CacheSettings = CacheSettings()
 
     @property
     def confined(self) -> bool:

@@ -12,7 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from .layers import inside
+from .cache_layer import usable_folders
+from .layers import Layer, inside
 from .namespaces import NamespacePolicy
 
 #: Temporary folders every run sees copy-on-write (with ``$TMPDIR``).
@@ -73,6 +74,7 @@ def run_policy(
     allow_write: Sequence[str] = (),
     allow_network: bool = False,
     streams: Sequence[str] = (),
+    caches: Sequence[Layer] = (),
 ) -> NamespacePolicy:
     """The policy of one run's command.
 
@@ -88,13 +90,11 @@ def run_policy(
     rewrite them again.  Read-only inside all that: ``kept_answers`` (the
     folder of :func:`.availability.kept_folder`), where it lies in a really
     writable place or holds one.  Copy-on-write whatever ``allow_write``
-    says (:func:`_shielded`): the checkout and the git directory.
+    says (:func:`_shielded`): the checkout and the git directory.  Over
+    the copy-on-write layers: the cache layers ``caches``
+    (:func:`cache_folders`).
     """
-    parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
-    copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
-    copy_on_write += [parent if parent != "/" else places.top, places.common_dir]
-    if places.home:
-        copy_on_write.insert(0, places.home)
+    copy_on_write = _copy_on_write(places)
     writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
     protected: tuple[str, ...] = ()
     if places.kept_answers:
@@ -109,7 +109,30 @@ def run_policy(
         runtime_dir=places.runtime_dir,
         scratch=(*TEMPORARY_FOLDERS, *places.temporary),
         shielded=_shielded(places, allow_write),
+        caches=tuple(caches),
     )
+
+
+def _copy_on_write(places: RunPlaces) -> list[str]:
+    """``$HOME``, the temporary folders, the folder holding the checkout
+    and the git directory."""
+    parent = os.path.dirname(os.path.abspath(places.top).rstrip("/")) or "/"
+    copy_on_write = [*TEMPORARY_FOLDERS, *places.temporary]
+    copy_on_write += [parent if parent != "/" else places.top, places.common_dir]
+    if places.home:
+        copy_on_write.insert(0, places.home)
+    return copy_on_write
+
+
+def cache_folders(
+    places: RunPlaces, environ: Mapping[str, str], allow_write: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The cache folders of ``environ`` that get a cache layer in the run
+    (:func:`.cache_layer.usable_folders`): inside a copy-on-write folder,
+    apart from the checkout, the git directory and every really writable
+    place."""
+    apart = (places.top, places.common_dir, places.worktree, places.admin_dir, places.tmpdir)
+    return usable_folders(environ, within=_copy_on_write(places), apart_from=(*apart, *allow_write))
 
 
 def _shielded(places: RunPlaces, allow_write: Sequence[str]) -> tuple[str, ...]:

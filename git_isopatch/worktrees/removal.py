@@ -338,3 +338,14 @@ def make_room(
             f"and isopatch.maxWorktrees is {limit}",
             hint="wait for a run to finish, or raise isopatch.maxWorktrees",
         )
+
+
+def prune_cache_layer_of(
+    repository: UserRepository, *, before: float | None, dry_run: bool
+) -> list[str]:
+    """Clear the repository's cache layer (:func:`..sandbox.cache_layer.prune`):
+    the layers removed."""
+    from ..sandbox import cache_layer
+
+    root = cache_layer.cache_root(repository.common_dir)
+    return cache_layer.prune(root, before=before, dry_run=dry_run)

@@ -10,7 +10,7 @@ from pathlib import Path
 from repo_helpers import isopatch
 
 ROOT = Path(__file__).resolve().parents[2]
-VERBOSE = "report pruned worktrees and result folders"
+VERBOSE = "report what is pruned, caches included"
 
 
 def _words(text: str) -> str:
@@ -27,7 +27,7 @@ def test_prune_short_help_says_what_v_reports(env, make_repo) -> None:
 
 def test_the_page_says_what_h_says_of_v() -> None:
     page = _words((ROOT / "man" / "git-isopatch.rst").read_text())
-    assert "-v, --verbose reports pruned worktrees and result folders." in page
+    assert "-v, --verbose reports what is pruned, caches included" in page
 
 
 def test_v_reports_a_worktree_and_a_result_folder(env, make_repo) -> None:
