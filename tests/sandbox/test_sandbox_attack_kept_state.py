@@ -13,7 +13,7 @@ user's own git there").
   --continue``, which would run it with the user's rights; and a
   ``MERGE_HEAD``.
 
-Real bubblewrap, real git.
+Real bubblewrap, real git; as root and as the unprivileged uid 65534.
 """
 
 from __future__ import annotations
@@ -23,22 +23,25 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import git, isopatch
+from sandbox_helpers import run_as_nobody
 
 pytestmark = pytest.mark.hostile
 
 PLANT = textwrap.dedent(
     """\
     A=$(git rev-parse --absolute-git-dir)
+    C=$(git rev-parse --path-format=absolute --git-common-dir)
     base=$(git rev-parse HEAD)
-    echo "ref: refs/heads/main" > "$A/HEAD"
+    branch=$(git --git-dir="$C" symbolic-ref HEAD)
+    echo "ref: $branch" > "$A/HEAD"
     mkdir -p "$A/rebase-merge"
     echo "exec echo ran >> $MARKS/exec" > "$A/rebase-merge/git-rebase-todo"
     echo "$base" > "$A/rebase-merge/onto"
-    echo "refs/heads/main" > "$A/rebase-merge/head-name"
+    echo "$branch" > "$A/rebase-merge/head-name"
     echo "$base" > "$A/rebase-merge/orig-head"
     touch "$A/rebase-merge/interactive"
     echo "$base" > "$A/MERGE_HEAD"
-    echo change >> README
+    echo change > changed
     """
 )
 
@@ -62,8 +65,46 @@ def test_the_kept_worktree_holds_no_branch_and_no_operation_of_the_commands(
     status = git("status", cwd=kept, env=env)
     assert b"rebas" not in status and b"merg" not in status, status
     # what the user does there: commit, and continue what status names
-    git("commit", "-q", "-a", "-m", "mine", cwd=kept, env=env)
+    git("add", "-A", cwd=kept, env=env)
+    git("commit", "-q", "-m", "mine", cwd=kept, env=env)
     git("rebase", "--continue", cwd=kept, env=env, check=False)
     assert git("rev-parse", "main", cwd=repo, env=env).strip() == base
     assert git("status", "--porcelain", cwd=repo, env=env) == b""
     assert list(marks.iterdir()) == []
+
+
+#: As uid 65534: the planting run with ``--keep``, then what the user does
+#: in the kept worktree; prints what was seen.
+AS_NOBODY = """
+def git(*args, cwd):
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True).stdout.decode()
+marks = os.path.join(os.environ["HOME"], "marks")
+os.mkdir(marks)
+base = git("rev-parse", "HEAD", cwd=repo).strip()
+done = subprocess.run(
+    [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--keep",
+     "--", "sh", "-c", sys.argv[1]],
+    cwd=repo, capture_output=True, stdin=subprocess.DEVNULL,
+    env={**os.environ, "MARKS": marks}, timeout=120)
+fields = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines() if line)
+seen = {"code": done.returncode, "err": done.stderr.decode(), "base": base}
+kept = fields.get("worktree")
+if kept:
+    seen["symbolic"] = git("symbolic-ref", "-q", "HEAD", cwd=kept)
+    seen["status"] = git("status", cwd=kept)
+    git("add", "-A", cwd=kept)
+    git("commit", "-q", "-m", "mine", cwd=kept)
+    git("rebase", "--continue", cwd=kept)
+seen["branch"] = git("rev-parse", "HEAD", cwd=repo).strip()
+seen["marks"] = os.listdir(marks)
+print(json.dumps(seen))
+"""
+
+
+def test_the_kept_worktree_holds_nothing_of_the_commands_as_an_unprivileged_user(env) -> None:
+    with run_as_nobody(env, AS_NOBODY, PLANT) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert seen["symbolic"] == "", seen
+        assert "rebas" not in seen["status"] and "merg" not in seen["status"], seen
+        assert seen["branch"] == seen["base"], seen
+        assert seen["marks"] == [], seen
