@@ -42,7 +42,7 @@ _git_isopatch ()
 			command_at=$((i + 1))
 			break
 			;;
-		--base|-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory)
+		--base|-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory|--session)
 			i=$((i + 1)) # its value
 			;;
 		-*)
@@ -61,8 +61,8 @@ _git_isopatch ()
 			__git_complete_refs
 			return
 			;;
-		-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory)
-			return # a folder, a file or path (file name completion), seconds
+		-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory|--session)
+			return # a folder, a file or path (file name completion), seconds, a name
 			;;
 		esac
 		case "$cur" in
@@ -70,7 +70,7 @@ _git_isopatch ()
 			__git_complete_refs --cur="${cur#--base=}"
 			return
 			;;
-		--output=*|--timeout=*|--link=*|--copy=*|--allow-write=*|--max-processes=*|--max-memory=*)
+		--output=*|--timeout=*|--link=*|--copy=*|--allow-write=*|--max-processes=*|--max-memory=*|--session=*)
 			return
 			;;
 		-*)
@@ -79,7 +79,7 @@ _git_isopatch ()
 				--apply --output= --stdout --porcelain -z --json --keep
 				--timeout= --exit-code --sandbox --allow-write= --allow-network
 				--quiet --help --version --recurse-submodules --apparmor-profile
-				--max-processes= --max-memory= --cache
+				--max-processes= --max-memory= --cache --session= --end
 				-- --no-keep --no-link --no-copy --no-sandbox --no-recurse-submodules --no-cache
 				"
 			return

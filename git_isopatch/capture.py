@@ -29,9 +29,10 @@ from .request import CaptureRequest
 if TYPE_CHECKING:
     from .result import CaptureResult
     from .sandbox.confinement import Confinement
-    from .values import Extracted, Ran, Start
-    from .worktrees.lifecycle import Lease
+    from .values import Extracted, Ran, SessionPatch, Start
+    from .worktrees.lease import Lease
     from .worktrees.provider import WorktreeProvider
+    from .worktrees.worktree_git import WorktreeGit
 
 log = logging.getLogger("git_isopatch")
 
@@ -91,8 +92,7 @@ def run(
         environ: the environment to resolve the repository from and to give
             the command (default ``os.environ``); git's repository variables
             are removed before the command sees it.
-        provider: the worktrees' provider (default :class:`WorktreeProvider`
-            with ``isopatch.maxWorktrees`` and ``isopatch.pool``).
+        provider: the worktrees' provider (default: as configured).
         warn: called with each one-line warning (a linked or copied path
             that does not exist, a kept worktree removed at
             ``isopatch.maxWorktrees``, ``allow_write``/``allow_network``
@@ -135,6 +135,7 @@ def run(
             private=private,
             tmp_root=plan.tmp_root,
             worktree_root=plan.worktree_root,
+            session=plan.session,
         ) as lease:
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
             submodules = _populate(lease, plan, warn)
@@ -143,12 +144,15 @@ def run(
                 lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
                 lease.keep_on_failure()
-                extracted = _extract(lease, confinement, plan, private.path, submodules, warn, ran)
+                extracted, session = _patches(
+                    lease, confinement, plan, private.path, submodules, warn, ran
+                )
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
-        result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn)
+        result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn, session)
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
+    reported += (result.session_patch,)
     results.settle(private.path, reported)  # -o without captured output leaves nothing
     results.expire_automatically(plan.repository.common_dir, plan.tmp_root)
     return result._replace(duration=time.monotonic() - started)
@@ -190,7 +194,7 @@ def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequenc
     return submodules
 
 
-def _extract(
+def _patches(
     lease: Lease,
     confinement: Confinement,
     run: Start,
@@ -198,17 +202,50 @@ def _extract(
     submodules: Sequence[Any],
     warn: Callable[[str], None],
     ran: Ran,
-) -> Extracted | IsopatchError:
-    """Step 6 (:func:`.extract.extract`), its git bound to the worktree and
-    confined as the command was; its classified failure as a value."""
-    from . import extract
-    from .git.shared_state import INFO_ATTRIBUTES
+) -> tuple[Extracted | IsopatchError, SessionPatch | None]:
+    """Step 6: the patch (:func:`_extract`) and, for a session's step, the
+    session's whole change after it (:func:`_session`)."""
+    git = _worktree_git(lease, confinement, run, ran)
+    aside = _index_aside(lease, git, private_dir)
+    extracted = _extract(git, _step(lease, run), private_dir, submodules, warn, ran)
+    return extracted, _session(lease, git, run, private_dir, aside, warn)
+
+
+def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) -> WorktreeGit:
+    """git bound to the worktree, confined as the command was (a
+    session's: its object store too)."""
     from .worktrees.worktree_git import WorktreeGit
 
     isolation = lease.isolation
-    git = WorktreeGit(
-        isolation.worktree, isolation.admin_dir, ran.fidelity.own_env(run.git_env), confinement
-    )
+    env = ran.fidelity.own_env(run.git_env)
+    if isolation.session is not None:
+        env = isolation.session.env(env)
+    return WorktreeGit(isolation.worktree, isolation.admin_dir, env, confinement)
+
+
+def _index_aside(lease: Lease, git: WorktreeGit, private_dir: str) -> str | None:
+    """A session's index as the command left it, set aside
+    (:func:`.session_patch.index_aside`)."""
+    if lease.isolation.session is None:
+        return None
+    from . import session_patch
+
+    return session_patch.index_aside(git, private_dir)
+
+
+def _extract(
+    git: WorktreeGit,
+    run: Start,
+    private_dir: str,
+    submodules: Sequence[Any],
+    warn: Callable[[str], None],
+    ran: Ran,
+) -> Extracted | IsopatchError:
+    """Step 6 (:func:`.extract.extract`) with ``git``; its classified
+    failure as a value."""
+    from . import extract
+    from .git.shared_state import INFO_ATTRIBUTES
+
     try:
         return extract.extract(
             git,
@@ -221,3 +258,34 @@ def _extract(
         )
     except IsopatchError as failure:
         return failure
+
+
+def _step(lease: Lease, run: Start) -> Start:
+    """The run as extraction sees it: a session's step starts at the
+    session's last state, its patch is against it."""
+    step = lease.isolation.session
+    return run if step is None else run._replace(commit=step.since)
+
+
+def _session(
+    lease: Lease,
+    git: WorktreeGit,
+    run: Start,
+    private_dir: str,
+    aside: str | None,
+    warn: Callable[[str], None],
+) -> SessionPatch | None:
+    """Step 6 for a session (:func:`.session_patch.take`): kept with the
+    session when the step ends; a failure is a warning, and the session
+    stays at its last state."""
+    step = lease.isolation.session
+    if step is None:
+        return None
+    from . import session_patch
+
+    taken = session_patch.take(git, run, step, private_dir, aside)
+    if isinstance(taken, IsopatchError):
+        warn(taken.message)
+        return None
+    lease.session_state(taken.state, taken.patch)
+    return taken

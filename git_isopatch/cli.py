@@ -1,10 +1,8 @@
 """``git isopatch``: the command line (typer declarations), parsing into
-the request, and the I/O.
-
-The work is :func:`git_isopatch.capture`; what a result looks like and the
-exit status are :mod:`git_isopatch.render`'s, the entry point and usage
-errors (129, git's parse-options) :mod:`git_isopatch.usage`'s (design:
-Architecture, Exit status).
+the request, and the I/O.  The work is :func:`git_isopatch.capture`; what
+a result looks like and the exit status are :mod:`git_isopatch.render`'s,
+the entry point and usage errors (129, git's parse-options)
+:mod:`git_isopatch.usage`'s (design: Architecture, Exit status).
 """
 
 from __future__ import annotations
@@ -147,6 +145,8 @@ def isopatch(
         ),
     ] = None,
     timeout: usage.TimeoutOption = None,
+    session: usage.SessionOption = None,
+    end: usage.EndOption = False,
     max_processes: usage.MaxProcessesOption = None,
     max_memory: usage.MaxMemoryOption = None,
     cache: usage.CacheOption = None,
@@ -163,9 +163,12 @@ def isopatch(
 ) -> None:
     """Run a command in an ephemeral worktree and capture its changes as a patch.
 
-    Options the user did not give are ``None``: the configuration decides
-    (:func:`git_isopatch.settings.complete_request`).
+    Options the user did not give are ``None``: the configuration decides.
     """
+    if end:  # --session <name> --end
+        from .session_cli import end_session
+
+        raise SystemExit(end_session(locals()))
     request, mode = request_from_options(locals())
     raise SystemExit(run_capture(request, mode))
 
@@ -240,6 +243,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
         max_processes=params["max_processes"],
         max_memory=params["max_memory"],
         cache=params["cache"],
+        session=params["session"],
     )
     if (problem := conflicts(request, mode)) is not None:
         raise UsageFailure(problem)
@@ -247,8 +251,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CaptureRequest, Out
 
 
 def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
-    """Run the capture ``request``, show its result as ``mode`` says
-    (:func:`git_isopatch.outcome.plan`); return the exit status."""
+    """Run ``request``, show its result as ``mode`` says; the exit status."""
     from . import outcome
     from .capture import run
     from .errors import IsopatchError
@@ -314,8 +317,7 @@ def list_command(
     _short_help: ShortHelpOption = False,
     _manual: usage.ManualOption = False,
 ) -> None:
-    """List the worktrees git-isopatch made: running, kept, orphaned
-    (design: "Kept worktrees")."""
+    """List the worktrees and sessions git-isopatch made, in their states."""
     import time
 
     from .errors import IsopatchError
@@ -362,10 +364,8 @@ def prune_command(
     _short_help: ShortHelpOption = False,
     _manual: usage.ManualOption = False,
 ) -> None:
-    """Remove kept and orphaned worktrees git-isopatch made, and the result
-    folders of its runs older than ``--expire`` (default two weeks); never
-    a running worktree, never one it did not make (design: "Kept
-    worktrees", "Placement")."""
+    """Remove kept and orphaned worktrees and idle sessions git-isopatch made,
+    and result folders older than ``--expire`` (design: "Placement")."""
     from .errors import IsopatchError
     from .manage import prune_folders, prune_worktrees
     from .render import prune_lines

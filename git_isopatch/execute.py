@@ -61,6 +61,8 @@ def command(
             fidelity = _look_before(start, isolation, warn)
             _mirror_index(start, isolation)
             env = fidelity.command_env(env)
+            if isolation.session is not None:  # its objects in its own store
+                env = isolation.session.env(env)
             # under --sandbox the checkout cannot change through the command: None
             checkout_before = checkout.result()
             stdout, stderr, paths = _output(start, isolation.private_dir, stack)
@@ -122,19 +124,20 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
     says whether a ``.gitattributes`` is tracked), the files a conversion
     applies to are read again.  Linked and copied paths are never
     tracked (:func:`.worktrees.include.refuse_tracked`): they change no
-    tracked path."""
+    tracked path.  A session's step starts where its last step left it."""
     proved = (
         isolation.proved_fresh and not start.include_uncommitted and not start.recurse_submodules
     )
+    session = isolation.session
     return look_before_command(
         isolation.worktree,
         isolation.admin_dir,
-        start.commit,
+        start.commit if session is None else session.since,
         repository=isolation.repository,
-        env=start.git_env,
+        env=start.git_env if session is None else session.env(start.git_env),
         exclude=[include.path for include in start.includes],
         warn=warn,
-        proved=Proof(isolation.tracks_attributes) if proved else None,
+        proved=_proof(isolation, proved),
     )
 
 
@@ -163,6 +166,13 @@ def _mirror_index(start: Start, isolation: Isolation) -> None:
             raise known_failure(f"could not give '{isolation.worktree}' your index", error)
         case Ok():
             pass
+
+
+def _proof(isolation: Isolation, proved: bool) -> Proof | None:
+    """What the worktree's claim proved, or a session's later step: no look."""
+    if isolation.session is not None and isolation.session.steps:
+        return Proof(tracks_attributes=True, fresh=False)
+    return Proof(isolation.tracks_attributes) if proved else None
 
 
 def _output(

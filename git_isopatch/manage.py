@@ -71,6 +71,26 @@ def prune_worktrees(
     return prune(repository, GitMetadataStore(), env=env, expire=cutoff, dry_run=dry_run, lock=lock)
 
 
+def end_session(repo_path: str, name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """End the session ``name`` of the repository at ``repo_path``
+    (:func:`.worktrees.session_life.end_session`): nothing of it is left.
+
+    Returns:
+        False when there is no such session.
+    Raises:
+        IsopatchError: not a git repository, ``session-busy``, or it could
+            not be removed.
+    """
+    from .worktrees.provider import WorktreeProvider
+    from .worktrees.session_life import end_session as end
+
+    environ = os.environ if environ is None else environ
+    repository = open_repository(repo_path, environ)
+    env = own_git_environment(environ)
+    lock = AdminLock(admin_lock_seconds(environ))
+    return end(WorktreeProvider(env, max_worktrees=0, lock=lock), repository, name)
+
+
 def _expiry(expire: str, env: Mapping[str, str]) -> float:
     """``expire`` as git's ``--expire`` reads it, in seconds since the epoch.
 

@@ -51,6 +51,9 @@ PORCELAIN_KEYS = (
     "stderr",
     "stdout-text",
     "stderr-text",
+    "session",
+    "session-patch",
+    "session-files",
     "worktree",
     "shared-write",
     "checkout-change",
@@ -72,7 +75,16 @@ LIST_KEYS = frozenset(
 #: Keys whose value is a path (quoted like git quotes paths without ``-z``);
 #: each ``command`` argument is quoted so too, so that one is one line.
 PATH_KEYS = frozenset(
-    {"command", "patch", "stdout", "stderr", "worktree", "checkout-change", "outside-write"}
+    {
+        "command",
+        "patch",
+        "stdout",
+        "stderr",
+        "session-patch",
+        "worktree",
+        "checkout-change",
+        "outside-write",
+    }
 )
 
 #: Keys whose value is ``<name> <word>``: the name is quoted as a path is.
@@ -106,6 +118,9 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
         "stderr": result.stderr,
         "stdout-text": result.stdout_text,
         "stderr-text": result.stderr_text,
+        "session": result.session,
+        "session-patch": result.session_patch,
+        "session-files": result.session_files,
         "worktree": result.worktree_path,
         "shared-write": [write.record() for write in result.shared_writes] or None,
         "checkout-change": list(result.checkout_changes) or None,
@@ -212,13 +227,18 @@ def summary_lines(
     elif show_patch:
         line += f", patch {_bare(patch)}"
     yield line
+    files = result.files
+    if result.session is not None and result.session_patch is not None:
+        patch, files = result.session_patch, result.session_files  # what comes home
+        whole = plural(files or 0, "file", "files")
+        yield f"isopatch: session {result.session}: {whole} changed, patch {_bare(patch)}"
     if result.worktree_path is not None:
         yield f"isopatch: worktree kept at {_bare(result.worktree_path)}"
     if result.applied or result.error_code is not None:
         return
-    if result.applied is False and result.files and result.exit_code != 0:
+    if result.applied is False and files and result.exit_code != 0:
         yield f"hint: not applied: the command exited {result.exit_code}"
-    if result.files and show_patch and result.top is not None:
+    if files and show_patch and result.top is not None:
         yield f"hint: to apply it: {apply_command(patch, result.top, cwd or os.getcwd())}"
 
 
@@ -263,6 +283,10 @@ class ListedWorktree(Protocol):
     def command(self) -> tuple[str, ...]: ...
     @property
     def prunable(self) -> str | None: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def size(self) -> int | None: ...
     def age(self, now: float) -> float | None: ...
 
 
@@ -287,6 +311,9 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
         state = worktree.state
         if worktree.pid is not None and state == "running":
             state = f"running (pid {worktree.pid})"
+        if worktree.session is not None:  # a name is no path: never quoted
+            base, size = (worktree.head or "")[:12], worktree.size or 0
+            state = f"session {worktree.session} at {base}, {size} bytes"
         path = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
         # the command may hold newlines and control bytes: quoted as in the
         # porcelain, so that one worktree is one line and nothing reaches
@@ -330,11 +357,13 @@ def worktree_list_porcelain(worktrees: Iterable[ListedWorktree], *, nul: bool) -
     """``git isopatch list --porcelain``: per worktree, ``key value``
     records in this order, then an empty record:
 
-    ``worktree <path>``, ``state <running|kept|pooled|orphaned|locked|base>``,
+    ``worktree <path>``, ``state <running|kept|pooled|orphaned|locked|base|session>``,
     ``pid <pid>`` (when known), ``created <seconds since the epoch>`` (when
-    known), ``head <commit id>`` (when git reports one), ``command <the
-    command, shell-quoted>`` (when known), ``prunable <reason>`` (its folder
-    is gone).
+    known; a session's: when its last step ended), ``head <commit id>``
+    (when git reports one; a session's base), ``command <the command,
+    shell-quoted>`` (when known), ``prunable <reason>`` (its folder is
+    gone), ``session <name>`` and ``size <bytes of its whole change>`` (a
+    session).
 
     Records end with ``\\n``; with ``nul`` they end with NUL and nothing is
     quoted, else ``worktree``, ``command`` and ``prunable`` values are quoted
@@ -362,6 +391,9 @@ def worktree_list_porcelain(worktrees: Iterable[ListedWorktree], *, nul: bool) -
             record("command", shlex.join(worktree.command), quoted=True)
         if worktree.prunable is not None:
             record("prunable", worktree.prunable, quoted=True)
+        if worktree.session is not None:
+            record("session", worktree.session)
+            record("size", str(worktree.size or 0))
         out.extend(end)
     return bytes(out)
 
@@ -384,6 +416,8 @@ def worktree_list_json(worktrees: Iterable[ListedWorktree]) -> bytes:
             "head": worktree.head or None,
             "command": list(worktree.command) or None,
             "prunable": worktree.prunable,
+            "session": worktree.session,
+            "size": None if worktree.session is None else worktree.size or 0,
         }
         objects.append({k: v for k, v in fields.items() if v is not None})
     return json.dumps(objects, ensure_ascii=True).encode() + b"\n"

@@ -16,7 +16,7 @@ from .git.result import GitResult, Ok
 from .git.status import CheckoutState, read_checkout
 from .hints import UNCOMMITTED_HINT, left_out_edits_hint, sandbox_hint
 from .result import CaptureResult
-from .values import Extracted, Ran, Start
+from .values import Extracted, Ran, SessionPatch, Start
 from .worktrees.results import output_tail
 
 
@@ -98,12 +98,15 @@ def report(
     private_dir: str,
     kept: str | None,
     warn: Callable[[str], None],
+    session: SessionPatch | None = None,
 ) -> CaptureResult:
     """Step 7: the result of the run (``extracted``: the patch, or why
     extraction failed: then the worktree is ``kept`` for inspection), with
     ``--apply`` done when asked and the command exited 0
     (:func:`.bring_home.apply_result`: one apply at a time, a signal in
-    ``state`` stops it before it writes, ``warn`` says it waits)."""
+    ``state`` stops it before it writes, ``warn`` says it waits).  A
+    session's step (``start.session``) brings home the session's whole
+    change (``session``)."""
     received = state.get("received")
     result = CaptureResult(
         base=start.commit,
@@ -134,7 +137,12 @@ def report(
         limit_value=_bound(start, ran.outcome.limit),
         stdout_text=output_tail(ran.stdout),
         stderr_text=output_tail(ran.stderr),
+        session=start.session,
+        session_patch=session.patch if session is not None else None,
+        session_files=session.files if session is not None else None,
     )
+    if start.session is not None:
+        result = result._replace(informational_hints=(*result.informational_hints, *_moved(start)))
     if isinstance(extracted, IsopatchError):
         return result._replace(error=extracted.message, error_code=extracted.code)
     informational = result.informational_hints
@@ -167,17 +175,21 @@ def _apply(
 ) -> CaptureResult:
     """``--apply``: the patch brought home when the command exited 0 and
     it is not empty (:func:`.bring_home.apply_result`), with the hint that
-    names the edited files a run from ``HEAD`` left out."""
-    if not extracted.files or result.exit_code != 0:
+    names the edited files a run from ``HEAD`` left out; a session's step
+    brings home the session's whole change."""
+    session = start.session is not None
+    files = result.session_files if session else extracted.files
+    if not files or result.exit_code != 0:
         return result._replace(applied=False)
     from .bring_home import apply_result  # only with --apply: it loads git.apply
 
-    left_out = _left_out_edits(start, ran, extracted)  # before the apply writes them
+    left_out = () if session else _left_out_edits(start, ran, extracted)  # before the apply
     if left_out:
         hints = (*result.apply_hints, left_out_edits_hint(left_out))
         result = result._replace(left_out_edits=left_out, apply_hints=hints)
-    return apply_result(
-        result,
+    whole = result._replace(patch_path=result.session_patch, files=files) if session else result
+    applied = apply_result(
+        whole,
         start.repository,
         env=start.git_env,
         environ=start.environ,
@@ -185,3 +197,23 @@ def _apply(
         signal_state=state,
         warn=warn,
     )
+    return applied._replace(patch_path=result.patch_path, files=result.files)
+
+
+def _moved(start: Start) -> tuple[str, ...]:
+    """The hint for a session whose base is no longer the user's ``HEAD``
+    (for a snapshot's, the commit it was taken on): it keeps its base."""
+    from .git.repo import resolve_commit
+    from .git.result import Ok
+    from .git.snapshot import snapshot_parent
+    from .git.types import Ref
+
+    match resolve_commit(start.repository, Ref("HEAD"), env=start.git_env):
+        case Ok(head) if head != start.commit:
+            if snapshot_parent(start.repository.git_dir, start.commit, start.git_env) == head:
+                return ()
+            return (
+                f"session '{start.session}' keeps its base {start.commit[:12]}; "
+                f"HEAD is now {head[:12]}",
+            )
+    return ()

@@ -26,7 +26,13 @@ from .result import OutputMode
 SandboxMode = bool | Literal["auto"]
 
 #: Re-exported: the request and the output mode are parsed together.
-__all__ = ["CaptureRequest", "OutputMode", "conflicts"]
+__all__ = ["CaptureRequest", "OutputMode", "UsageConflict", "conflicts"]
+
+
+class UsageConflict(ValueError):
+    """A request that contradicts what exists (a base option against the
+    base of an existing session): a usage error found once the repository
+    is open (129 on the command line)."""
 
 
 class CaptureRequest(NamedTuple):
@@ -130,6 +136,9 @@ class CaptureRequest(NamedTuple):
             (``--cache``/``--no-cache``, ``isopatch.cache``; default yes).
         cache_limit: past how many bytes that cache layer is cleared
             (``isopatch.cacheLimit``; default 1 GiB; 0: no bound).
+        session: run in the session of this name (``--session``): made at
+            the base by its first run, run in again, as the earlier runs
+            left it, by the later ones (:mod:`.worktrees.sessions`).
     """
 
     command: tuple[str, ...]
@@ -163,13 +172,16 @@ class CaptureRequest(NamedTuple):
     max_memory: int | None = None
     cache: bool | None = None
     cache_limit: int | None = None
+    session: str | None = None
 
     @property
     def from_head_alone(self) -> bool:
         """The worktree starts from ``HEAD`` itself: no
-        ``--include-uncommitted``, no ``--staged``, no other ``--base``;
-        the user's uncommitted changes are not in it."""
-        return not (self.include_uncommitted or self.staged) and self.base == "HEAD"
+        ``--include-uncommitted``, no ``--staged``, no other ``--base``, no
+        session (whose base is its own); the user's uncommitted changes are
+        not in it."""
+        plain = not (self.include_uncommitted or self.staged or self.session)
+        return plain and self.base == "HEAD"
 
 
 def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | None:
@@ -192,6 +204,10 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
         if mode.stdout and mode.machine:
             other = "--porcelain" if mode.porcelain else "--json"
             return f"options '--stdout' and '{other}' cannot be used together"
+    if request.session is not None and (why := session_name_refusal(request.session)):
+        return why
+    if request.session is not None and request.keep:
+        return "options '--session' and '--keep' cannot be used together"
     if request.output == "":
         return "option 'output' expects a file name"
     if request.output == "-":  # the command line turns it into --stdout
@@ -205,4 +221,24 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
         return "options '--staged' and '--base' cannot be used together"
     if request.include_uncommitted and request.base != "HEAD":
         return "options '--include-uncommitted' and '--base' cannot be used together"
+    return None
+
+
+#: Longest session name, in bytes.
+LONGEST_SESSION_NAME = 100
+
+
+def session_name_refusal(name: str) -> str | None:
+    """Why ``name`` cannot name a session (``--session``), or ``None``: a
+    name is not a path (no ``/``, no ``..``, not ``.``- or ``-``-first),
+    holds no control character, and is at most
+    :data:`LONGEST_SESSION_NAME` bytes."""
+    if not name:
+        return "option 'session' expects a name"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        return "invalid session name: it holds a control character"
+    if "/" in name or "\\" in name or ".." in name or name.startswith((".", "-")):
+        return f"invalid session name '{name}': a name is not a path"
+    if len(name.encode("utf-8", "surrogateescape")) > LONGEST_SESSION_NAME:
+        return f"invalid session name: longer than {LONGEST_SESSION_NAME} bytes"
     return None

@@ -115,6 +115,11 @@ class CaptureResult(NamedTuple):
         sandbox_unavailable: ``isopatch.sandbox=auto`` found no sandbox
             here and ran the command unconfined (a warning said what is
             missing), so ``--sandbox`` would fail.
+        session: the name of the session this run was a step of
+            (``--session``); ``patch_path`` then holds the step's own
+            change, and ``session_patch`` the session's whole change
+            against ``base`` after it (``None`` when it could not be
+            taken), with ``session_files`` paths.
     """
 
     base: CommitId
@@ -157,6 +162,9 @@ class CaptureResult(NamedTuple):
     stderr_text: str | None = None
     limit_reached: str | None = None
     limit_value: int | None = None
+    session: str | None = None
+    session_patch: str | None = None
+    session_files: int | None = None
 
 
 class OutputMode(NamedTuple):

@@ -29,7 +29,7 @@ from .git.repo import UserRepository, resolve_commit
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .git.types import CommitId, Ref
-from .request import CaptureRequest, conflicts
+from .request import CaptureRequest, UsageConflict, conflicts
 from .sandbox import plan as sandbox_plan
 from .sandbox.limits import Limits
 from .sandbox.plan import CacheSettings, ConfinementPlan
@@ -84,12 +84,11 @@ def check(
     from ``isopatch.*`` configuration, :func:`.settings.complete_request`).
 
     Raises:
-        ValueError: the request holds a combination that cannot go together
-            (:func:`.request.conflicts`).
+        ValueError: options that cannot go together (:func:`.request.conflicts`,
+            :class:`.request.UsageConflict`).
         IsopatchError: see :func:`git_isopatch.capture.run`; nothing exists yet.
     """
-    problem = conflicts(request)
-    if problem is not None:
+    if (problem := conflicts(request)) is not None:
         raise ValueError(problem)
     request = _absolute_paths(request)
     repository = open_repository(request.repo_path, environ)
@@ -112,8 +111,7 @@ def check(
             why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"
             warn(f"{name} has no effect{why}")
     tmp_root = request.tmpdir or "/tmp"
-    snapshot = request.include_uncommitted or request.staged
-    commit = None if snapshot else resolve_base(repository, request.base, environ)
+    commit = _start_commit(repository, request, environ)  # None: a snapshot's, below
     git_env = own_git_environment(environ)
     requested = include_requests(repository, request, env=git_env)
     includes = resolve_includes(repository, requested, warn=warn)
@@ -155,7 +153,48 @@ def check(
         terminal_columns=request.terminal_columns,
         user_head=user_head,
         user_index=user_index,
+        session=request.session,
     )
+
+
+def _start_commit(
+    repository: UserRepository, request: CaptureRequest, environ: Mapping[str, str]
+) -> CommitId | None:
+    """The commit the run starts at: an existing session's base, the base
+    resolved, or ``None`` for a snapshot (``--staged``,
+    ``--include-uncommitted``), made once the includes are checked."""
+    commit = _session_base(repository, request, environ) if request.session else None
+    if commit is None and not (request.include_uncommitted or request.staged):
+        commit = resolve_base(repository, request.base, environ)
+    return commit
+
+
+def _session_base(
+    repository: UserRepository, request: CaptureRequest, environ: Mapping[str, str]
+) -> CommitId | None:
+    """The base of the existing session ``request.session``, or ``None``
+    when there is none yet.  A later run keeps the session's base: a
+    snapshot option, or a ``--base`` naming another commit, contradicts it.
+
+    Raises:
+        UsageConflict: a base option contradicts the session's base.
+    """
+    from .worktrees.sessions import find
+    from .worktrees.store import GitMetadataStore
+
+    name = request.session or ""
+    found = find(repository, GitMetadataStore(), name)
+    if found is None:
+        return None
+    given = "--staged" if request.staged else "--include-uncommitted"
+    if request.staged or request.include_uncommitted:
+        raise UsageConflict(f"option '{given}' cannot be used with the existing session '{name}'")
+    base = CommitId(found.record.base)
+    if request.base != "HEAD" and resolve_base(repository, request.base, environ) != base:
+        raise UsageConflict(
+            f"session '{name}' started at {base}: '--base {request.base}' contradicts it"
+        )
+    return base
 
 
 def _loosening_flags(request: CaptureRequest) -> list[str]:

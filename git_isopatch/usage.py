@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from . import __version__
 from .outcome import FATAL_STATUS, USAGE_STATUS
+from .request import UsageConflict
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
@@ -212,6 +213,12 @@ TimeoutOption = Annotated[
         help="stop the command after <seconds> (exit 124); 0: no limit",
     ),
 ]
+
+
+SessionOption = Annotated[
+    str | None, typer.Option("--session", metavar="<name>", help="run as a step of session <name>")
+]
+EndOption = Annotated[bool, typer.Option("--end", help="with --session: end the session")]
 
 
 def _size(text: str | None) -> int | None:
@@ -414,7 +421,7 @@ def _main(argv: list[str] | None) -> NoReturn:
     try:
         # typer turns a KeyboardInterrupt into a returned 130
         status = command.main(args=args, prog_name=prog, standalone_mode=False)
-    except UsageFailure as exc:
+    except (UsageFailure, UsageConflict) as exc:
         usage_error(str(exc), name)
     except OutputFailure as exc:
         stderr_line(f"fatal: {exc}")

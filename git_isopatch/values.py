@@ -58,7 +58,7 @@ class Start(NamedTuple):
             configuration.
         include_uncommitted, staged, from_head_alone, capture_output,
         command_stdout, apply, progress, diffstat, informational_hints,
-        terminal_columns:
+        terminal_columns, session:
             as the request says (:class:`~git_isopatch.request.CaptureRequest`).
     """
 
@@ -93,6 +93,7 @@ class Start(NamedTuple):
     output_identity: tuple[int, int, int, int] | None = None
     user_head: CommitId | None = None
     user_index: str | None = None
+    session: str | None = None
 
 
 class Ran(NamedTuple):
@@ -144,3 +145,19 @@ class Extracted(NamedTuple):
     diffstat: bytes | None
     contents: PatchContents
     copied_to: str | None = None
+
+
+class SessionPatch(NamedTuple):
+    """A session after one of its steps (step 6, :mod:`.session_patch`).
+
+    Attributes:
+        name: the session's name.
+        state: the commit of its worktree now, in its own object store.
+        patch: its whole change against its base.
+        files: the number of paths in it.
+    """
+
+    name: str
+    state: CommitId
+    patch: str
+    files: int

@@ -244,3 +244,25 @@ def diff_stat(
         config=DIFF_CONFIG,
         spawn=spawn,
     )
+
+
+def write_commit_diff(
+    git_dir: GitDirPath,
+    old: CommitId,
+    new: CommitId,
+    out: IO[bytes],
+    *,
+    env: Mapping[str, str],
+    spawn: Spawn | None = None,
+) -> GitResult[None]:
+    """Stream ``git diff --binary <old> <new>`` (the pinned options) into
+    ``out``: ``git apply`` of it on a clean checkout of ``old`` gives
+    ``new``'s tree.  ``spawn`` confines git."""
+    result = stream_git(
+        ["--no-pager", f"--git-dir={git_dir}", "diff", *DIFF_OPTIONS, old, new, "--"],
+        out,
+        env=env,
+        config=DIFF_CONFIG,
+        spawn=spawn,
+    )
+    return Ok(None) if isinstance(result, Ok) else result  # type: ignore[return-value]

@@ -14,13 +14,16 @@ objects in the object store, which ``git gc`` prunes (git-gc(1),
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from .diff import worktree_args
+from .process import Spawn
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
-from .types import CommitId, GitDirPath, RepoPath
+from .types import CommitId, GitDirPath, RepoPath, WorktreePath
 
 #: ``-c`` settings for the snapshot.  A split index would write a new
 #: ``sharedindex.*`` file into the user's git directory, and an fsmonitor
@@ -134,10 +137,16 @@ def _copy_index(
 
 
 def _commit_index(
-    git_dir: GitDirPath, parent: CommitId | None, message: str, index_env: Mapping[str, str]
+    git_dir: GitDirPath,
+    parent: CommitId | None,
+    message: str,
+    index_env: Mapping[str, str],
+    spawn: Spawn | None = None,
 ) -> GitResult[CommitId]:
     """``git write-tree`` of the temporary index, then ``git commit-tree``."""
-    match run_git([f"--git-dir={git_dir}", "write-tree"], env=index_env, config=SNAPSHOT_CONFIG):
+    match run_git(
+        [f"--git-dir={git_dir}", "write-tree"], env=index_env, config=SNAPSHOT_CONFIG, spawn=spawn
+    ):
         case Ok(output):
             tree = output.decode("ascii").strip()
         case Err() as err:
@@ -146,7 +155,8 @@ def _commit_index(
     if parent is not None:
         args += ["-p", parent]
     commit_env = {k: v for k, v in index_env.items() if k != "GIT_INDEX_FILE"}
-    match run_git([*args, tree], env={**commit_env, **SNAPSHOT_IDENTITY}, config=SNAPSHOT_CONFIG):
+    identity = {**commit_env, **SNAPSHOT_IDENTITY}
+    match run_git([*args, tree], env=identity, config=SNAPSHOT_CONFIG, spawn=spawn):
         case Ok(output):
             return Ok(CommitId(output.decode("ascii").strip()))
         case Err() as err:
@@ -188,3 +198,64 @@ def snapshot_index(
     if isinstance(copied, Err):
         return copied
     return _commit_index(git_dir, parent, SNAPSHOT_INDEX_MESSAGE, index_env)
+
+
+SESSION_MESSAGE = "git-isopatch: state of a session"
+#: The temporary index of :func:`snapshot_worktree`, in the worktree's git directory.
+SESSION_INDEX = "isopatch-session-index"
+
+
+def snapshot_worktree(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    parent: CommitId,
+    *,
+    env: Mapping[str, str],
+    exclude: Sequence[str] = (),
+    spawn: Spawn | None = None,
+) -> GitResult[CommitId]:
+    """Make a commit whose tree is the worktree (private git directory
+    ``git_dir``) as ``git add --all`` would stage it, but for ``exclude``
+    (paths from the top), on ``parent``: a session's state after a step.
+    It goes through a copy of the worktree's index in ``git_dir`` (never
+    through a link put in its place), removed after; the objects go where
+    ``env`` says; ``spawn`` confines git."""
+    index = os.path.join(git_dir, SESSION_INDEX)
+    index_env = {**env, "GIT_INDEX_FILE": index}
+    try:
+        shutil.copyfile(os.path.join(git_dir, "index"), index, follow_symlinks=False)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return _os_error(f"cannot copy the index of '{worktree}'", exc)
+    try:
+        paths = [":(top)", *(f":(top,exclude,literal){path}" for path in exclude)]
+        added = run_git(
+            [*worktree_args(worktree, git_dir), "add", "--all", "--sparse", "--", *paths],
+            env=index_env,
+            config=SNAPSHOT_CONFIG,
+            spawn=spawn,
+        )
+        if isinstance(added, Err):
+            return added
+        return _commit_index(git_dir, parent, SESSION_MESSAGE, index_env, spawn)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(index)
+
+
+def snapshot_parent(git_dir: GitDirPath, commit: CommitId, env: Mapping[str, str]) -> CommitId:
+    """The commit a snapshot (``--include-uncommitted``, ``--staged``) was
+    taken on, the user's ``HEAD`` then; ``commit`` itself when it is no
+    snapshot (or git cannot tell)."""
+    match run_git(
+        [f"--git-dir={git_dir}", "log", "-1", "--format=%P%x00%an%x00%s", commit, "--"],
+        env=env,
+        config=SNAPSHOT_CONFIG,
+    ):
+        case Ok(output):
+            parents, author, subject = output.decode("utf-8", "replace").rstrip("\n").split("\0")
+            snapshot = subject in (SNAPSHOT_MESSAGE, SNAPSHOT_INDEX_MESSAGE)
+            if snapshot and author == SNAPSHOT_IDENTITY["GIT_AUTHOR_NAME"] and parents:
+                return CommitId(parents.split()[0])
+    return commit

@@ -260,10 +260,13 @@ class Namespaced(Confinement):
     def objects(self, env: Mapping[str, str]) -> Mapping[str, str]:
         """``env`` with an object store of its own for what git writes (``add
         -N``'s empty blob: the repository's may not be writable inside, another
-        user's through ``safe.directory``), the command's view an alternate."""
+        user's through ``safe.directory``), the command's view an alternate,
+        and the store ``env`` names (a session's) another."""
         if self._objects is None:
             self._objects = tempfile.mkdtemp(prefix="objects-", dir=self.private_tmp)
         store = quoted_path_entry(os.path.join(self.common_dir, "objects"))
+        if env.get("GIT_OBJECT_DIRECTORY"):
+            store = f"{quoted_path_entry(env['GIT_OBJECT_DIRECTORY'])}:{store}"
         return {
             **env,
             "GIT_OBJECT_DIRECTORY": self._objects,

@@ -88,9 +88,12 @@ class Proof(NamedTuple):
 
     Attributes:
         tracks_attributes: its index holds a ``.gitattributes``.
+        fresh: it was checked out at the base; ``False``: the worktree is a
+            session's, as its last step left it, the base that state.
     """
 
     tracks_attributes: bool
+    fresh: bool = True
 
 
 def look_before_command(
@@ -121,7 +124,10 @@ def look_before_command(
     command or not.  Without attributes no conversion can change a file
     after checkout, and a proved claim asks git nothing; with them, a
     proved claim takes the answer kept with the worktree for the same
-    files, commit and attributes (:func:`_reading_look`)."""
+    files, commit and attributes (:func:`_reading_look`).  A proof
+    that is not :attr:`Proof.fresh` (a session's later step: ``base`` is
+    the state its last step left) takes no look: no checkout made a path
+    differ."""
     settings = read_settings(admin_dir, env)
     own = tuple(ignore_case_setting(worktree, settings))
     paths: list[str] = []
@@ -138,6 +144,8 @@ def look_before_command(
     if said is not None:
         warn(said)
     baseline = Baseline()
+    if proved is not None and not proved.fresh:
+        return Fidelity(baseline, own, command)
     if proved is not None:
         tracks_attributes = proved.tracks_attributes
     else:

@@ -24,6 +24,10 @@ never listed, pruned or counted.  Each of ours is in one state:
 ``pooled``
     waiting in the pool (``isopatch.pool``) for the next run to claim it:
     its record says so and it is locked with the pool's reason.
+``session``
+    a session's worktree between its steps (:mod:`.sessions`): its record
+    names the session and it is locked with the sessions' reason; its age
+    is the time since its last step.
 ``base``
     a base tree (:mod:`.base_trees`): the checkout that sandboxed runs at
     its commit share, kept for the next ones (its own record says so);
@@ -47,7 +51,13 @@ from ..git.types import GitDirPath
 from ..git.worktree import WorktreeRecord as WorktreeEntry
 from ..git.worktree import list_worktrees, worktree_admin_dirs
 from .placement import made_by_isopatch
-from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord, parse_lock_reason
+from .store import (
+    LOCK_REASON_PREFIX,
+    POOL_LOCK_REASON,
+    GitMetadataStore,
+    WorktreeRecord,
+    parse_lock_reason,
+)
 
 __all__ = [
     "OwnedWorktree",
@@ -62,9 +72,15 @@ ORPHANED = "orphaned"
 LOCKED = "locked"
 POOLED = "pooled"
 BASE = "base"
+SESSION = "session"
+
+#: The ``git worktree lock`` reason of a session between steps (:mod:`.sessions`).
+SESSION_LOCK_REASON = f"{LOCK_REASON_PREFIX} session"
 
 #: States a worktree can be pruned in (a base tree only while no run uses it).
-PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED, BASE})
+PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED, BASE, SESSION})
+#: Lock reasons of ours that name no process.
+_OURS = (POOL_LOCK_REASON, SESSION_LOCK_REASON)
 
 
 class OwnedWorktree(NamedTuple):
@@ -87,6 +103,8 @@ class OwnedWorktree(NamedTuple):
         container: the folder made for it alone, which holds it
             (:func:`.placement.place_worktree`).
         prunable: git's reason to prune it (its folder is gone), or ``None``.
+        session: the name of the session it holds, if any; ``size``: the
+            bytes of its whole change (its patch, :mod:`.sessions`).
     """
 
     path: str
@@ -99,6 +117,8 @@ class OwnedWorktree(NamedTuple):
     tmpdir: str | None
     prunable: str | None
     container: str | None = None
+    session: str | None = None
+    size: int | None = None
 
     def age(self, now: float) -> float | None:
         """Seconds since it was made, or ``None`` when unknown."""
@@ -178,9 +198,11 @@ def _ours(
             created = None
     if record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
         state = POOLED
+    elif record is not None and record.session and entry.locked == SESSION_LOCK_REASON:
+        state = SESSION
     elif running:
         state = RUNNING
-    elif entry.locked is not None and lock_owner is None and entry.locked != POOL_LOCK_REASON:
+    elif entry.locked is not None and lock_owner is None and entry.locked not in _OURS:
         state = LOCKED  # the pool's reason with a record that is not pooled: an orphan
     elif record is not None and record.kept:
         state = KEPT
@@ -197,4 +219,17 @@ def _ours(
         tmpdir=record.tmpdir if record is not None else None,
         prunable=entry.prunable,
         container=os.path.dirname(os.path.normpath(entry.path)),
+        session=record.session if record is not None else None,
+        size=_session_size(record),
     )
+
+
+def _session_size(record: WorktreeRecord | None) -> int | None:
+    """The bytes of the whole change of the session ``record`` names
+    (``<container>/session/session.patch``), 0 when unknown."""
+    if record is None or record.session is None or record.container is None:
+        return None
+    try:
+        return os.path.getsize(os.path.join(record.container, "session", "session.patch"))
+    except OSError:
+        return 0

@@ -200,10 +200,14 @@ def _remove_extras(admin_dir: str) -> list[str]:
     return removed
 
 
-def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -> list[str]:
+def put_right(
+    admin_dir: str, worktree: str, made: Mapping[str, bytes | None], *, extras: bool = True
+) -> list[str]:
     """Make each guarded file hold what :func:`snapshot` read into ``made``
     again: rewritten by rename (never through a link), or removed when it
-    was not there.
+    was not there; a name of ``made`` left out is left as it is.  With
+    ``extras``, what is neither git's nor ours goes (:func:`_remove_extras`;
+    a session keeps its operations in progress, its refs and its objects).
 
     Returns:
         The paths that were put right.
@@ -211,7 +215,7 @@ def put_right(admin_dir: str, worktree: str, made: Mapping[str, bytes | None]) -
     Raises:
         OSError: one could not be.
     """
-    changed = _remove_extras(admin_dir)
+    changed = _remove_extras(admin_dir) if extras else []
     for name, path in _paths(admin_dir, worktree).items():
         if name not in made:
             continue

@@ -12,62 +12,14 @@ Design: procedure steps 3 and 7.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from ..git.repo import UserRepository
-from ..git.types import CommitId, WorktreePath
+from ..git.types import CommitId
 from . import kept
-from .provider import Isolation, WorktreeProvider
+from .lease import Lease
+from .provider import WorktreeProvider
 from .results import PrivateFolder
-
-
-class Lease:
-    """A run's hold on its worktree, inside :func:`worktree_for_run`.
-
-    Attributes:
-        isolation: the worktree.
-        kept: once given back, its path when it was kept for the user
-            (``--keep``, a failed extraction, or it could not be given
-            back), else ``None``.
-    """
-
-    def __init__(self, isolation: Isolation) -> None:
-        self.isolation = isolation
-        self.kept: WorktreePath | None = None
-        self._keep_on_failure = False
-        self._keep = False
-        self._poolable = True
-
-    def keep_on_failure(self) -> None:
-        """From now on, a failure keeps the worktree for inspection
-        instead of removing it (extraction: the user will want to look)."""
-        self._keep_on_failure = True
-
-    def guard(self, files: Mapping[str, bytes | None]) -> None:
-        """Put ``files`` (absolute path -> content, :func:`.kept.snapshot_submodules`)
-        right too if the worktree is kept."""
-        admin_files = {**(self.isolation.admin_files or {}), **files}
-        self.isolation = self.isolation._replace(admin_files=admin_files)
-
-    def guard_index(self) -> None:
-        """Copy the index as it is now, git-isopatch's own, to put it back
-        if the worktree is kept (:func:`.kept.keep_index`)."""
-        isolation = self.isolation
-        copy = kept.keep_index(isolation.admin_dir, isolation.private_dir)
-        self.isolation = isolation._replace(index_copy=copy)
-
-    def keep_answer(self, conversions: bytes | None) -> None:
-        """Keep ``conversions``, the reading look's answer
-        (:mod:`.conversions`), with the worktree if it returns to the
-        pool; ``None``: none is kept."""
-        self.isolation = self.isolation._replace(conversions=conversions)
-
-    def settle(self, *, keep: bool, poolable: bool) -> None:
-        """How to give the worktree back when the run leaves it: ``keep``
-        it for the user, or return it to the pool (only when ``poolable``:
-        a process the sandboxed command left behind can still write in
-        it) or remove it."""
-        self._keep, self._poolable = keep, poolable
 
 
 @contextlib.contextmanager
@@ -80,6 +32,7 @@ def worktree_for_run(
     private: PrivateFolder,
     tmp_root: str | None,
     worktree_root: str | None,
+    session: str | None = None,
 ) -> Iterator[Lease]:
     """Steps 3 and 7 of the procedure as one life cycle: a worktree at
     ``base`` (:meth:`WorktreeProvider.create`; then the run's ``private``
@@ -88,9 +41,25 @@ def worktree_for_run(
     removed; when it cannot go back it is kept and unlocked for the user.
     On an error it is removed, or kept after :meth:`Lease.keep_on_failure`.
 
+    With ``session``, the worktree is that session's (:func:`.session_life.session_for_run`).
+
     Raises:
         IsopatchError: as :meth:`WorktreeProvider.create`.
     """
+    if session is not None:
+        from .session_life import session_for_run
+
+        with session_for_run(
+            provider,
+            repository,
+            base,
+            session,
+            command=command,
+            private=private,
+            places=(tmp_root, worktree_root),
+        ) as lease:
+            yield lease
+        return
     isolation = provider.create(
         repository,
         base,

@@ -16,7 +16,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.attributes import is_attributes_file
@@ -37,6 +37,9 @@ from .placement import place_worktree, remove_tree
 from .removal import make_room, refusal, remove_ours
 from .space import no_space
 from .store import GitMetadataStore, WorktreeRecord
+
+if TYPE_CHECKING:
+    from .sessions import Step
 
 log = logging.getLogger("git_isopatch")
 
@@ -77,6 +80,7 @@ class Isolation(NamedTuple):
             when ``proved_fresh``; else looked for in the index file before
             the command): git may see a path differ from ``base`` once it
             reads the file again.
+        session: the step of a session this run is (:mod:`.sessions`).
     """
 
     private_dir: str
@@ -93,6 +97,7 @@ class Isolation(NamedTuple):
     tracks_attributes: bool = True
     conversions: bytes | None = None
     index_copy: str | None = None
+    session: Step | None = None
 
 
 def _worktree_name(repository: UserRepository) -> str:

@@ -29,6 +29,7 @@ from .inventory import (
     ORPHANED,
     POOLED,
     PRUNABLE_STATES,
+    SESSION,
     OwnedWorktree,
     owned_worktrees,
 )
@@ -198,7 +199,18 @@ def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping
     reason = remove_ours(repository, path, worktree.admin_dir, env=env, also=(worktree.tmpdir,))
     if reason is not None:
         log.warning("could not remove worktree '%s': %s", worktree.path, reason)
+    _forget_session(repository, worktree, reason)
     return reason is None
+
+
+def _forget_session(
+    repository: UserRepository, worktree: OwnedWorktree, reason: str | None
+) -> None:
+    """A session's worktree gone: its lock file too (:mod:`.sessions`)."""
+    if reason is None and worktree.session is not None:
+        from .sessions import forget_lock
+
+        forget_lock(repository.common_dir, worktree.session)
 
 
 class Pruned(NamedTuple):
@@ -272,6 +284,7 @@ def prune(
                 )
                 if reason is None:
                     removed.append(worktree)
+                    _forget_session(repository, worktree, reason)
                 else:
                     failed.append((worktree, reason))
             return Pruned(removed, failed, standing)
@@ -321,14 +334,16 @@ def make_room(
         found = [w for w in owned if w.state == state and os.path.realpath(w.path) != here]
         return sorted(found, key=lambda w: w.created or 0.0)
 
-    for worktree in oldest_first(POOLED) + oldest_first(ORPHANED) + oldest_first(KEPT):
+    idle = sorted(oldest_first(KEPT) + oldest_first(SESSION), key=lambda w: w.created or 0.0)
+    for worktree in oldest_first(POOLED) + oldest_first(ORPHANED) + idle:
         if excess <= 0:
             break
         if discard(repository, worktree, env=env):
             excess -= 1
-            if worktree.state == KEPT:
+            if worktree.state in (KEPT, SESSION):
+                what = "kept worktree" if worktree.state == KEPT else "idle session"
                 warn(
-                    f"removed the oldest kept worktree '{worktree.path}' "
+                    f"removed the oldest {what} '{worktree.session or worktree.path}' "
                     f"(isopatch.maxWorktrees is {limit})"
                 )
     if excess > 0:

@@ -93,6 +93,8 @@ class WorktreeRecord:
             extraction failed).
         pooled: True while it waits in the pool (``isopatch.pool``) for the
             next run; then ``container`` holds nothing but the worktree.
+        session: the name of the session it holds (:mod:`.sessions`);
+            ``created`` is then when its last step ended.
     """
 
     pid: int
@@ -106,6 +108,7 @@ class WorktreeRecord:
     version: int = 2
     pooled: bool = False
     container: str | None = None
+    session: str | None = None
 
     @property
     def worktree_folder(self) -> str:
@@ -185,6 +188,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "version": (int,),
     "pooled": (bool,),
     "container": (str, type(None)),
+    "session": (str, type(None)),
 }
 _REQUIRED = ("pid", "host", "start_ticks", "created", "tmpdir", "base")
 

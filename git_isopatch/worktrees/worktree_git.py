@@ -109,6 +109,26 @@ class WorktreeGit(NamedTuple):
             self.worktree, base, exclude=exclude, color=color, width=width, **self._bound()
         )
 
+    def snapshot(self, parent: CommitId, *, exclude: Sequence[str]) -> GitResult[CommitId]:
+        """:func:`.git.snapshot.snapshot_worktree`: its objects where
+        :attr:`env` says (a session's own store), not in the run's."""
+        from ..git.snapshot import snapshot_worktree  # a session's alone
+
+        return snapshot_worktree(
+            self.worktree,
+            self.admin_dir,
+            parent,
+            env=self.env,
+            exclude=exclude,
+            spawn=self.confinement.spawn,
+        )
+
+    def write_commit_diff(self, old: CommitId, new: CommitId, out: IO[bytes]) -> GitResult[None]:
+        """:func:`.git.diff.write_commit_diff`."""
+        return diff.write_commit_diff(
+            self.admin_dir, old, new, out, env=self.env, spawn=self.confinement.spawn
+        )
+
     def warn_changed_submodules(
         self, populated: Sequence[Submodule], warn: Callable[[str], None]
     ) -> None:

@@ -21,7 +21,17 @@ from git_isopatch.render import PORCELAIN_KEYS
 ROOT = Path(__file__).resolve().parents[2]
 
 #: ``list --porcelain`` keys in their order (render.worktree_list_porcelain).
-LIST_KEYS = ["worktree", "state", "pid", "created", "head", "command", "prunable"]
+LIST_KEYS = [
+    "worktree",
+    "state",
+    "pid",
+    "created",
+    "head",
+    "command",
+    "prunable",
+    "session",
+    "size",
+]
 
 
 def test_the_schemas_are_json_schemas_of_version_1() -> None:

@@ -75,6 +75,7 @@ def test_the_skill_covers_the_call_the_result_candidates_apply_and_prune() -> No
         "The call",
         "Reading the result",
         "Candidates side by side",
+        "Several steps in one session",
         "Applying the chosen one",
         "Cleaning up",
     ]
@@ -141,8 +142,9 @@ def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: 
     state.mkdir()
     before = repo_state(repo, env)
     blocks = fenced(SKILL.read_text(encoding="utf-8"), "sh")
-    assert len(blocks) == 5
-    call, review, candidates, chosen, cleanup = blocks
+    assert len(blocks) == 6
+    call, review, candidates, session, chosen, cleanup = blocks
+    assert "--session" in session and "--end" in session
     assert "git isopatch --json --" in call and "prune" in cleanup
     # the chosen candidate's previewed patch is applied, its command not run again
     assert "apply" in chosen and "git isopatch" not in chosen and "narrow.json" in chosen
@@ -172,17 +174,22 @@ def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: 
     assert len(set(patches)) == 3
     assert b"-import os" in patches[2] and b"-import os" not in patches[0]
     unchanged(2)
+    # A session of two steps: its whole change holds both, then it is gone.
+    whole = saved(3, outputs[3].strip())
+    assert b"-import os" in whole and whole != patches[2]
+    assert (state / "3.worktrees").read_text().count("worktree ") == 1
+    unchanged(3)
     # The chosen one's patch applied: the work tree is the base plus that
     # patch (the 60-column candidate reverses cleanly), nothing else changed.
-    assert outputs[3] == ""
-    assert (state / "3.status").read_text() == " M app.py\n"
-    assert (state / "3.app").read_text() != SOURCE
+    assert outputs[4] == ""
+    assert (state / "4.status").read_text() == " M app.py\n"
+    assert (state / "4.app").read_text() != SOURCE
     narrow = tmp_path / "narrow.patch"
     narrow.write_bytes(patches[1])
     git("apply", "--check", "-R", narrow, cwd=repo, env=env)
     # Cleaning up: no worktree but the checkout, no result folder, no $out.
-    assert "worktree " not in outputs[4]
-    assert (state / "4.worktrees").read_text().count("worktree ") == 1
+    assert "worktree " not in outputs[5]
+    assert (state / "5.worktrees").read_text().count("worktree ") == 1
     assert list(Path(env["TMPDIR"]).iterdir()) == []
     after = repo_state(repo, env)
     assert after["refs"] == before["refs"] and after["index"] == before["index"]

@@ -145,6 +145,7 @@ NAMED_LAYERS = {
     # git isopatch mcp: the command line of the MCP server, and the server,
     # a front end that runs git-isopatch and applies through manage
     f"{PACKAGE}.mcp_cli": "cli",
+    f"{PACKAGE}.session_cli": "cli",
     f"{PACKAGE}.mcp_server": "cli",
     f"{PACKAGE}.mcp_parameters": "cli",
     f"{PACKAGE}.mcp_policy": "cli",
@@ -155,7 +156,8 @@ NAMED_LAYERS = {
 #: The step modules of the procedure (design: "The procedure"), side by
 #: side: none imports another; the procedure (``capture``) imports each.
 STEPS = frozenset(
-    f"{PACKAGE}.{name}" for name in ("start", "populate", "execute", "extract", "report")
+    f"{PACKAGE}.{name}"
+    for name in ("start", "populate", "execute", "extract", "session_patch", "report")
 )
 PROCEDURE = f"{PACKAGE}.capture"
 

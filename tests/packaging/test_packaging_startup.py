@@ -97,6 +97,7 @@ PLAIN_RUN = {
     "git_isopatch.worktrees.inventory",
     "git_isopatch.worktrees.kept",
     "git_isopatch.worktrees.lifecycle",
+    "git_isopatch.worktrees.lease",
     "git_isopatch.worktrees.lock",
     "git_isopatch.worktrees.mounts",
     "git_isopatch.worktrees.placement",

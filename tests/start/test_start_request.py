@@ -53,6 +53,7 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     ),
     "max_processes": (["--max-processes", "2k", "--", "true"], 2048, "isopatch.maxProcesses"),
     "max_memory": (["--max-memory", "512m", "--", "true"], 512 << 20, "isopatch.maxMemory"),
+    "session": (["--session", "fix", "--", "true"], "fix", None),
 }
 
 
@@ -182,7 +183,9 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "max_processes": 512,
         "max_memory": 1 << 30,
     }
-    assert set(options) | {"command"} | STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS == set(SOURCES)
+    # session cannot go with keep: test_the_api_runs_the_steps_of_a_session
+    fields = set(options) | {"command", "session"} | STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS
+    assert fields == set(SOURCES)
     script = (
         "cat ../local/data > copied && echo out && pwd >&2"
         f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied;"
@@ -294,3 +297,17 @@ def test_conflicts_are_decided_in_one_place(request_, mode, message) -> None:
         assert found is None
     else:
         assert found is not None and message in found
+
+
+def test_the_api_runs_the_steps_of_a_session(make_repo, env) -> None:
+    """``capture(..., session=...)``: each call a step; ``end_session`` ends it."""
+    from git_isopatch.manage import end_session
+
+    repo = make_repo()
+    first = capture(["sh", "-c", "echo a > a.txt"], repo_path=str(repo), session="api")
+    second = capture(["sh", "-c", "echo b > b.txt"], repo_path=str(repo), session="api")
+    assert (first.session, first.files, second.files, second.session_files) == ("api", 1, 1, 2)
+    assert second.session_patch is not None and b"+b" in Path(second.session_patch).read_bytes()
+    with pytest.raises(ValueError, match="'--session' and '--keep'"):
+        capture(["true"], repo_path=str(repo), session="api", keep=True)
+    assert end_session(str(repo), "api") and not end_session(str(repo), "api")

@@ -1,0 +1,35 @@
+"""``git isopatch --session <name> --end``: ends a session
+(:func:`.manage.end_session`), loaded only then."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import usage
+
+
+def end_session(params: Mapping[str, Any]) -> int:
+    """``--session <name> --end``: end the session; 0, or 128 with one
+    ``fatal:`` line (none of that name, or it could not be removed), 129
+    without ``--session`` or with a command."""
+    from .errors import IsopatchError
+    from .manage import end_session as end
+    from .request import session_name_refusal
+
+    name = params["session"]
+    if name is None:
+        raise usage.UsageFailure("the option '--end' requires '--session'")
+    if params["command"]:
+        raise usage.UsageFailure("option '--end' takes no command")
+    if (why := session_name_refusal(name)) is not None:
+        raise usage.UsageFailure(why)
+    usage.configure_logging()
+    try:
+        ended = end(params["repo_path"], name)
+    except IsopatchError as failure:
+        usage.fatal(failure)
+    if not ended:
+        usage.stderr_line(f"fatal: no session '{name}'")
+        return usage.FATAL_STATUS
+    return 0

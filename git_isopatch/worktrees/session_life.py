@@ -1,0 +1,226 @@
+"""The life cycle of one step of a session (``--session <name>``): the
+session's worktree for the run, made at its base by the first step, found
+and brought back by the later ones, and put away again when the step ends
+(:mod:`.sessions`), all under the session's lock; and ending a session.
+
+Design: procedure steps 3 and 7, for a session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import replace
+
+from ..errors import IsopatchError, known_os_failure
+from ..git.quote import quoted
+from ..git.repo import UserRepository
+from ..git.types import CommitId, WorktreePath
+from . import kept, sessions
+from .inventory import SESSION_LOCK_REASON
+from .lease import Lease
+from .lock import LockWaitInterrupted
+from .provider import Isolation, WorktreeProvider
+from .removal import refusal, remove_ours
+from .results import PrivateFolder
+from .sessions import SESSION_PATCH, Session, Step
+from .store import WorktreeRecord
+
+
+@contextlib.contextmanager
+def session_for_run(
+    provider: WorktreeProvider,
+    repository: UserRepository,
+    base: CommitId,
+    name: str,
+    *,
+    command: list[str],
+    private: PrivateFolder,
+    places: tuple[str | None, str | None],
+) -> Iterator[Lease]:
+    """The worktree of session ``name`` for one step, held under the
+    session's lock: made at ``base`` when the session does not exist yet,
+    else found, checked (not broken, at ``base``) and its git state put
+    back (:func:`.sessions.unstow`).  When the step ends, however it ends,
+    its administrative files are put right and its git state put away
+    (:func:`.sessions.stow`), the session at the state the step left
+    (:meth:`Lease.session_state`) or at its last one; a first step that
+    fails leaves no session.
+
+    Raises:
+        IsopatchError: ``session-busy``, ``session-broken``,
+            ``session-base-differs``; as :meth:`WorktreeProvider.create`.
+    """
+    lock = provider.lock
+    common = repository.common_dir
+    with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
+        found = sessions.find(repository, provider.store, name)
+        if found is None:
+            isolation, record = _make(provider, repository, base, name, command, private, places)
+        else:
+            isolation, record = _resume(provider, repository, found, base, (command, private))
+        private.mark()
+        lease = Lease(isolation)
+        try:
+            yield lease
+        except BaseException:
+            if found is None:
+                provider.remove(lease.isolation)
+                sessions.forget_lock(common, name)
+                raise
+            _put_away(provider, lease, record, None, None)
+            raise
+        _put_away(provider, lease, record, lease.state, lease.session_patch)
+
+
+def _make(
+    provider: WorktreeProvider,
+    repository: UserRepository,
+    base: CommitId,
+    name: str,
+    command: list[str],
+    private: PrivateFolder,
+    places: tuple[str | None, str | None],
+) -> tuple[Isolation, sessions.SessionRecord]:
+    """A new session's worktree at ``base``, its records written."""
+    tmp_root, worktree_root = places
+    isolation = provider.create(
+        repository,
+        base,
+        command=command,
+        private_dir=private.path,
+        tmp_root=tmp_root,
+        worktree_root=worktree_root,
+    )
+    record = replace(sessions.new_record(name, base), stepping=True)
+    try:
+        isolation.record.session = name
+        provider.store.save(isolation.admin_dir, isolation.record)
+        sessions.save(isolation.container, record)
+        os.makedirs(os.path.join(isolation.admin_dir, sessions.OBJECTS, "pack"), mode=0o700)
+        os.makedirs(os.path.join(isolation.admin_dir, sessions.OBJECTS, "info"), mode=0o700)
+    except OSError as exc:
+        provider.remove(isolation)
+        raise known_os_failure(f"could not record session '{name}'", exc) from exc
+    return isolation._replace(session=_step(isolation, record)), record
+
+
+def _step(isolation: Isolation, record: sessions.SessionRecord) -> Step:
+    objects = sessions.objects_env(isolation.admin_dir, isolation.repository.common_dir)
+    return Step(record.name, CommitId(record.base), CommitId(record.state), objects, record.steps)
+
+
+def _resume(
+    provider: WorktreeProvider,
+    repository: UserRepository,
+    found: Session,
+    base: CommitId,
+    run: tuple[list[str], PrivateFolder],
+) -> tuple[Isolation, sessions.SessionRecord]:
+    """The worktree of session ``found``, its git state put back and
+    locked for this run.
+
+    Raises:
+        IsopatchError: ``session-broken``, ``session-base-differs``.
+    """
+    record, name = found.record, found.record.name
+    if record.broken is not None:
+        raise sessions.broken(name, record.broken)
+    if record.stepping:
+        raise sessions.broken(name, "a step of it did not finish (its run was killed)")
+    if record.base != base:
+        raise IsopatchError(
+            "session-base-differs",
+            f"session '{name}' started at {record.base}, not at {base}",
+            hint="a session keeps its base; end it to start again elsewhere",
+        )
+    command, private = run
+    owner = WorktreeRecord.for_this_process(container=found.container, base=base, command=command)
+    owner.session = name
+    stepping = replace(record, stepping=True)
+    try:
+        with provider.lock.held(repository.common_dir):
+            again = sessions.find(repository, provider.store, name)
+            if again is None or again.admin_dir != found.admin_dir:
+                raise sessions.broken(name, "it was removed while this run waited for it")
+            sessions.save(found.container, stepping)
+            provider.store.save(found.admin_dir, owner)
+            sessions.unstow(found.admin_dir, found.container, owner.lock_reason())
+    except OSError as exc:
+        raise sessions.broken(name, f"its git state cannot be put back: {exc}") from None
+    isolation = Isolation(
+        private_dir=private.path,
+        worktree=found.worktree,
+        admin_dir=found.admin_dir,
+        repository=repository,
+        base=base,
+        record=owner,
+        container=found.container,
+    )
+    isolation = isolation._replace(admin_files=kept.snapshot(found.admin_dir, found.worktree))
+    return isolation._replace(session=_step(isolation, record)), stepping
+
+
+def _put_away(
+    provider: WorktreeProvider,
+    lease: Lease,
+    record: sessions.SessionRecord,
+    state: CommitId | None,
+    patch: str | None,
+) -> None:
+    """After a step: the administrative files put right, the git state put
+    away, the record at ``state`` (``None``: as it was) with ``patch`` as
+    the session's whole change.  What cannot be done leaves the session
+    broken, saying why."""
+    isolation = lease.isolation
+    admin_dir, container = isolation.admin_dir, isolation.container
+    why = None
+    done = sessions.finished(record, state)
+    try:
+        if isolation.admin_files is not None:  # the pointers; HEAD is the session's
+            made = {k: v for k, v in isolation.admin_files.items() if k != "HEAD"}
+            for path in kept.put_right(admin_dir, isolation.worktree, made, extras=False):
+                provider.warn(f"the command rewrote {quoted(path)}; put back")
+        if patch is not None:
+            shutil.copyfile(patch, os.path.join(sessions.state_dir(container), SESSION_PATCH))
+        with provider.lock.held(isolation.repository.common_dir):
+            sessions.stow(admin_dir, container, isolation.base, SESSION_LOCK_REASON)
+            isolation.record.created = done.used
+            provider.store.save(admin_dir, isolation.record)
+    except (OSError, IsopatchError, LockWaitInterrupted) as exc:
+        why = f"its git state could not be put away: {exc}"
+        done = replace(record, stepping=False, broken=why)
+    try:
+        sessions.save(isolation.container, done)
+    except OSError as exc:
+        provider.warn(f"could not record session '{record.name}': {exc.strerror or exc}")
+
+
+def end_session(provider: WorktreeProvider, repository: UserRepository, name: str) -> bool:
+    """Remove session ``name``: its worktree, the folder made for it (with
+    the session's state) and its lock file, under its lock.
+
+    Returns:
+        False when there is no such session.
+    Raises:
+        IsopatchError: ``session-busy``; the worktree could not be removed.
+    """
+    lock = provider.lock
+    common = repository.common_dir
+    with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
+        found = sessions.find(repository, provider.store, name)
+        if found is None:
+            sessions.forget_lock(common, name)
+            return False
+        why = refusal(found.worktree)
+        if why is None:
+            with lock.held(common):
+                why = remove_ours(
+                    repository, WorktreePath(found.worktree), found.admin_dir, env=provider.env
+                )
+        if why is not None:
+            raise IsopatchError("session-not-removed", f"could not remove session '{name}': {why}")
+        sessions.forget_lock(common, name)
+    return True

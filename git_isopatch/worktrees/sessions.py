@@ -1,0 +1,299 @@
+"""Sessions: one worktree kept across several runs (``--session <name>``).
+
+A session is a kept worktree of ours whose record (:class:`.store.WorktreeRecord`)
+names it; each later run with the same name runs in it again, seeing
+everything the earlier ones left.  Its own state lives beside the worktree,
+in the folder made for it alone (``<container>/session/``): the
+:class:`SessionRecord` (its base, the commit of its state after its last
+finished step, whether a step is under way), its whole change as a patch
+(``session.patch``), and, between steps, what git wrote into the worktree's
+private folder (:func:`stow`).  The command cannot write there: under the
+sandbox the folder holding the checkout is copy-on-write, and
+``isopatch.tmpdir`` is not writable at all.
+
+Between steps the worktree's private folder holds only what ``git worktree
+add`` wrote (its pointers, the lock with :data:`SESSION_LOCK_REASON`, our
+record) and a ``HEAD`` at the base: the session's index, ``HEAD``, reflogs
+and per-worktree refs, and its object store (:data:`OBJECTS`, where the
+command's git writes: the repository's own is copy-on-write under the
+sandbox) wait in the session's folder, so that no object of the session
+is ever named where the user's ``git gc`` looks.  A step puts them back
+(:func:`unstow`) and takes them away again when it finishes.
+
+Two runs of one session never interleave: each holds the session's lock
+(:func:`held`, ``$GIT_COMMON_DIR/isopatch/sessions/<name>.lock``) for the
+whole step; the next waits a bounded time, then fails (``session-busy``).
+A step that did not finish (its run was killed) leaves the session marked
+broken (``session-broken``): it can only be ended.
+
+Under copy-on-write base trees a session becomes a kept run layer over its
+base tree; the life cycle above (lock, record, stow, end) stays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
+
+from ..errors import IsopatchError, known_os_failure
+from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.repo import UserRepository
+from ..git.run import quoted_path_entry
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..git.worktree import worktree_admin_dirs
+from .lock import POLL_SECONDS, LockWaitInterrupted, try_flock
+from .placement import made_by_isopatch
+from .store import RECORD_FILE, GitMetadataStore
+
+#: The folder, beside the worktree in its container, holding the session's state.
+STATE_FOLDER = "session"
+#: The session's record in it.
+SESSION_FILE = "session.json"
+#: The session's whole change against its base, after its last finished step.
+SESSION_PATCH = "session.patch"
+#: What the worktree's private folder holds between steps, waiting there.
+STOWED = "stowed"
+#: The session's own object store, in the worktree's private folder during a step.
+OBJECTS = "isopatch-objects"
+#: What stays in the worktree's private folder between steps.
+_STAYS = frozenset({"gitdir", "commondir", "locked", RECORD_FILE, "config.worktree"})
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """What git-isopatch knows of a session.
+
+    Attributes:
+        name: the session's name.
+        base: the commit it started at (kept: never rebased).
+        state: the commit of its worktree after its last finished step (in
+            its own object store), the base before the first.
+        created, used: when it was made and when its last step ended.
+        steps: how many steps finished.
+        stepping: a step is under way; found so by the next run, the step
+            never finished: the session is broken.
+        broken: why the session can only be ended, or ``None``.
+    """
+
+    name: str
+    base: str
+    state: str
+    created: float
+    used: float
+    steps: int = 0
+    stepping: bool = False
+    broken: str | None = None
+    version: int = 1
+
+
+class Step(NamedTuple):
+    """One run of a session, as the steps of the procedure see it.
+
+    Attributes:
+        name: the session's name.
+        base: its base commit.
+        since: the commit of its state before this step: the step's patch
+            is taken against it.
+        objects: the variables naming its object store
+            (:func:`objects_env`), for git in its worktree.
+        steps: how many steps finished before this one.
+    """
+
+    name: str
+    base: CommitId
+    since: CommitId
+    objects: Mapping[str, str]
+    steps: int
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for git in the session's worktree."""
+        return {**env, **self.objects}
+
+
+class Session(NamedTuple):
+    """A session found: its worktree, the worktree's private folder, the
+    folder made for both and its record."""
+
+    worktree: WorktreePath
+    admin_dir: GitDirPath
+    container: str
+    record: SessionRecord
+
+
+def state_dir(container: str) -> str:
+    return os.path.join(container, STATE_FOLDER)
+
+
+def save(container: str, record: SessionRecord) -> None:
+    """Write ``record`` into the session's folder (made if missing)."""
+    folder = state_dir(container)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    replace_admin_file(os.path.join(folder, SESSION_FILE), json.dumps(asdict(record)).encode())
+
+
+def load(container: str) -> SessionRecord | None:
+    """The session record of ``container``, or ``None`` (none, or not one)."""
+    try:
+        data = json.loads(read_admin_file(os.path.join(state_dir(container), SESSION_FILE)))
+        fields = SessionRecord.__dataclass_fields__
+        if not isinstance(data, dict) or set(data) - set(fields):
+            return None
+        record = SessionRecord(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    if not (isinstance(record.name, str) and isinstance(record.base, str)):
+        return None
+    return record
+
+
+def sessions(repository: UserRepository, store: GitMetadataStore) -> list[Session]:
+    """The repository's sessions, from the worktrees' private folders and
+    the sessions' own folders alone (no git call)."""
+    found = []
+    for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
+        record = store.load(admin_dir)
+        if record is None or record.session is None or record.container is None:
+            continue
+        if not made_by_isopatch(top, record.container):
+            continue
+        session = load(record.container)
+        if session is not None and session.name == record.session:
+            found.append(Session(WorktreePath(top), admin_dir, record.container, session))
+    return found
+
+
+def find(repository: UserRepository, store: GitMetadataStore, name: str) -> Session | None:
+    """The session called ``name``, or ``None``."""
+    return next((s for s in sessions(repository, store) if s.record.name == name), None)
+
+
+def lock_path(common_dir: str, name: str) -> str:
+    return os.path.join(common_dir, "isopatch", "sessions", f"{name}.lock")
+
+
+@contextlib.contextmanager
+def held(
+    common_dir: str, name: str, seconds: float, interrupted: Callable[[], bool]
+) -> Iterator[None]:
+    """Hold the lock of session ``name`` (an exclusive ``flock``) for the
+    block, waiting at most ``seconds`` for the run holding it.  A lock
+    file removed meanwhile (the session ended) is taken again.
+
+    Raises:
+        IsopatchError: ``session-busy``, or the lock cannot be made.
+        LockWaitInterrupted: a signal arrived while waiting.
+    """
+    path = lock_path(common_dir, name)
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise known_os_failure(f"could not lock session '{name}'", exc) from exc
+        try:
+            while not try_flock(fd, exclusive=True):
+                if interrupted():
+                    raise LockWaitInterrupted(path)
+                if time.monotonic() >= deadline:
+                    raise IsopatchError(
+                        "session-busy",
+                        f"session '{name}' is busy: another run has held it for {seconds:g} "
+                        "seconds",
+                        hint="wait for that run to finish; ISOPATCH_LOCK_TIMEOUT sets the wait",
+                    )
+                time.sleep(POLL_SECONDS)
+            if _same_file(fd, path):
+                yield
+                return
+        finally:
+            os.close(fd)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """The lock file ``fd`` holds is still the one at ``path``."""
+    try:
+        held, here = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (here.st_dev, here.st_ino)
+
+
+def forget_lock(common_dir: str, name: str) -> None:
+    """Remove the lock file of an ended session (under its lock), and the
+    sessions' folder when it is empty."""
+    path = lock_path(common_dir, name)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(path))
+        os.rmdir(os.path.dirname(os.path.dirname(path)))
+
+
+def broken(name: str, why: str) -> IsopatchError:
+    return IsopatchError(
+        "session-broken",
+        f"session '{name}' is broken: {why}",
+        hint=f"end it with 'git isopatch --session {name} --end'",
+    )
+
+
+def stow(admin_dir: GitDirPath, container: str, base: CommitId, reason: str) -> None:
+    """Move what git wrote into the worktree's private folder (index,
+    ``HEAD``, reflogs, refs, the session's objects) into the session's
+    folder; leave a ``HEAD`` at ``base`` and lock the worktree with
+    ``reason``."""
+    stowed = os.path.join(state_dir(container), STOWED)
+    if os.path.lexists(stowed):
+        shutil.rmtree(stowed)
+    os.makedirs(stowed, mode=0o700)
+    for name in os.listdir(admin_dir):
+        if name not in _STAYS:
+            shutil.move(os.path.join(admin_dir, name), os.path.join(stowed, name))
+    replace_admin_file(os.path.join(admin_dir, "HEAD"), f"{base}\n".encode())
+    replace_admin_file(os.path.join(admin_dir, "locked"), reason.encode())
+
+
+def unstow(admin_dir: GitDirPath, container: str, reason: str) -> None:
+    """Put back what :func:`stow` moved away, the worktree locked with
+    ``reason`` (the run's own)."""
+    stowed = os.path.join(state_dir(container), STOWED)
+    replace_admin_file(os.path.join(admin_dir, "locked"), reason.encode())
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(admin_dir, "HEAD"))
+    for name in os.listdir(stowed):
+        target = os.path.join(admin_dir, name)
+        if name in _STAYS or os.path.lexists(target):
+            raise OSError(errno.EEXIST, "already there", target)
+        shutil.move(os.path.join(stowed, name), target)
+    os.rmdir(stowed)
+
+
+def objects_env(admin_dir: str, common_dir: str) -> Mapping[str, str]:
+    """The variables that have git in the session's worktree write its
+    objects to the session's own store, reading the repository's too."""
+    return {
+        "GIT_OBJECT_DIRECTORY": os.path.join(admin_dir, OBJECTS),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": quoted_path_entry(os.path.join(common_dir, "objects")),
+    }
+
+
+def new_record(name: str, base: CommitId) -> SessionRecord:
+    now = time.time()
+    return SessionRecord(name=name, base=base, state=base, created=now, used=now)
+
+
+def finished(record: SessionRecord, state: CommitId | None) -> SessionRecord:
+    """``record`` after a step that left the session at ``state``
+    (``None``: no state could be taken, the session stays at its last)."""
+    now = time.time()
+    if state is None:
+        return replace(record, stepping=False, used=now)
+    return replace(record, state=state, used=now, steps=record.steps + 1, stepping=False)

@@ -1,0 +1,380 @@
+"""Sessions (``--session <name>``): one worktree across several runs.  Each
+step runs where the last one left off; its result holds its own patch and
+the session's whole change against the base; ``--end`` leaves nothing; a
+killed step leaves the session broken, never half-put-away; two sessions
+never see each other; the user's repository is never touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from hostile import admin_dirs, wait_until
+from repo_helpers import ISOPATCH, apply_to_clean_checkout, git, isopatch, repo_state, tree_manifest
+
+SANDBOXES = [pytest.param("--sandbox", id="sandbox"), pytest.param("--no-sandbox", id="unconfined")]
+
+
+def _step(repo: Path, env: dict[str, str], name: str, *command: str, options: tuple = ()) -> dict:
+    """One step of session ``name``, its JSON result."""
+    done = isopatch("--session", name, "--json", *options, "--", *command, cwd=repo, env=env)
+    assert done.returncode in (0, 1), done.err
+    return json.loads(done.out)
+
+
+def _session_worktree(repo: Path, env: dict[str, str], name: str) -> Path:
+    listed = json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
+    (found,) = [w for w in listed if w.get("session") == name]
+    return Path(found["worktree"])
+
+
+def _without_worktrees(state: dict) -> dict:
+    return {key: value for key, value in state.items() if key != "worktree list"}
+
+
+def _paths(result: dict) -> list[str]:
+    return [p["path"] for p in result["path"]]
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_three_steps_whose_session_patch_gives_the_worktree_byte_for_byte(
+    make_repo, env, tmp_path, sandbox
+) -> None:
+    repo = make_repo({"a.txt": "one\n", "gone.txt": "bye\n", "old.txt": "x\n" * 20, "bin": b"\0"})
+    before = repo_state(repo, env)
+    first = _step(
+        repo,
+        env,
+        "s",
+        "sh",
+        "-c",
+        "echo two >> a.txt; printf '\\0\\1' > new.bin; ln -s a.txt l",
+        options=(sandbox,),
+    )
+    assert sorted(_paths(first)) == ["a.txt", "l", "new.bin"]
+    assert first["session"] == "s" and first["session-files"] == 3
+    second = _step(repo, env, "s", "sh", "-c", "git mv old.txt moved.txt; chmod +x a.txt")
+    assert sorted(_paths(second)) == ["a.txt", "moved.txt"]  # this step's change alone
+    third = _step(repo, env, "s", "sh", "-c", "rm gone.txt; echo 'é' > 'sp ace\tä.txt'")
+    assert sorted(_paths(third)) == ["gone.txt", "sp ace\tä.txt"]
+    assert (
+        third["base"] == first["base"] and third["session-files"] == 6
+    )  # old.txt renamed: one path
+    worktree = _session_worktree(repo, env, "s")
+    clean = apply_to_clean_checkout(
+        repo, third["base"], Path(third["session-patch"]), tmp_path / "clean", env
+    )
+    assert tree_manifest(clean) == tree_manifest(worktree)
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
+    assert repo_state(repo, env) == before
+
+
+def test_a_failing_step_keeps_the_earlier_steps(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    _step(repo, env, "s", "sh", "-c", "echo first > first.txt")
+    failed = isopatch(
+        "--session",
+        "s",
+        "--porcelain",
+        "--",
+        "sh",
+        "-c",
+        "echo half > half.txt; exit 3",
+        cwd=repo,
+        env=env,
+    )
+    assert failed.returncode == 3
+    third = _step(repo, env, "s", "sh", "-c", "cat first.txt half.txt > both.txt")
+    assert _paths(third) == ["both.txt"]
+    patch = Path(third["session-patch"]).read_text()
+    assert "+first" in patch and "+half" in patch and "+first\n+half" in patch
+
+
+def test_a_step_that_commits_inside_the_session(make_repo, env) -> None:
+    """The commit lives in the session's own object store: the next step
+    sees it, the session's change holds it, and the user's repository never
+    names it (``git gc`` and ``fsck`` pass between steps)."""
+    repo = make_repo({"a.txt": "one\n"})
+    first = _step(
+        repo, env, "s", "sh", "-c", "echo two >> a.txt && git commit -qam step && echo new > n.txt"
+    )
+    assert sorted(_paths(first)) == ["a.txt", "n.txt"]
+    git("gc", "-q", cwd=repo, env=env)
+    git("fsck", "--no-progress", cwd=repo, env=env)
+    before = _without_worktrees(repo_state(repo, env))
+    second = _step(
+        repo, env, "s", "sh", "-c", "git log --format=%s > log.txt; git status --short >> log.txt"
+    )
+    log = (_session_worktree(repo, env, "s") / "log.txt").read_text()
+    assert log.splitlines()[:2] == ["step", "base"]
+    assert "?? n.txt" in log  # untracked as the command left it, not marked intent-to-add
+    assert _paths(second) == ["log.txt"]
+    assert "+two" in Path(second["session-patch"]).read_text()
+    assert _without_worktrees(repo_state(repo, env)) == before
+
+
+def test_end_leaves_nothing_behind(make_repo, env) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    _step(
+        repo, env, "s", "sh", "-c", "echo x > x.txt && git commit -qm x -- x.txt || git add x.txt"
+    )
+    _step(repo, env, "s", "touch", "y")
+    assert len(admin_dirs(repo, env)) == 1
+    ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
+    assert ended.returncode == 0, ended.err
+    assert [name for name in os.listdir(repo.parent) if ".isopatch-" in name] == []
+    assert admin_dirs(repo, env) == []
+    assert not (repo / ".git" / "isopatch").exists()
+    assert repo_state(repo, env) == before
+    again = isopatch("--session", "s", "--end", cwd=repo, env=env)
+    assert (again.returncode, again.err) == (128, "fatal: no session 's'\n")
+
+
+def test_list_shows_a_session_with_its_base_age_and_size(make_repo, env) -> None:
+    repo = make_repo()
+    result = _step(repo, env, "lint", "sh", "-c", "echo x > x.txt")
+    listed = isopatch("list", "--porcelain", cwd=repo, env=env).fields()
+    assert listed["state"] == "session" and listed["session"] == "lint"
+    assert listed["head"] == result["base"]
+    assert int(listed["size"]) == os.path.getsize(result["session-patch"]) > 0
+    line = isopatch("list", cwd=repo, env=env).out
+    assert f"session lint at {result['base'][:12]}, {listed['size']} bytes" in line
+
+
+def test_apply_brings_home_the_whole_change(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    _step(repo, env, "s", "sh", "-c", "echo two >> a.txt")
+    applied = isopatch(
+        "--session",
+        "s",
+        "--apply",
+        "--porcelain",
+        "--",
+        "sh",
+        "-c",
+        "echo b > b.txt",
+        cwd=repo,
+        env=env,
+    )
+    assert applied.returncode == 0, applied.err
+    assert applied.fields()["applied"] == "true"
+    assert (repo / "a.txt").read_text() == "one\ntwo\n" and (repo / "b.txt").read_text() == "b\n"
+
+
+def test_a_session_keeps_its_base_when_head_moves(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    first = _step(repo, env, "s", "sh", "-c", "echo two >> a.txt")
+    git("commit", "-q", "--allow-empty", "-m", "later", cwd=repo, env=env)
+    later = isopatch("--session", "s", "--", "true", cwd=repo, env=env)
+    assert later.returncode == 0
+    assert f"hint: session 's' keeps its base {first['base'][:12]}; HEAD is now" in later.err
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    contradicting = isopatch("--session", "s", "--base", head, "--", "true", cwd=repo, env=env)
+    assert contradicting.returncode == 129
+    assert f"error: session 's' started at {first['base']}" in contradicting.err
+    staged = isopatch("--session", "s", "--staged", "--", "true", cwd=repo, env=env)
+    assert staged.returncode == 129
+    same = isopatch("--session", "s", "--base", first["base"], "--", "true", cwd=repo, env=env)
+    assert same.returncode == 0
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("name", ["a/b", "..", "x..y", ".hidden", "-n", "tab\there", "", "é" * 51])
+def test_a_session_name_is_not_a_path(make_repo, env, name) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    for args in (("--", "true"), ("--end",)):
+        done = isopatch("--session", name, *args, cwd=repo, env=env)
+        assert done.returncode == 129, done.err
+        assert done.err.startswith("error: ")
+    assert repo_state(repo, env) == before
+    assert not (repo / ".git" / "isopatch").exists()
+
+
+@pytest.mark.hostile
+def test_a_second_run_of_a_busy_session_waits_then_fails(make_repo, env, tmp_path) -> None:
+    repo = make_repo()
+    flag = tmp_path / "started"
+    busy = subprocess.Popen(
+        [ISOPATCH, "--session", "s", "--no-sandbox", "--", "sh", "-c", f"touch {flag}; sleep 4"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_until(flag.exists, what="the first step")
+    second = isopatch(
+        "--session",
+        "s",
+        "--porcelain",
+        "--",
+        "true",
+        cwd=repo,
+        env={**env, "ISOPATCH_LOCK_TIMEOUT": "0.5"},
+    )
+    assert second.returncode == 128
+    assert second.fields()["error-code"] == "session-busy"
+    assert busy.wait(timeout=120) == 0
+    assert _step(repo, env, "s", "true")["session-files"] == 0
+
+
+@pytest.mark.hostile
+def test_a_step_killed_leaves_the_session_broken_and_end_cleans_it(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    before = repo_state(repo, env)
+    _step(repo, env, "s", "sh", "-c", "echo two >> a.txt")
+    flag = _session_worktree(repo, env, "s") / "started"  # the worktree is really writable
+    step = subprocess.Popen(
+        [
+            ISOPATCH,
+            "--session",
+            "s",
+            "--",
+            "sh",
+            "-c",
+            "echo half >> a.txt; touch started; sleep 60",
+        ],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_until(flag.exists, what="the step")
+    step.send_signal(signal.SIGKILL)
+    step.wait(timeout=60)
+    after = isopatch("--session", "s", "--porcelain", "--", "true", cwd=repo, env=env)
+    assert after.returncode == 128
+    assert after.fields()["error-code"] == "session-broken"
+    assert "hint: end it with 'git isopatch --session s --end'" in after.err
+    ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
+    assert ended.returncode == 0, ended.err
+    assert repo_state(repo, env) == before
+    assert admin_dirs(repo, env) == []
+
+
+@pytest.mark.hostile
+def test_a_run_killed_while_it_waits_for_the_session_leaves_it_whole(
+    make_repo, env, tmp_path
+) -> None:
+    """Killed before its step began (between two steps of the session),
+    a run leaves the session as its last step did."""
+    repo = make_repo({"a.txt": "one\n"})
+    _step(repo, env, "s", "sh", "-c", "echo two >> a.txt")
+    flag = _session_worktree(repo, env, "s") / "started"
+    holder = subprocess.Popen(
+        [ISOPATCH, "--session", "s", "--", "sh", "-c", "touch started; sleep 3; rm started"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_until(flag.exists, what="the holding step")
+    waiter = subprocess.Popen(
+        [ISOPATCH, "--session", "s", "--", "sh", "-c", "echo never > never.txt"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    waiter.send_signal(signal.SIGKILL)
+    waiter.wait(timeout=60)
+    assert holder.wait(timeout=120) == 0
+    last = _step(repo, env, "s", "true")
+    patch = Path(last["session-patch"]).read_text()
+    assert "+two" in patch and "never" not in patch
+
+
+def test_two_sessions_at_one_base_run_in_parallel_and_stay_apart(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    runs = [
+        subprocess.Popen(
+            [
+                ISOPATCH,
+                "--session",
+                name,
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                f"echo {name} > {name}.txt; ls > seen-{name}",
+            ],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for name in ("left", "right")
+    ]
+    results = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    for name, result in zip(("left", "right"), results, strict=True):
+        other = "right" if name == "left" else "left"
+        assert sorted(_paths(result)) == [f"{name}.txt", f"seen-{name}"]
+        seen = (_session_worktree(repo, env, name) / f"seen-{name}").read_text()
+        assert f"{other}.txt" not in seen
+    again = _step(repo, env, "left", "ls")
+    assert "right" not in Path(again["session-patch"]).read_text()
+
+
+@pytest.mark.hostile
+def test_a_step_that_rewrites_its_record_cannot_take_another_session(make_repo, env) -> None:
+    """The worktree's private folder is the command's to write: a record
+    naming another session is put right when the step ends, and the other
+    session is never found there."""
+    repo = make_repo()
+    _step(repo, env, "other", "sh", "-c", "echo other > o.txt")
+    forge = (
+        "r=$(git rev-parse --git-dir)/isopatch.json; "
+        'sed \'s/"session": "mine"/"session": "other"/\' "$r" > "$r.new" && mv "$r.new" "$r"; '
+        "echo mine > m.txt"
+    )
+    _step(repo, env, "mine", "sh", "-c", forge, options=("--no-sandbox",))
+    other = _step(repo, env, "other", "ls")
+    assert "m.txt" not in Path(other["session-patch"]).read_text()
+    mine = _step(repo, env, "mine", "ls")
+    assert "+mine" in Path(mine["session-patch"]).read_text()
+
+
+def test_an_idle_session_counts_against_max_worktrees(make_repo, env) -> None:
+    repo = make_repo()
+    _step(repo, env, "s", "touch", "x")
+    git("config", "isopatch.maxWorktrees", "1", cwd=repo, env=env)
+    plain = isopatch("--", "true", cwd=repo, env=env)
+    assert plain.returncode == 0, plain.err
+    assert "warning: removed the oldest idle session 's' (isopatch.maxWorktrees is 1)" in plain.err
+    assert json.loads(isopatch("list", "--json", cwd=repo, env=env).out) == []
+
+
+def test_prune_removes_an_idle_session_and_its_lock(make_repo, env) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    _step(repo, env, "s", "touch", "x")
+    pruned = isopatch("prune", "-v", cwd=repo, env=env)
+    assert pruned.returncode == 0, pruned.err
+    assert "session" in pruned.out
+    assert not (repo / ".git" / "isopatch").exists()
+    assert admin_dirs(repo, env) == []
+    assert repo_state(repo, env) == before
+
+
+def test_a_session_from_uncommitted_work_keeps_it_as_its_base(make_repo, env) -> None:
+    """Made with ``--include-uncommitted``, the session starts from the
+    user's edits; later steps say nothing of HEAD or of edits left out,
+    and its whole change applies on the user's work tree as it is."""
+    repo = make_repo({"a.txt": "one\n"})
+    (repo / "a.txt").write_text("one\nmine\n")
+    first = isopatch(
+        "--session", "s", "--include-uncommitted", "--porcelain", "--", "true", cwd=repo, env=env
+    )
+    assert first.returncode == 0, first.err
+    later = isopatch("--session", "s", "--", "sh", "-c", "echo theirs >> a.txt", cwd=repo, env=env)
+    assert later.returncode == 0 and "hint:" not in later.err.replace("hint: to apply it", ""), (
+        later.err
+    )
+    applied = isopatch("--session", "s", "--apply", "-q", "--", "true", cwd=repo, env=env)
+    assert applied.returncode == 0, applied.err
+    assert (repo / "a.txt").read_text() == "one\nmine\ntheirs\n"
