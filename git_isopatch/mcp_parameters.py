@@ -63,3 +63,12 @@ PatchLimit = Annotated[
     Field(ge=0, description="inline at most this many bytes of the patch as patch-text"),
 ]
 Patch = Annotated[str, Field(description="the patch file a capture returned (its patch)")]
+Session = Annotated[
+    str | None,
+    Field(
+        description="run as a step of this session: its first call makes a worktree at the base, "
+        "each later call runs in it as the earlier ones left it (result: session-patch, the "
+        "whole change); end it with end_session"
+    ),
+]
+SessionName = Annotated[str, Field(min_length=1, description="the session to end")]

@@ -53,6 +53,7 @@ class CaptureOptions:
     allow_network: bool = False
     timeout: float | None = None
     keep: bool | None = None
+    session: str | None = None
 
 
 def capture_argv(
@@ -86,7 +87,23 @@ def capture_argv(
         argv.append(f"--timeout={float(o.timeout)!r}")
     if o.keep is not None:
         argv.append("--keep" if o.keep else "--no-keep")
+    if o.session is not None:
+        argv.append(f"--session={o.session}")
     return [*argv, "--", *command]
+
+
+def end_argv(session: str, *, repo: str) -> list[str]:
+    """The ``git-isopatch --session=<name> --end`` argument list of one
+    ``end_session`` call."""
+    return [
+        sys.executable,
+        "-m",
+        "git_isopatch",
+        "-C",
+        os.path.abspath(repo),
+        f"--session={session}",
+        "--end",
+    ]
 
 
 def read_result(status: int, stdout: bytes, stderr: bytes) -> dict[str, Any]:

@@ -1,13 +1,14 @@
 """``git isopatch mcp``: git-isopatch as a Model Context Protocol server on
 stdin/stdout, for coding agents (design: Command line, "Subcommands").
 
-Two tools.  ``capture`` runs the installed ``git-isopatch --json`` as a
+Three tools.  ``capture`` runs the installed ``git-isopatch --json`` as a
 child process per call (:mod:`.mcp_runs`), so that parallel calls are
 independent runs, each with its own signal handling and clean-up, and
 returns the very object ``--json`` prints, with the patch text inline up
 to a size limit.  ``apply`` brings a captured patch into the work tree,
 all or nothing, through the same entry point as ``--apply``
-(:func:`.bring_home.bring_home`: one apply at a time per repository).  A run that could not
+(:func:`.bring_home.bring_home`: one apply at a time per repository).
+``end_session`` ends a session a ``capture`` with ``session`` made.  A run that could not
 capture (a bad base, not a repository, a bad option), an argument a tool
 does not know, and a call that asks for more than the server allows
 (:mod:`.mcp_policy`: an unconfined run, the network, a writable path, a
@@ -35,6 +36,7 @@ from .mcp_runs import (
     add_patch_text,
     apply_patch,
     capture_argv,
+    end_argv,
     read_result,
     run_isopatch,
 )
@@ -63,6 +65,7 @@ def build_server(policy: ServerPolicy | None = None) -> Any:
     tools = Tools()
     _add_capture(tools, policy)
     _add_apply(tools, policy)
+    _add_end_session(tools, policy)
     return MCPServer(
         name="git-isopatch",
         version=__version__,
@@ -153,7 +156,7 @@ class Tools:
 
 
 def _tool_annotations(title: str) -> Any:
-    """What both tools tell the client: they write (the patch, the work
+    """What the tools tell the client: they write (the patch, the work
     tree), never destroy, differ from call to call, stay on the machine."""
     from mcp.types import ToolAnnotations
 
@@ -206,43 +209,27 @@ def _add_capture(tools: Tools, policy: ServerPolicy) -> None:
     from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from .mcp_parameters import (
-        AllowNetwork,
-        AllowWrite,
-        Base,
-        Command,
-        Copy,
-        IncludeUncommitted,
-        Keep,
-        Link,
-        NoCopy,
-        NoLink,
-        PatchLimit,
-        RecurseSubmodules,
-        Repo,
-        Sandbox,
-        Staged,
-        Timeout,
-    )
+    from . import mcp_parameters as p
 
     @tools.tool("Capture a command's changes as a patch", result_schema())
     async def capture(
-        command: Command,
-        repo: Repo = None,
-        base: Base = None,
-        include_uncommitted: IncludeUncommitted = False,
-        staged: Staged = False,
-        link: Link = None,
-        copy: Copy = None,
-        no_link: NoLink = False,
-        no_copy: NoCopy = False,
-        recurse_submodules: RecurseSubmodules = None,
-        sandbox: Sandbox = None,
-        allow_write: AllowWrite = None,
-        allow_network: AllowNetwork = False,
-        timeout: Timeout = None,
-        keep: Keep = None,
-        patch_limit: PatchLimit = PATCH_TEXT_LIMIT,
+        command: p.Command,
+        repo: p.Repo = None,
+        base: p.Base = None,
+        include_uncommitted: p.IncludeUncommitted = False,
+        staged: p.Staged = False,
+        link: p.Link = None,
+        copy: p.Copy = None,
+        no_link: p.NoLink = False,
+        no_copy: p.NoCopy = False,
+        recurse_submodules: p.RecurseSubmodules = None,
+        sandbox: p.Sandbox = None,
+        allow_write: p.AllowWrite = None,
+        allow_network: p.AllowNetwork = False,
+        timeout: p.Timeout = None,
+        keep: p.Keep = None,
+        session: p.Session = None,
+        patch_limit: p.PatchLimit = PATCH_TEXT_LIMIT,
         context: Context = None,  # type: ignore[assignment]  # the SDK's, not an argument
     ) -> dict[str, Any]:
         """Run a command in a throwaway worktree of the repository at a base
@@ -251,7 +238,8 @@ def _add_capture(tools: Tools, policy: ServerPolicy) -> None:
         end of the command's output, ...), plus patch-text (the patch
         inline) and patch-text-truncated (true: read the file named by
         patch). The checkout is never written; a bad base or repository is
-        a tool error."""
+        a tool error. With session, the call is a step of that session
+        (session-patch: its whole change so far)."""
         options = CaptureOptions(
             base=base,
             include_uncommitted=include_uncommitted,
@@ -266,6 +254,7 @@ def _add_capture(tools: Tools, policy: ServerPolicy) -> None:
             allow_network=allow_network,
             timeout=timeout,
             keep=keep,
+            session=session,
         )
         try:
             where = await _folder(policy, repo, context)
@@ -313,6 +302,43 @@ def _add_apply(tools: Tools, policy: ServerPolicy) -> None:
         if applied:
             result["warnings"] = applied
         return result
+
+
+#: The ``end_session`` tool's result.
+END_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ended": {"description": "the session is gone, nothing of it left", "type": "boolean"},
+        "session": {"description": "its name", "type": "string"},
+    },
+    "required": ["ended", "session"],
+}
+
+
+def _add_end_session(tools: Tools, policy: ServerPolicy) -> None:
+    """The ``end_session`` tool: a run of ``git-isopatch --session --end``."""
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .mcp_parameters import Repo, SessionName
+
+    @tools.tool("End a session", END_SCHEMA)
+    async def end_session(
+        session: SessionName,
+        repo: Repo = None,
+        context: Context = None,  # type: ignore[assignment]  # the SDK's, not an argument
+    ) -> dict[str, Any]:
+        """End a session that capture calls with session made: its
+        worktree and all it kept are removed. No such session, or one whose
+        step is running, is a tool error."""
+        try:
+            where = await _folder(policy, repo, context)
+            status, _, stderr = await run_isopatch(end_argv(session, repo=where))
+        except Refused as failure:
+            raise ToolError(str(failure)) from None
+        if status != 0:
+            raise ToolError(stderr.decode("utf-8", "replace").strip() or f"exit {status}")
+        return {"ended": True, "session": session}
 
 
 def serve(policy: ServerPolicy | None = None) -> None:

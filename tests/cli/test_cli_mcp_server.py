@@ -68,7 +68,7 @@ def test_lists_capture_and_apply_with_their_parameters(env, make_repo, tmp_path)
         return {tool.name: tool for tool in (await client.list_tools()).tools}
 
     tools = serve(repo, env, tmp_path, body)
-    assert set(tools) == {"capture", "apply"}
+    assert set(tools) == {"capture", "apply", "end_session"}
     capture = tools["capture"].input_schema
     assert capture["required"] == ["command"]
     assert capture["properties"]["command"]["type"] == "array"
@@ -76,8 +76,9 @@ def test_lists_capture_and_apply_with_their_parameters(env, make_repo, tmp_path)
     assert {
         "repo", "base", "include_uncommitted", "staged", "link", "copy", "no_link", "no_copy",
         "recurse_submodules", "sandbox", "allow_write", "allow_network", "timeout", "keep",
-        "patch_limit",
+        "session", "patch_limit",
     } == set(capture["properties"]) - {"command"}  # fmt: skip
+    assert tools["end_session"].input_schema["required"] == ["session"]
     assert tools["apply"].input_schema["required"] == ["patch"]
     assert set(tools["apply"].input_schema["properties"]) == {"patch", "repo"}
     assert tools["capture"].description and tools["apply"].description
@@ -103,6 +104,31 @@ def test_capture_returns_the_json_result_with_the_patch_inline(env, make_repo, t
     assert got["patch-text-truncated"] is False
     assert got["patch-text"].encode() == Path(got["patch"]).read_bytes()
     assert "+world" in got["patch-text"]
+    assert repo_state(repo, env) == before
+
+
+def test_a_session_of_captures_then_end_session(env, make_repo, tmp_path) -> None:
+    """Two calls with ``session`` are two steps of one session; ``end_session``
+    removes it, and ending it again is a tool error."""
+    repo = make_repo({"README": "hello\n"})
+    before = repo_state(repo, env)
+
+    async def body(client):
+        steps = [
+            await client.call_tool("capture", {"command": command, "session": "agent"})
+            for command in (["sh", "-c", "echo a > a.txt"], ["sh", "-c", "echo b > b.txt"])
+        ]
+        ended = await client.call_tool("end_session", {"session": "agent"})
+        again = await client.call_tool("end_session", {"session": "agent"})
+        return steps, ended, again
+
+    steps, ended, again = serve(repo, env, tmp_path, body)
+    first, second = (step.structured_content for step in steps)
+    assert [p["path"] for p in second["path"]] == ["b.txt"]
+    assert second["session"] == "agent" and second["session-files"] == 2
+    assert not ended.is_error and ended.structured_content == {"ended": True, "session": "agent"}
+    assert again.is_error and "fatal: no session 'agent'" in text(again)
+    assert registered_worktrees(repo, env) == []
     assert repo_state(repo, env) == before
 
 

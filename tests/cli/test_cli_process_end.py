@@ -174,7 +174,11 @@ def test_the_mcp_server_answers_every_request_before_it_ends(env, make_repo) -> 
     rest, err = server.communicate(timeout=120)  # stdin closed: the client is done
     assert server.returncode == 0, err.decode()
     assert rest == b"" and b"Traceback" not in err, (rest, err)
-    assert {tool["name"] for tool in answers[2]["result"]["tools"]} == {"capture", "apply"}
+    assert {tool["name"] for tool in answers[2]["result"]["tools"]} == {
+        "capture",
+        "apply",
+        "end_session",
+    }
     result = json.loads(answers[3]["result"]["content"][0]["text"])
     assert result["exit"] == 0 and result["files"] == 1, result
 
