@@ -50,3 +50,36 @@ def test_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
     assert "target peak RSS of the tool process" in done.stdout
     assert "target peak RSS of the tool with its git children" in done.stdout
     assert "startup: git isopatch -h" in done.stdout
+
+
+def test_the_session_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
+    """``bench/session.py`` times fresh captures and later steps of a
+    session, prints their ratio, and ends its sessions."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            ROOT / "bench" / "session.py",
+            "--size",
+            "tiny",
+            "--rounds",
+            "2",
+            "--warmup",
+            "0",
+            "--workdir",
+            tmp_path / "bench",
+            "--tool",
+            BIN_DIR / "git-isopatch",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| step --sandbox |" in done.stdout and "step / fresh" in done.stdout
+    repo = tmp_path / "bench" / "repos" / "tiny" / "repo"
+    listed = subprocess.run(
+        [BIN_DIR / "git-isopatch", "list", "--porcelain"], cwd=repo, env=env, capture_output=True
+    )
+    assert listed.returncode == 0 and b"session" not in listed.stdout
