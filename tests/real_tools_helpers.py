@@ -129,14 +129,17 @@ def quiet_by_default(
     what it writes outside its worktree (its caches, its logs, temporary
     files) is one ``isopatch: discarded ...`` line, no ``warning:`` and no
     ``hint:`` but the next step's; with ``-q``, nothing of git-isopatch's
-    at all.  Returns the summary line."""
-    shown = isopatch("--sandbox", "--", *command, cwd=repo, env=env, timeout=180)
+    at all.  Returns the summary line.  Without the cache layer, which
+    keeps the writes to the caches instead (``test_sandbox_cache_layer.py``)."""
+    shown = isopatch("--sandbox", "--no-cache", "--", *command, cwd=repo, env=env, timeout=180)
     assert shown.returncode == exit_code, shown.err
     ours = [line for line in shown.err.splitlines() if line.startswith(("warning:", "hint:"))]
     assert [line for line in ours if not line.startswith("hint: to apply it")] == [], shown.err
     (line,) = [line for line in shown.err.splitlines() if line.startswith("isopatch: discarded")]
     assert line.startswith("isopatch: discarded "), line
-    quiet = isopatch("--sandbox", "-q", "--", *command, cwd=repo, env=env, timeout=180)
+    quiet = isopatch(
+        "--sandbox", "--no-cache", "-q", "--", *command, cwd=repo, env=env, timeout=180
+    )
     assert quiet.returncode == exit_code, quiet.err
     said = [
         line

@@ -115,7 +115,7 @@ def test_black_is_quiet_about_its_cache(env, make_repo, no_leftovers) -> None:
         "written to caches and temporary folders: " + env["XDG_CACHE_HOME"] + "/black"
     ), line
     count = int(line.split()[2])
-    record = isopatch("--porcelain", "--", "black", "-q", ".", cwd=repo, env=env)
+    record = isopatch("--porcelain", "--no-cache", "--", "black", "-q", ".", cwd=repo, env=env)
     written = [x for x in record.out.splitlines() if x.startswith("outside-write ")]
     assert len(written) == count and all("/xdg-cache/black" in x for x in written), record.out
     assert "isopatch:" not in record.err and "warning:" not in record.err, record.err

@@ -54,6 +54,8 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     "max_processes": (["--max-processes", "2k", "--", "true"], 2048, "isopatch.maxProcesses"),
     "max_memory": (["--max-memory", "512m", "--", "true"], 512 << 20, "isopatch.maxMemory"),
     "session": (["--session", "fix", "--", "true"], "fix", None),
+    "cache": (["--no-cache", "--", "true"], False, "isopatch.cache"),
+    "cache_limit": (None, None, "isopatch.cacheLimit"),
 }
 
 
@@ -182,6 +184,8 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "recurse_submodules": True,  # no submodule here; test_patch_submodules.py uses it
         "max_processes": 512,
         "max_memory": 1 << 30,
+        "cache": False,
+        "cache_limit": 1 << 20,
     }
     # session cannot go with keep: test_the_api_runs_the_steps_of_a_session
     fields = set(options) | {"command", "session"} | STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS
