@@ -47,10 +47,19 @@ def read_admin_file(path: str, limit: int = 1 << 20) -> bytes:
     """
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
             raise OSError(22, "not a regular file", path)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit)
+            # read(n) allocates n bytes at once: ask for what the file holds
+            # (and one more, to see the end), never for the whole limit
+            data = handle.read(min(limit, found.st_size + 1))
+            while len(data) < limit:  # it grew meanwhile
+                more = handle.read(min(limit - len(data), 1 << 20))
+                if not more:
+                    break
+                data += more
+            return data
     finally:
         os.close(fd)
 
