@@ -27,6 +27,8 @@ from .errors import IsopatchError
 from .request import CaptureRequest
 
 if TYPE_CHECKING:
+    from .extract import Compared
+    from .git.types import CommitId
     from .result import CaptureResult
     from .sandbox.confinement import Confinement
     from .values import Extracted, Ran, SessionPatch, Start
@@ -133,9 +135,9 @@ def run(
             plan.commit,
             command=list(plan.command),
             private=private,
-            tmp_root=plan.tmp_root,
-            worktree_root=plan.worktree_root,
+            places=(plan.tmp_root, plan.worktree_root),
             session=plan.session,
+            over=_over(plan),
         ) as lease:
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
             submodules = _populate(lease, plan, warn)
@@ -154,7 +156,7 @@ def run(
     reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     reported += (result.session_patch,)
     results.settle(private.path, reported)  # -o without captured output leaves nothing
-    results.expire_automatically(plan.repository.common_dir, plan.tmp_root)
+    _expire(provider, plan)
     return result._replace(duration=time.monotonic() - started)
 
 
@@ -170,10 +172,55 @@ def _provider(
         run.git_env,
         max_worktrees=run.max_worktrees,
         warn=warn,
-        pool=run.pool,
+        pool=0 if run.sandbox.confined else run.pool,  # sandboxed: base trees
+        base_trees=run.base_trees,
         progress=run.progress,
         lock=AdminLock(admin_lock_seconds(run.environ), lambda: state["received"]),
     )
+
+
+def _expire(provider: WorktreeProvider, plan: Start) -> None:
+    """Old result folders expire (at most once a day), and with them the
+    idle base trees unused for as long.  Never raises."""
+    from .worktrees import results
+
+    if not results.expire_automatically(plan.repository.common_dir, plan.tmp_root):
+        return
+    unused_since = time.time() - results.DEFAULT_EXPIRE_SECONDS
+    try:
+        provider.base_trees_of(plan.repository).trim(unused_since=unused_since)
+    except Exception as exc:  # clean-up never raises
+        log.debug("could not expire base trees: %s", exc)
+
+
+def _over(plan: Start) -> CommitId | None:
+    """The commit of the base tree a run goes over: a sandboxed run's, but
+    with ``--recurse-submodules`` (its submodules are populated in a
+    worktree of its own, as an unconfined run's are) or a session's (its
+    worktree is kept between steps)."""
+    if not plan.sandbox.confined or plan.recurse_submodules or plan.session:
+        return None
+    return plan.tree_commit
+
+
+def _compared(lease: Lease, ran: Ran) -> Compared | None:
+    """Over a base tree, what the extraction compares
+    (:meth:`.worktrees.run_layer.RunLayer.compared`) and where the worktree's
+    paths lie; every path when the command changed the configuration
+    (a conversion may now apply to any file: the bench/README says when)."""
+    from .extract import Compared
+    from .git.shared_state import CONFIG
+
+    isolation = lease.isolation
+    layer = isolation.layer
+    if layer is None:
+        return None
+    made = (isolation.admin_files or {}).get("config.worktree")
+    converts_anew = any(w.name == CONFIG for w in ran.shared_writes) or (
+        layer.config_worktree(isolation.admin_dir) != made
+    )
+    only = None if converts_anew else layer.compared(isolation.admin_dir)
+    return Compared(only, layer.locate)
 
 
 def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequence[Any]:
@@ -207,7 +254,8 @@ def _patches(
     session's whole change after it (:func:`_session`)."""
     git = _worktree_git(lease, confinement, run, ran)
     aside = _index_aside(lease, git, private_dir)
-    extracted = _extract(git, _step(lease, run), private_dir, submodules, warn, ran)
+    step = _step(lease, run)
+    extracted = _extract(git, step, private_dir, submodules, warn, ran, _compared(lease, ran))
     return extracted, _session(lease, git, run, private_dir, aside, warn)
 
 
@@ -220,7 +268,7 @@ def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) 
     env = ran.fidelity.own_env(run.git_env)
     if isolation.session is not None:
         env = isolation.session.env(env)
-    return WorktreeGit(isolation.worktree, isolation.admin_dir, env, confinement)
+    return WorktreeGit(isolation.worktree, isolation.admin_dir, env, confinement, isolation.files)
 
 
 def _index_aside(lease: Lease, git: WorktreeGit, private_dir: str) -> str | None:
@@ -240,6 +288,7 @@ def _extract(
     submodules: Sequence[Any],
     warn: Callable[[str], None],
     ran: Ran,
+    compared: Compared | None,
 ) -> Extracted | IsopatchError:
     """Step 6 (:func:`.extract.extract`) with ``git``; its classified
     failure as a value."""
@@ -255,6 +304,7 @@ def _extract(
             warn,
             fidelity=ran.fidelity,
             attributes_outside=any(w.name == INFO_ATTRIBUTES for w in ran.shared_writes),
+            compared=compared,
         )
     except IsopatchError as failure:
         return failure

@@ -25,11 +25,12 @@ from .git.result import Err, Ok
 from .git.run import command_environment
 from .git.shared_state import read_shared_state
 from .hints import ran_hints
+from .sandbox.command import CommandOutcome
 from .sandbox.confinement import Confinement, confine, watched
 from .values import Ran, Start
-from .worktrees.fidelity import Fidelity, Proof, look_before_command
+from .worktrees.fidelity import Fidelity, Proof, look_before_command, look_over_base_tree
+from .worktrees.isolation import Isolation
 from .worktrees.placement import enter_prefix, not_other_runs
-from .worktrees.provider import Isolation
 from .worktrees.results import open_private
 
 
@@ -51,13 +52,13 @@ def command(
         IsopatchError: the sandbox could not be entered, or a file or
             folder of the run could not be made.
     """
-    repository = isolation.repository
+    repository, layer = isolation.repository, isolation.layer
     env = command_environment(start.environ)
     git_env = start.git_env
     before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     with contextlib.ExitStack() as stack:
         try:
-            cwd = enter_prefix(isolation.worktree, repository.prefix)
+            cwd = _enter(isolation, repository.prefix)
             fidelity = _look_before(start, isolation, warn)
             _mirror_index(start, isolation)
             env = fidelity.command_env(env)
@@ -69,7 +70,7 @@ def command(
             confinement = stack.enter_context(
                 confine(
                     start.sandbox,
-                    worktree=isolation.worktree,
+                    worktree=isolation.worktree if layer is None else layer.overlay,
                     admin_dir=isolation.admin_dir,
                     common_dir=repository.common_dir,
                     private_dir=isolation.private_dir,
@@ -109,10 +110,33 @@ def command(
             checkout_before=checkout_before,
             checkout_changes=changes,
             head_moved=head_moved,
-            hints=ran_hints(start, outcome, isolation.worktree, paths[1], confinement.confined),
+            hints=_hints(start, outcome, isolation, paths[1], confinement),
             fidelity=fidelity,
         )
         yield ran, confinement
+
+
+def _enter(isolation: Isolation, prefix: str) -> str:
+    """The folder of the worktree the command runs in
+    (:func:`.worktrees.placement.enter_prefix`; over a base tree, refused
+    as there where the base tree has no folder, :func:`.worktrees.run_layer.refuse_prefix_over`)."""
+    if isolation.layer is not None:
+        from .worktrees.run_layer import refuse_prefix_over
+
+        refuse_prefix_over(isolation.layer, prefix)
+    return enter_prefix(isolation.worktree, prefix)
+
+
+def _hints(
+    start: Start,
+    outcome: CommandOutcome,
+    isolation: Isolation,
+    stderr: str | None,
+    confinement: Confinement,
+) -> tuple[str, ...]:
+    """:func:`.hints.ran_hints` for the command that ran in ``isolation``."""
+    worktree, files = isolation.worktree, isolation.files
+    return ran_hints(start, outcome, worktree, stderr, confinement.confined, files)
 
 
 def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]) -> Fidelity:
@@ -125,6 +149,19 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
     applies to are read again.  Linked and copied paths are never
     tracked (:func:`.worktrees.include.refuse_tracked`): they change no
     tracked path.  A session's step starts where its last step left it."""
+    layer = isolation.layer
+    if layer is not None:
+        from .worktrees.base_look import look_of
+
+        return look_over_base_tree(
+            isolation.worktree,
+            isolation.admin_dir,
+            repository=isolation.repository,
+            env=start.git_env,
+            warn=warn,
+            baseline=look_of(layer.pin.tree.admin_dir, layer.pin.tree.record.commit).baseline,
+            locate=layer.locate_before,
+        )
     proved = (
         isolation.proved_fresh and not start.include_uncommitted and not start.recurse_submodules
     )

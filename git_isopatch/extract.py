@@ -22,17 +22,17 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, NamedTuple
 
 from .errors import IsopatchError, known_failure, known_os_failure
-from .git.diff import apply_size_warning
-from .git.intent_to_add import Found, dot_git_warning, unreadable_folder_warning
+from .git.diff import Paths, apply_size_warning
 from .git.patch.headers import quote_headers
 from .git.patch.paths import PatchContents, read_patch
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
 from .values import Extracted, Start
+from .worktrees.diff_index import prepare_index
 from .worktrees.fidelity import Fidelity
 from .worktrees.results import open_private
 from .worktrees.worktree_git import WorktreeGit
@@ -40,6 +40,20 @@ from .worktrees.worktree_git import WorktreeGit
 log = logging.getLogger("git_isopatch")
 
 PATCH_NAME = "isopatch.patch"
+
+
+class Compared(NamedTuple):
+    """What a run over a base tree tells the extraction.
+
+    Attributes:
+        only: the paths to compare (:meth:`.worktrees.run_layer.RunLayer.compared`),
+            ``None`` for all.
+        locate: where a path of the worktree lies on disk, ``None`` for
+            the worktree's own folder.
+    """
+
+    only: Sequence[bytes] | None = None
+    locate: Callable[[bytes], str | None] | None = None
 
 
 def extract(
@@ -51,6 +65,7 @@ def extract(
     *,
     fidelity: Fidelity | None = None,
     attributes_outside: bool = False,
+    compared: Compared | None = None,
 ) -> Extracted:
     """Step 6: the patch of the worktree against ``start.commit``, in
     ``private_dir`` or at ``start.output``; the linked and copied paths
@@ -60,7 +75,10 @@ def extract(
     ``--recurse-submodules``) follow the superproject's, while they are
     still submodules.  When the command changed the attributes
     (``attributes_outside``: ``info/attributes``), git compares every file
-    again (:func:`.worktrees.fidelity.settle_attributes`).  With
+    again (:func:`.worktrees.fidelity.settle_attributes`).  Over a base
+    tree, ``compared`` names the paths to compare (the others cannot
+    differ) and where each lies on disk; when the attributes changed,
+    every path is compared.  With
     ``start.diffstat`` the diffstat is taken, coloured as git colours a
     diff where it goes (``start.terminal_columns``).
 
@@ -76,10 +94,12 @@ def extract(
     else:
         special = None
     exclude = [include.path for include in start.includes]
+    compared = compared or Compared()
     if fidelity is not None:
-        exclude += fidelity.left_out(git.worktree, warn)
-    patch, contents = _extract_patch(
-        git, base, private_dir, output, exclude, submodules, warn, attributes_outside
+        exclude += fidelity.left_out(git.worktree, warn, compared.locate)
+    looked = Paths(exclude, compared.only)
+    patch, contents, looked = _extract_patch(
+        git, base, private_dir, output, looked, submodules, warn, attributes_outside
     )
     if special is not None:
         _copy_into(patch, *special)
@@ -92,7 +112,7 @@ def extract(
         if submodules:
             shown = _submodule_patch_stat(patch, git)
         else:
-            shown = _diffstat(git, base, exclude, start.repository.git_dir, start.terminal_columns)
+            shown = _diffstat(git, base, looked, start.repository.git_dir, start.terminal_columns)
     return Extracted(patch, files, shown, contents, special[0] if special else None)
 
 
@@ -248,11 +268,11 @@ def _extract_patch(
     base: CommitId,
     private_dir: str,
     output: tuple[str, str] | None,
-    exclude: Sequence[str],
+    paths: Paths,
     submodules: Sequence[Submodule],
     warn: Callable[[str], None],
     attributes_outside: bool = False,
-) -> tuple[str, PatchContents]:
+) -> tuple[str, PatchContents, Paths]:
     """Intent-to-add, then the binary diff into a 0600 file, read once
     (:func:`.git.patch.paths.read_patch`) and its ambiguous headers quoted.
 
@@ -261,10 +281,10 @@ def _extract_patch(
     never leaves a half-written file there.  The changes inside each
     of ``submodules`` follow the superproject's, their paths from the top
     (:func:`.git.submodule.write_submodule_diff`); their gitlinks are left
-    out.
+    out.  ``paths``: what the diff compares (:class:`.git.diff.Paths`).
 
     Returns:
-        the patch path and what it holds.
+        the patch path, what it holds, and what it compared.
     Raises:
         IsopatchError: a classified git or OS failure.
     """
@@ -275,7 +295,7 @@ def _extract_patch(
         )
     try:
         return _write_patch(
-            git, base, private_dir, output, exclude, warn, submodules, attributes_outside
+            git, base, (private_dir, output), paths, warn, submodules, attributes_outside
         )
     except subprocess.SubprocessError as exc:  # only a confinement that failed raises it
         from .errors import UNAVAILABLE
@@ -288,14 +308,16 @@ def _extract_patch(
 def _write_patch(
     git: WorktreeGit,
     base: CommitId,
-    private_dir: str,
-    output: tuple[str, str] | None,
-    exclude: Sequence[str],
+    where: tuple[str, tuple[str, str] | None],
+    paths: Paths,
     warn: Callable[[str], None],
-    submodules: Sequence[Submodule] = (),
-    attributes_outside: bool = False,
-) -> tuple[str, PatchContents]:
-    exclude, submodules = _prepare_index(git, base, exclude, submodules, warn, attributes_outside)
+    submodules: Sequence[Submodule],
+    attributes_outside: bool,
+) -> tuple[str, PatchContents, Paths]:
+    """:func:`_extract_patch` once the worktree is there: ``where`` is the
+    private folder and ``-o``."""
+    private_dir, output = where
+    paths, submodules = prepare_index(git, base, paths, submodules, warn, attributes_outside)
     target = os.path.join(private_dir, PATCH_NAME) if output is None else output[0]
     folder = name = None
     try:
@@ -312,7 +334,8 @@ def _write_patch(
         raise known_os_failure(f"could not write patch '{target}'", exc) from exc
     try:
         with handle:
-            _write_diffs(git, base, handle, exclude, submodules, target)
+            if paths.only != []:  # nothing touched: nothing to compare
+                _write_diffs(git, base, handle, paths, submodules, target)
         contents, replacements = read_patch(written)
         quote_headers(written, replacements)
         if folder is not None and name is not None:
@@ -330,19 +353,19 @@ def _write_patch(
     finally:
         if folder is not None:
             os.close(folder)
-    return target, contents
+    return target, contents, paths
 
 
 def _write_diffs(
     git: WorktreeGit,
     base: CommitId,
     handle: IO[bytes],
-    exclude: Sequence[str],
+    paths: Paths,
     submodules: Sequence[Submodule],
     target: str,
 ) -> None:
-    """The binary diff, then each submodule's, into ``handle``."""
-    match git.write_binary_diff(base, handle, exclude=exclude):
+    """The binary diff of ``paths``, then each submodule's, into ``handle``."""
+    match git.write_binary_diff(base, handle, paths=paths):
         case Err(error):
             raise known_failure(f"could not write patch '{target}'", error)
         case Ok():
@@ -355,55 +378,6 @@ def _write_diffs(
                 )
             case Ok():
                 pass
-
-
-def _prepare_index(
-    git: WorktreeGit,
-    base: CommitId,
-    exclude: Sequence[str],
-    submodules: Sequence[Submodule],
-    warn: Callable[[str], None],
-    attributes_outside: bool,
-) -> tuple[list[str], list[Submodule]]:
-    """Before the diff: the hiding flags cleared, new files intent-to-add
-    (what git left out named by ``warn``), git made to look at every file
-    again when the attributes changed.  A populated submodule the command
-    removed is no longer diffed from inside: its removal is the
-    superproject's, and its folder (a checkout leaves it as a repository)
-    is never added back.
-
-    Returns:
-        what the diff leaves out, and the submodules still there.
-    """
-    worktree = git.worktree
-    match git.still_checked_out(submodules):
-        case Err(error):
-            raise known_failure(f"could not read the index of '{worktree}'", error)
-        case Ok(kept):
-            pass
-    new_files_exclude = [*exclude, *(submodule.path for submodule in submodules)]
-    match git.clear_hiding_flags(base):
-        case Err(error):
-            raise known_failure(f"could not read the index of '{worktree}'", error)
-        case Ok(tracked):
-            pass
-    found = Found()
-    match git.mark_untracked_intent_to_add(exclude=new_files_exclude, tracked=tracked, found=found):
-        case Err(error):
-            raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
-        case Ok():
-            pass
-    for said in found.unreadable:
-        warn(unreadable_folder_warning(said))
-    for path in found.nested:
-        warn(
-            f"'{path}' is a repository the command made: the patch holds its commit "
-            "(a gitlink), not its files"
-        )
-    for path in found.dot_git:
-        warn(dot_git_warning(path))
-    git.settle_attributes(base, found.attributes, info_changed=attributes_outside)
-    return [*exclude, *(submodule.path for submodule in kept)], kept
 
 
 def _submodule_patch_stat(patch: str, git: WorktreeGit) -> bytes | None:
@@ -421,7 +395,7 @@ def _submodule_patch_stat(patch: str, git: WorktreeGit) -> bytes | None:
 def _diffstat(
     git: WorktreeGit,
     base: CommitId,
-    exclude: Sequence[str],
+    paths: Paths,
     user_git_dir: GitDirPath,
     width: int | None,
 ) -> bytes | None:
@@ -434,7 +408,7 @@ def _diffstat(
 
     color = diff_color(user_git_dir, to_terminal=width is not None, env=git.env)
     try:
-        shown = git.diff_stat(base, exclude=exclude, color=color, width=width)
+        shown = git.diff_stat(base, paths=paths, color=color, width=width)
     except subprocess.SubprocessError as exc:  # the sandbox could not confine git
         log.debug("no diffstat: %s", exc)
         return None

@@ -13,6 +13,7 @@ import posixpath
 import shlex
 from collections.abc import Sequence
 
+from .git.files import HOST_FILES, WorktreeFiles
 from .git.result import Ok
 from .git.run import run_git
 from .sandbox.command import CommandOutcome
@@ -72,7 +73,12 @@ def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
 
 
 def command_hints(
-    command: Sequence[str], outcome: CommandOutcome, top: str, worktree: str, prefix: str = ""
+    command: Sequence[str],
+    outcome: CommandOutcome,
+    top: str,
+    worktree: str,
+    prefix: str = "",
+    files: WorktreeFiles = HOST_FILES,
 ) -> tuple[str, ...]:
     """Advice for a command that could not run a program (exit 126 or
     127; see :data:`NOT_RUNNABLE`), one line each:
@@ -115,7 +121,7 @@ def command_hints(
         )
         return tuple(hints)  # the name, not a missing dependency, is the trouble
     for folder in ("node_modules",) if runner else DEPENDENCY_FOLDERS:
-        if os.path.isdir(os.path.join(top, folder)) and not os.path.lexists(
+        if os.path.isdir(os.path.join(top, folder)) and not files.lexists(
             os.path.join(worktree, folder)
         ):
             path = shlex.quote(posixpath.relpath(folder, prefix or "."))
@@ -127,12 +133,19 @@ def command_hints(
 
 
 def ran_hints(
-    start: Start, outcome: CommandOutcome, worktree: str, stderr: str | None, confined: bool
+    start: Start,
+    outcome: CommandOutcome,
+    worktree: str,
+    stderr: str | None,
+    confined: bool,
+    files: WorktreeFiles = HOST_FILES,
 ) -> tuple[str, ...]:
     """The hints of step 5, for the command that ran in ``worktree``:
     :func:`command_hints`, then :func:`signing_hints`."""
     repository = start.repository
-    found = command_hints(start.command, outcome, repository.top, worktree, repository.prefix)
+    found = command_hints(
+        start.command, outcome, repository.top, worktree, repository.prefix, files
+    )
     return found + signing_hints(start, outcome, stderr, confined)
 
 

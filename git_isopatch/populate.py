@@ -18,7 +18,7 @@ from .git.result import Err, Ok
 from .git.submodule import Submodule
 from .values import Start
 from .worktrees.include import bring_in
-from .worktrees.provider import Isolation
+from .worktrees.isolation import Isolation
 from .worktrees.submodules import populate as populate_submodules
 
 

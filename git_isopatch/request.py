@@ -41,7 +41,7 @@ class CaptureRequest(NamedTuple):
     Fields left ``None`` are decided by configuration, then by a default
     (:func:`git_isopatch.settings.complete_request` fills them in; after it,
     none of ``keep``, ``timeout``, ``tmpdir``, ``configured_links``,
-    ``configured_copies``, ``max_worktrees``, ``pool`` and
+    ``configured_copies``, ``max_worktrees``, ``pool``, ``base_trees`` and
     ``recurse_submodules`` is ``None``).
 
     Attributes:
@@ -86,8 +86,11 @@ class CaptureRequest(NamedTuple):
             else the worktree goes beside the checkout.
         max_worktrees: how many git-isopatch worktrees may stay registered
             (``isopatch.maxWorktrees``, default 25; 0: no limit).
-        pool: how many used worktrees to keep warm for later runs of the
-            repository (``isopatch.pool``, default 0: none).
+        pool: how many used worktrees to keep warm for later unconfined
+            runs of the repository (``isopatch.pool``, default 0: none).
+        base_trees: how many base trees sandboxed runs keep for later runs
+            of the repository (``isopatch.baseTrees``, default 2; 0: none,
+            every run fully ephemeral).
         sandbox: confine the command with the kernel's namespaces
             (:mod:`git_isopatch.sandbox.confinement`): ``True``, or fail
             where the machine cannot (``--sandbox``,
@@ -159,6 +162,7 @@ class CaptureRequest(NamedTuple):
     tmpdir: str | None = None
     max_worktrees: int | None = None
     pool: int | None = None
+    base_trees: int | None = None
     sandbox: SandboxMode | None = None
     allow_write: tuple[str, ...] | None = None
     allow_network: bool | None = None

@@ -12,7 +12,8 @@ value); ``isopatch.pool`` (a count, 0
 for no pool); ``isopatch.maxProcesses`` and ``isopatch.maxMemory`` (the
 sandbox's bounds, sizes as git reads integers, 0 for none);
 ``isopatch.cache`` (boolean) and ``isopatch.cacheLimit`` (a size, 0 for
-no bound): the sandbox's cache layer.  All are read through
+no bound): the sandbox's cache layer; ``isopatch.baseTrees`` (a count,
+0 to keep none).  All are read through
 git's whole chain: system, global, repository and worktree files, and
 ``git -c`` (which git passes to ``git-isopatch`` in
 ``GIT_CONFIG_PARAMETERS``); see :func:`git_isopatch.git.config.read_section`.
@@ -59,6 +60,11 @@ def default_max_memory() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
     except (ValueError, OSError):
         return 8 << 30
+
+
+#: Default of ``isopatch.baseTrees``: how many base trees a repository
+#: keeps for its sandboxed runs (:mod:`.worktrees.base_trees`).
+DEFAULT_BASE_TREES = 2
 
 
 #: A request (:class:`~git_isopatch.request.CaptureRequest`): a frozen
@@ -227,6 +233,14 @@ def _pool_size(key: str, value: str | None, repository: UserRepository) -> int:
         raise BadValue(f"'{value or ''}' is not a number of worktrees (0 for no pool)") from None
 
 
+def _base_trees(key: str, value: str | None, repository: UserRepository) -> int:
+    """A count as :func:`_count` reads one; 0 keeps no base tree."""
+    try:
+        return _count(key, value, repository)
+    except BadValue:
+        raise BadValue(f"'{value or ''}' is not a number of base trees (0 keeps none)") from None
+
+
 class ConfigKey(NamedTuple):
     """One ``isopatch.<name>`` key.
 
@@ -266,6 +280,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("allowWrite", "allow_write", _path, multi=True, empty_resets=False),
     ConfigKey("allowNetwork", "allow_network", _bool),
     ConfigKey("pool", "pool", _pool_size),
+    ConfigKey("baseTrees", "base_trees", _base_trees),
     ConfigKey("recurseSubmodules", "recurse_submodules", _bool),
     ConfigKey("maxProcesses", "max_processes", _processes),
     ConfigKey("maxMemory", "max_memory", _memory),
@@ -292,6 +307,7 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
         "configured_copies": (),
         "max_worktrees": DEFAULT_MAX_WORKTREES,
         "pool": 0,
+        "base_trees": DEFAULT_BASE_TREES,
         "sandbox": AUTO,
         "allow_write": (),
         "allow_network": False,

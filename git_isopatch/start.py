@@ -104,8 +104,7 @@ def check(
     if configured_writes:
         request = _existing_allowed_writes(request, warn)
     sandbox, by_default = _confinement(request, repository.top, warn)
-    if sandbox.confined:
-        sandbox = _bounded(sandbox, request)
+    sandbox = _bounded(sandbox, request) if sandbox.confined else sandbox
     if not sandbox.confined:
         for name in loosened:  # AUTO: unconfined by the fallback, not by choice
             why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"
@@ -123,6 +122,7 @@ def check(
         command=tuple(request.command),
         repository=repository,
         commit=commit,
+        tree_commit=user_head or commit,  # a snapshot goes over its parent's base tree
         includes=tuple(includes),
         sandbox=sandbox,
         sandboxed_by_default=by_default,
@@ -140,6 +140,7 @@ def check(
         keep=bool(request.keep),
         pool=max(0, request.pool or 0),
         max_worktrees=request.max_worktrees or 0,
+        base_trees=max(0, request.base_trees or 0),
         recurse_submodules=bool(request.recurse_submodules),
         include_uncommitted=request.include_uncommitted,
         staged=request.staged,

@@ -29,6 +29,9 @@ class Start(NamedTuple):
         command: the argument list to run.
         repository: the user's repository.
         commit: the commit the worktree starts at.
+        tree_commit: the commit of the base tree a sandboxed run's worktree
+            goes over: ``commit``, or a snapshot's parent (the user's
+            ``HEAD``) with the snapshot's difference laid over it.
         includes: the paths to link or copy in, checked.
         sandbox: the confinement plan (:data:`.sandbox.confinement.UNCONFINED`
             with ``--no-sandbox``, or where ``auto`` found no sandbox).
@@ -54,8 +57,8 @@ class Start(NamedTuple):
         tmp_root: where the run's private folder goes.
         worktree_root: where the worktree goes (``isopatch.tmpdir``);
             ``None``: beside the checkout.
-        keep, pool, max_worktrees, recurse_submodules: completed from
-            configuration.
+        keep, pool, base_trees, max_worktrees, recurse_submodules:
+            completed from configuration.
         include_uncommitted, staged, from_head_alone, capture_output,
         command_stdout, apply, progress, diffstat, informational_hints,
         terminal_columns, session:
@@ -65,6 +68,7 @@ class Start(NamedTuple):
     command: tuple[str, ...]
     repository: UserRepository
     commit: CommitId
+    tree_commit: CommitId
     includes: tuple[Include, ...]
     sandbox: ConfinementPlan
     sandboxed_by_default: bool
@@ -78,6 +82,7 @@ class Start(NamedTuple):
     keep: bool
     pool: int
     max_worktrees: int
+    base_trees: int
     recurse_submodules: bool
     include_uncommitted: bool
     staged: bool

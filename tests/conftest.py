@@ -77,6 +77,15 @@ def make_repo(tmp_path: Path, env: dict[str, str]):
 
 
 @pytest.fixture
+def no_base_trees(env: dict[str, str]) -> None:
+    """Runs keep no base tree (``isopatch.baseTrees=0``, as ``git -c``
+    passes it): for the tests of the runs' own worktrees (``list``,
+    ``prune``, the limit, placement), which see only those; base trees
+    have tests of their own (``worktrees/test_lifecycle_base_tree*.py``)."""
+    env["GIT_CONFIG_PARAMETERS"] = "'isopatch.baseTrees=0'"
+
+
+@pytest.fixture
 def no_leftovers(env: dict[str, str], tmp_path: Path) -> Iterator[None]:
     """After the test, no git-isopatch worktree folder is left in TMPDIR,
     nor beside the repositories ``make_repo`` makes."""

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from repo_helpers import (
     ISOPATCH,
-    git,
     registered_worktrees,
+    worktree_list,
 )
 
 
@@ -45,5 +45,5 @@ def _assert_kept(run, repo: Path, env, code: str, target: str) -> Path:
     worktree = Path(fields["worktree"])
     assert (worktree / "done.txt").read_text() == "done\n"
     assert registered_worktrees(repo, env) == [f"worktree {worktree}"]
-    assert b"locked" not in git("worktree", "list", "--porcelain", cwd=repo, env=env)
+    assert b"locked" not in worktree_list(repo, env)
     return worktree

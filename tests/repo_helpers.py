@@ -223,16 +223,47 @@ def repo_state(top: Path, env: Mapping[str, str]) -> dict[str, object]:
         "packed-refs": read(common / "packed-refs"),
         "stash": git("stash", "list", cwd=top, env=env),
         "config": read(common / "config"),
-        "worktree list": git("worktree", "list", "--porcelain", cwd=top, env=env),
+        "worktree list": _without_base_trees(
+            git("worktree", "list", "--porcelain", cwd=top, env=env)
+        ),
         "logs/HEAD": read(git_dir / "logs" / "HEAD"),
     }
 
 
+def _without_base_trees(listing: bytes) -> bytes:
+    """``git worktree list --porcelain`` without git-isopatch's base trees:
+    the cache of checkouts sandboxed runs share, kept by design
+    (``isopatch.baseTrees``) and visible there, as git lists every
+    registered worktree; they are locked with their own reason."""
+    blocks = listing.split(b"\n\n")
+    return b"\n\n".join(b for b in blocks if b"\nlocked git-isopatch base tree" not in b)
+
+
 def registered_worktrees(repo: Path, env: Mapping[str, str]) -> list[str]:
     """``worktree <path>`` lines of ``git worktree list --porcelain`` but the
-    first (the work tree ``repo`` belongs to)."""
+    first (the work tree ``repo`` belongs to) and git-isopatch's base trees
+    (:func:`base_trees`)."""
     out = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
-    return [line for line in out.splitlines() if line.startswith("worktree ")][1:]
+    listed = [line for line in out.splitlines() if line.startswith("worktree ")][1:]
+    ours = {f"worktree {path}" for path in base_trees(repo, env)}
+    return [line for line in listed if line not in ours]
+
+
+def worktree_list(repo: Path, env: Mapping[str, str]) -> bytes:
+    """``git worktree list --porcelain`` without git-isopatch's base trees
+    (:func:`base_trees`)."""
+    return _without_base_trees(git("worktree", "list", "--porcelain", cwd=repo, env=env))
+
+
+def base_trees(repo: Path, env: Mapping[str, str]) -> list[str]:
+    """The base trees git-isopatch keeps for ``repo``'s sandboxed runs (in
+    ``$GIT_COMMON_DIR/isopatch/``, or under ``isopatch.tmpdir``), as
+    ``git worktree list`` names them: locked with their own reason."""
+    out = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    blocks = [block.splitlines() for block in out.split("\n\n") if block]
+    return [
+        block[0][len("worktree ") :] for block in blocks if "locked git-isopatch base tree" in block
+    ]
 
 
 def apply_to_clean_checkout(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -46,9 +46,15 @@ def fingerprint(worktree: WorktreePath, path: bytes) -> Fingerprint:
     """What ``path`` (from the top) of the worktree is now, read without
     following a symbolic link; any change a patch can hold (content, mode,
     type, a link's target) changes it."""
+    return fingerprint_at(os.path.join(os.fsencode(worktree), path))
+
+
+def fingerprint_at(full: str | bytes | None) -> Fingerprint:
+    """:func:`fingerprint` of the file at ``full`` (``None``: not there)."""
     import hashlib  # only when some path differed before the command: a plain run does not
 
-    full = os.path.join(os.fsencode(worktree), path)
+    if full is None:
+        return None
     try:
         mode = os.lstat(full).st_mode
         if stat.S_ISLNK(mode):
@@ -170,14 +176,26 @@ def _name_only(
     )
 
 
-def untouched_paths(baseline: Baseline, worktree: WorktreePath) -> list[str]:
+def untouched_paths(
+    baseline: Baseline,
+    worktree: WorktreePath,
+    locate: Callable[[bytes], str | None] | None = None,
+) -> list[str]:
     """The paths of ``baseline`` that are now as they were before the
     command (same :func:`fingerprint`), sorted: the command did not change
-    them, so they are left out of the patch."""
+    them, so they are left out of the patch.  ``locate`` says where a path
+    lies on disk (a worktree over a base tree: its layers), else it is in
+    ``worktree``."""
+    if locate is None:
+        return sorted(
+            os.fsdecode(path)
+            for path, before in baseline.paths.items()
+            if fingerprint(worktree, path) == before
+        )
     return sorted(
         os.fsdecode(path)
         for path, before in baseline.paths.items()
-        if fingerprint(worktree, path) == before
+        if fingerprint_at(locate(path)) == before
     )
 
 

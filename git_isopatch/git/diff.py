@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TypeVar
+from typing import IO, NamedTuple, TypeVar
 
 from .process import Spawn
 from .result import Err, GitResult, Ok
@@ -83,6 +83,35 @@ DIFF_OPTIONS: tuple[str, ...] = (
 )
 
 
+def only_pathspecs(paths: Sequence[bytes] | None) -> list[str]:
+    """Pathspecs that name each of ``paths`` (from the top, each with what
+    lies below it) and nothing else: ``:(top,literal)<path>``; none for
+    ``None`` (the whole tree).  ``paths`` must not be empty: no pathspec
+    at all would mean every path."""
+    if paths is None:
+        return []
+    assert paths, "no path to compare is no git call"
+    return [":(top,literal)" + os.fsdecode(path) for path in paths]
+
+
+class Paths(NamedTuple):
+    """What a look at the worktree takes: every path but ``exclude`` (from
+    the top, ``/``-separated, each with what lies below it), or, with
+    ``only``, those paths alone but ``exclude`` (the others are known not
+    to differ: a worktree over a base tree)."""
+
+    exclude: Sequence[str] = ()
+    only: Sequence[bytes] | None = None
+
+    def pathspecs(self) -> list[str]:
+        """:func:`only_pathspecs` and :func:`exclude_pathspecs`."""
+        return [*only_pathspecs(self.only), *exclude_pathspecs(self.exclude)]
+
+
+#: Every path of the worktree.
+EVERY_PATH = Paths()
+
+
 def exclude_pathspecs(paths: Sequence[str]) -> list[str]:
     """Pathspecs that leave out each of ``paths`` and everything under it.
 
@@ -150,7 +179,7 @@ def write_binary_diff(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    exclude: Sequence[str] = (),
+    paths: Paths = EVERY_PATH,
     spawn: Spawn | None = None,
     prefix: str = "",
 ) -> GitResult[None]:
@@ -180,7 +209,7 @@ def write_binary_diff(
             *options,
             base,
             "--",
-            *exclude_pathspecs(exclude),
+            *paths.pathspecs(),
         ],
         out,
         env=env,
@@ -200,7 +229,7 @@ def diff_stat(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    exclude: Sequence[str] = (),
+    paths: Paths = EVERY_PATH,
     color: bool = False,
     width: int | None = None,
     spawn: Spawn | None = None,
@@ -238,7 +267,7 @@ def diff_stat(
             *options,
             base,
             "--",
-            *exclude_pathspecs(exclude),
+            *paths.pathspecs(),
         ],
         env=env,
         config=DIFF_CONFIG,

@@ -48,6 +48,20 @@ def index_entries(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, byte
     return None if data is None else parse_entries(data, hash_size)
 
 
+def changed_entries(
+    git_dir: GitDirPath, other_dir: GitDirPath, hash_size: int
+) -> set[bytes] | None:
+    """The paths whose entry differs between the indexes of ``git_dir`` and
+    ``other_dir`` but for the stat data (the object id, the mode, the
+    flags, or the entry itself); ``None`` when either cannot be read."""
+    mine, theirs = index_entries(git_dir, hash_size), index_entries(other_dir, hash_size)
+    if mine is None or theirs is None:
+        return None
+    old = {path: meta[_STAT_BYTES:] for path, meta in theirs}
+    new = {path: meta[_STAT_BYTES:] for path, meta in mine}
+    return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
+
+
 def parse_entries(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
     """:func:`index_entries` of the index bytes ``data``."""
     try:

@@ -6,9 +6,10 @@ index before the patch is taken (design: The patch, step 6).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from .diff import DIFF_CONFIG, worktree_args
+from .diff import DIFF_CONFIG, only_pathspecs, worktree_args
+from .files import HOST_FILES, WorktreeFiles
 from .index_entries import index_listing
 from .process import Spawn
 from .result import Err, GitResult, Ok
@@ -23,6 +24,8 @@ def clear_hiding_flags(
     env: Mapping[str, str],
     spawn: Spawn | None = None,
     hash_size: int | None = None,
+    only: Sequence[bytes] | None = None,
+    files: WorktreeFiles = HOST_FILES,
 ) -> GitResult[bytes]:
     """Clear the index flags with which a command could hide a change from
     ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
@@ -30,6 +33,8 @@ def clear_hiding_flags(
     UNCHANGED BIT" and "SKIP-WORKTREE BIT": git then never looks at the
     file).  An entry a sparse checkout leaves out (skip-worktree, no file)
     keeps its flag, as git itself clears the flag only for files present.
+    With ``only``, the entries of those paths alone
+    (:func:`.diff.only_pathspecs`).
 
     The index is listed by ``git ls-files -v``, or read in process when
     the object ids' ``hash_size`` is given and the index is one
@@ -41,11 +46,19 @@ def clear_hiding_flags(
         :func:`.intent_to_add.mark_untracked_intent_to_add` takes as ``tracked``), or
         ``Err(GitError)``.
     """
-    in_process = hash_size is not None and "GIT_INDEX_FILE" not in env
+    in_process = hash_size is not None and "GIT_INDEX_FILE" not in env and only is None
     listing = index_listing(git_dir, hash_size) if in_process and hash_size else None
     if listing is None:
         match run_git(
-            [*worktree_args(worktree, git_dir), "ls-files", "-z", "-v", "--full-name"],
+            [
+                *worktree_args(worktree, git_dir),
+                "ls-files",
+                "-z",
+                "-v",
+                "--full-name",
+                "--",
+                *only_pathspecs(only),
+            ],
             env=env,
             config=DIFF_CONFIG,
             spawn=spawn,
@@ -60,7 +73,7 @@ def clear_hiding_flags(
         paths.append(path)
         if tag.islower():
             assumed.append(path)
-        if tag.upper() == b"S" and os.path.lexists(os.path.join(worktree, os.fsdecode(path))):
+        if tag.upper() == b"S" and files.lexists(os.path.join(worktree, os.fsdecode(path))):
             skipped.append(path)
     # one flag per call: update-index applies only the first of them
     for option, flagged in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):

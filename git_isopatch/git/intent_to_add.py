@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .attributes import is_attributes_file
-from .diff import DIFF_CONFIG, exclude_pathspecs, worktree_args
+from .diff import DIFF_CONFIG, EVERY_PATH, Paths, only_pathspecs, worktree_args
+from .files import HOST_FILES, WorktreeFiles
 from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
@@ -66,12 +67,14 @@ def mark_untracked_intent_to_add(
     *,
     git_dir: GitDirPath,
     env: Mapping[str, str],
-    exclude: Sequence[str] = (),
+    paths: Paths = EVERY_PATH,
     spawn: Spawn | None = None,
     tracked: bytes | None = None,
     found: Found | None = None,
+    files: WorktreeFiles = HOST_FILES,
 ) -> GitResult[int]:
-    """Mark every untracked, not ignored file of the worktree intent-to-add.
+    """Mark every untracked, not ignored file of the worktree intent-to-add
+    (of ``paths``: :class:`.diff.Paths`).
 
     ``git ls-files --others --exclude-standard -z`` lists them, then
     ``git add --intent-to-add --sparse`` records them (git-add(1), ``-N``), so
@@ -80,7 +83,7 @@ def mark_untracked_intent_to_add(
     otherwise (git-sparse-checkout(1)).  Only new files are touched: ``add --all``
     would hash every modified file into the object store shared with the
     user's repository.  Ignored files stay out (``.gitignore``,
-    ``.git/info/exclude``, ``core.excludesFile``), and so do ``exclude``
+    ``.git/info/exclude``, ``core.excludesFile``), and so do ``paths.exclude``
     (paths relative to the top, see :func:`.diff.exclude_pathspecs`) whatever the
     ignore rules say: a symbolic link named ``node_modules`` is not matched by
     a ``node_modules/`` pattern (gitignore(5)), yet it is not the command's
@@ -99,27 +102,29 @@ def mark_untracked_intent_to_add(
     """
     git = _bound_git(worktree, git_dir, env, spawn)
     warnings: list[str] = []
-    listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name"]
-    match git([*listing, "--", *exclude_pathspecs(exclude)], warnings=warnings):
+    listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--"]
+    match git([*listing, *paths.pathspecs()], warnings=warnings):
         case Err() as err:
             return err
-        case Ok(paths):
+        case Ok(new):
             pass
     if found is not None:
-        _note_listing(found, paths, warnings)
-    if not paths and found is None:
+        _note_listing(found, new, warnings)
+    if not new and found is None:
         return Ok(0)
     if tracked is None:
-        match git(["ls-files", "-z", "--full-name"]):
+        match git(["ls-files", "-z", "--full-name", "--", *only_pathspecs(paths.only)]):
             case Err() as err:
                 return err
             case Ok(tracked):
                 pass
     if found is not None:
-        _note_unlisted(found, worktree, paths, tracked)
-    if not paths:
+        _note_unlisted(found, worktree, new, tracked, files)
+    if not new:
         return Ok(0)
-    return _add_intent_to_add(git, paths, tracked, exclude)
+    # the folders holding the paths compared hold tracked ones beside them
+    around = b"".join(path + b"\0" for path in paths.only or ())
+    return _add_intent_to_add(git, new, tracked + around, paths.exclude)
 
 
 def _bound_git(
@@ -153,14 +158,16 @@ def _note_listing(found: Found, paths: bytes, warnings: Sequence[str]) -> None:
     found.nested += [os.fsdecode(p[:-1]) for p in paths.split(b"\0") if p.endswith(b"/")]
 
 
-def _note_unlisted(found: Found, worktree: WorktreePath, paths: bytes, tracked: bytes) -> None:
+def _note_unlisted(
+    found: Found, worktree: WorktreePath, paths: bytes, tracked: bytes, files: WorktreeFiles
+) -> None:
     """The ``.gitattributes`` files and the ``.git`` entries that are not
     repositories, in the index's folders and the new files'."""
     found.attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p)]
     found.attributes += [p for p in paths.split(b"\0") if is_attributes_file(p)]
     repositories = {os.fsencode(path) for path in found.nested}
     found.dot_git += find_dot_git_entries(
-        worktree, _folders_of(tracked) | _folders_of(paths), repositories
+        worktree, _folders_of(tracked) | _folders_of(paths), repositories, files
     )
 
 
@@ -194,7 +201,10 @@ def dot_git_warning(path: str) -> str:
 
 
 def find_dot_git_entries(
-    worktree: WorktreePath, folders: set[bytes], repositories: set[bytes] = frozenset()
+    worktree: WorktreePath,
+    folders: set[bytes],
+    repositories: set[bytes] = frozenset(),
+    files: WorktreeFiles = HOST_FILES,
 ) -> list[str]:
     """The ``<folder>/.git`` entries of the worktree (one ``lstat`` per
     folder of ``folders``, paths from the top), sorted, but for the folders
@@ -202,7 +212,7 @@ def find_dot_git_entries(
     gitlinks): what git leaves out without a word."""
     found = []
     for folder in sorted(folders - repositories):
-        if folder and os.path.lexists(os.path.join(worktree, os.fsdecode(folder), ".git")):
+        if folder and files.lexists(os.path.join(worktree, os.fsdecode(folder), ".git")):
             found.append(os.fsdecode(folder) + "/.git")
     return found
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, NamedTuple
 
 from .diff import DIFF_CONFIG, worktree_args, worktree_output, write_binary_diff
+from .files import HOST_FILES, WorktreeFiles
 from .intent_to_add import mark_untracked_intent_to_add
 from .process import Spawn
 from .result import Err, GitResult, Ok
@@ -78,6 +79,7 @@ def list_gitlinks(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     spawn: Spawn | None = None,
+    files: WorktreeFiles = HOST_FILES,
 ) -> GitResult[list[Gitlink]]:
     """The submodule entries of the worktree's index (``git ls-files -s``,
     mode 160000), or none when the worktree has no ``.gitmodules`` (git
@@ -87,7 +89,7 @@ def list_gitlinks(
 
     Raises:
         subprocess.SubprocessError: ``spawn`` failed."""
-    if not os.path.lexists(os.path.join(worktree, ".gitmodules")):
+    if not files.lexists(os.path.join(worktree, ".gitmodules")):
         return Ok([])
     return worktree_output(
         worktree,
@@ -222,6 +224,7 @@ def changed_submodules(
     gitlinks: Sequence[Gitlink],
     env: Mapping[str, str],
     spawn: Spawn | None = None,
+    files: WorktreeFiles = HOST_FILES,
 ) -> GitResult[list[str]]:
     """The paths of ``gitlinks`` whose content the command changed: a
     checked-out submodule that ``git status`` reports with modified or
@@ -237,9 +240,9 @@ def changed_submodules(
     populated = []
     for link in gitlinks:
         folder = os.path.join(worktree, link.path)
-        if os.path.lexists(os.path.join(folder, ".git")):
+        if files.lexists(os.path.join(folder, ".git")):
             populated.append(link.path)
-        elif os.path.isdir(folder) and not os.path.islink(folder) and os.listdir(folder):
+        elif files.is_real_folder(folder) and files.listdir(folder):
             changed.append(link.path)
     if not populated:
         return Ok(sorted(set(changed)))

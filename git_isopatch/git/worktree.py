@@ -100,52 +100,6 @@ def add_detached_worktree(
             return err
 
 
-def check_out_worktree(
-    admin_dir: GitDirPath,
-    worktree: WorktreePath,
-    commit: CommitId | None = None,
-    *,
-    env: Mapping[str, str],
-    progress: bool = False,
-) -> GitResult[None]:
-    """Check out a worktree registered with ``checkout=False``
-    (:func:`add_detached_worktree`): ``git reset --hard`` as ``git worktree
-    add`` runs it (builtin/worktree.c), every file written.  With
-    ``commit``, a checked-out worktree is moved there instead: ``git
-    checkout --detach <commit>``, which writes only the files that differ
-    (a two-way merge of the index; it refuses to lose a local change).
-    Both under :data:`WORKTREE_ADD_CONFIG` (no hook, parallel checkout)."""
-    quiet = [] if progress else ["--quiet"]
-    if commit is None:
-        action = ["reset", "--hard", "--no-recurse-submodules", *quiet]
-    else:
-        action = ["checkout", "--detach", "--no-recurse-submodules", *quiet, commit, "--"]
-    args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *action]
-    if progress:
-        result = run_git_with_progress(args, env=env, config=WORKTREE_ADD_CONFIG)
-    else:
-        result = run_git(args, env=env, config=WORKTREE_ADD_CONFIG)
-    match result:
-        case Ok():
-            return Ok(None)
-        case Err() as err:
-            return err
-
-
-def changed_path_count(
-    git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
-) -> GitResult[int]:
-    """How many paths differ between the trees of ``old`` and ``new``
-    (``git diff-tree -r --name-only --no-renames``): what moving a
-    checkout from one to the other writes."""
-    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
-    match run_git([*args, old, new, "--"], env=env):
-        case Ok(output):
-            return Ok(output.count(b"\0"))
-        case Err() as err:
-            return err
-
-
 def checkout_size(
     git_dir: GitDirPath, commit: CommitId, *, block: int, env: Mapping[str, str]
 ) -> GitResult[tuple[int, int]]:

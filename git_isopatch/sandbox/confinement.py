@@ -37,7 +37,7 @@ __all__ = ["NAMESPACES", "NO_MECHANISM", "UNCONFINED", "ConfinementPlan", "plan"
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
     from ..git.repo import UserRepository
     from .inside import Inside
-    from .layers import Layer
+    from .layers import Layer, WorktreeOverlay
     from .namespaces import Namespaces
     from .run_policy import RunPlaces
 
@@ -157,12 +157,6 @@ class Namespaced(Confinement):
     git directory, its own PID, IPC and network namespaces; then, in the
     same namespaces, served by their launcher (:mod:`.inside`),
     git-isopatch's own git on what it left (:attr:`spawn`)."""
-
-    #: The launcher ended every process the command started before
-    #: git-isopatch looks at the worktree again: the worktree may be pooled
-    #: (the pool puts back HEAD and the index as made, on the base's
-    #: objects: what the command committed lived in its discarded layer).
-    poolable = True
 
     confined = True
 
@@ -295,7 +289,7 @@ def _fileno(stream: int | IO[bytes] | None, default: int) -> int:
 def confine(
     plan: ConfinementPlan,
     *,
-    worktree: str,
+    worktree: str | WorktreeOverlay,
     admin_dir: str,
     common_dir: str,
     private_dir: str,
@@ -303,8 +297,9 @@ def confine(
     streams: tuple[int | IO[bytes] | None, IO[bytes] | None],
     top: str | None = None,
 ) -> Iterator[Confinement]:
-    """Enter ``plan`` for the worktree of the checkout whose top folder is
-    ``top``: :data:`NONE` unconfined; else a private ``TMPDIR`` (set in
+    """Enter ``plan`` for the worktree (its folder, or over a base tree its
+    overlay, :class:`.layers.WorktreeOverlay`) of the checkout whose top
+    folder is ``top``: :data:`NONE` unconfined; else a private ``TMPDIR`` (set in
     ``env``) in the run's ``private_dir`` and the namespaces, the files
     behind the command's ``streams`` (stdout, stderr) staying writable.
     On leaving, the namespaces end, then their layers and the private
@@ -347,7 +342,7 @@ def confine(
 
 
 def _places(
-    worktree: str,
+    worktree: str | WorktreeOverlay,
     admin_dir: str,
     common_dir: str,
     top: str | None,
@@ -360,8 +355,9 @@ def _places(
     from .run_policy import RunPlaces
 
     top = top or os.path.dirname(common_dir)
+    overlay = None if isinstance(worktree, str) else worktree
     return RunPlaces(
-        worktree=worktree,
+        worktree=worktree if overlay is None else overlay.target,
         admin_dir=admin_dir,
         common_dir=common_dir,
         top=top,
@@ -370,6 +366,7 @@ def _places(
         temporary=(temporary,) if temporary and os.path.isabs(temporary) else (),
         runtime_dir=env.get("XDG_RUNTIME_DIR"),
         kept_answers=availability.kept_folder(work_tree=top),
+        overlay=overlay,
     )
 
 

@@ -56,6 +56,25 @@ class Layer(NamedTuple):
     kept: str | None = None
 
 
+class WorktreeOverlay(NamedTuple):
+    """A run's worktree as an overlay (design: procedure step 3): its
+    ``lowers``, never written (bottom first: the base tree, then what
+    git-isopatch put in before the command), every write of the command in
+    ``upper`` (``work``: the kernel's own folder beside it, on the same
+    file system), mounted at ``target``, where the worktree is placed."""
+
+    target: str
+    lowers: tuple[str, ...]
+    upper: str
+    work: str
+
+    def arguments(self) -> list[str]:
+        """bubblewrap's options mounting it (the last ``--overlay-src`` is
+        the topmost lower layer)."""
+        sources = [arg for lower in self.lowers for arg in ("--overlay-src", lower)]
+        return [*sources, "--overlay", self.upper, self.work, self.target]
+
+
 def inside(path: str, folder: str) -> bool:
     """``path`` is ``folder`` or beneath it (both absolute, normalised)."""
     return path == folder or path.startswith(folder.rstrip("/") + "/")

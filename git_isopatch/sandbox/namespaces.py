@@ -81,6 +81,7 @@ from .layers import (
     PRIVATE,
     Layer,
     MountTable,
+    WorktreeOverlay,
     here,
     inside,
     layer_writes,
@@ -114,6 +115,8 @@ class NamespacePolicy(NamedTuple):
             (the checkout, the git directory): each an overlay of its own,
             the last layers of :meth:`plan`, mounted above the bind.
         caches: the cache layers (:mod:`.cache_layer`), above all but ``shielded``.
+        worktree: the run's worktree as an overlay of its base tree, in
+            place of a writable worktree (:class:`.layers.WorktreeOverlay`).
     """
 
     writable: tuple[str, ...]
@@ -124,6 +127,7 @@ class NamespacePolicy(NamedTuple):
     scratch: tuple[str, ...] = ()
     shielded: tuple[str, ...] = ()
     caches: tuple[Layer, ...] = ()
+    worktree: WorktreeOverlay | None = None
 
     def plan(self, mounts: Sequence[str] | None = None) -> tuple[Layer, ...]:
         """The copy-on-write layers (:func:`.layers.plan_layers`) with the
@@ -201,8 +205,12 @@ def bwrap_arguments(
             args += _layer_arguments(layer, here(layers, index, layer))
     # by depth, a shield just above the bind holding it, below deeper ones
     mounts = [(p, -1) for p in _depth_order(policy.writable)] + shields
+    if policy.worktree is not None:
+        mounts.append((os.path.abspath(policy.worktree.target), -2))
     for path, index in sorted(mounts, key=lambda m: (m[0].count("/"), m[1])):
-        if index < 0:
+        if index == -2 and policy.worktree is not None:
+            args += policy.worktree.arguments()
+        elif index < 0:
             args += ["--bind", path, path]
         else:
             args += _layer_arguments(Layer(path), os.path.join(layers, str(index)))
@@ -240,20 +248,6 @@ def _inherited(stream: int | IO[bytes] | None) -> int:
         )
     except OSError:
         return os.open(os.devnull, os.O_WRONLY)
-
-
-def _seccomp_fd(program: bytes) -> int:
-    """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
-    it to its end, so each spawn needs its own)."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, program)
-    except OSError:
-        os.close(read_end)
-        raise
-    finally:
-        os.close(write_end)
-    return read_end
 
 
 @dataclass(frozen=True)
@@ -339,6 +333,8 @@ class Namespaces:
         ``stderr`` (ours when ``None``), bubblewrap's own a pipe
         (:attr:`Wrapped.said`): what it says of a failed set-up is
         git-isopatch's to tell, never mixed into the command's output."""
+        from .seccomp import program_pipe  # ctypes: loaded by the filter's own run
+
         fds: list[int] = []
         control = child = None
         said: tuple[int, int] | None = None
@@ -351,7 +347,7 @@ class Namespaces:
                 os.set_inheritable(child, True)
                 said = _pipe(fds)
                 fds.append(_inherited(stderr))  # the command's
-            seccomp = _seccomp_fd(self.seccomp) if self.seccomp is not None else None
+            seccomp = program_pipe(self.seccomp) if self.seccomp is not None else None
         except OSError:
             for fd in fds:
                 os.close(fd)
@@ -419,6 +415,8 @@ class Namespaces:
             found += layer_writes(upper(self.layers, index), layer.folder, layer.kind)
         # bubblewrap makes the mount points of the writable places in a layer
         mounted = [os.path.abspath(p) for p in self.policy.writable]
+        if self.policy.worktree is not None:
+            mounted.append(os.path.abspath(self.policy.worktree.target))
         shielded = self.policy.shielded
         return tuple(
             p

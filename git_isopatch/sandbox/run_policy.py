@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .cache_layer import usable_folders
-from .layers import Layer, inside
+from .layers import Layer, WorktreeOverlay, inside
 from .namespaces import NamespacePolicy
 
 #: Temporary folders every run sees copy-on-write (with ``$TMPDIR``).
@@ -66,6 +66,7 @@ class RunPlaces(NamedTuple):
     temporary: tuple[str, ...] = ()
     runtime_dir: str | None = None
     kept_answers: str | None = None
+    overlay: WorktreeOverlay | None = None
 
 
 def run_policy(
@@ -78,7 +79,8 @@ def run_policy(
 ) -> NamespacePolicy:
     """The policy of one run's command.
 
-    Really writable: the worktree, its admin folder (``HEAD``, index,
+    Really writable: the worktree (or, over a base tree, its overlay:
+    ``places.overlay``), its admin folder (``HEAD``, index,
     logs), the private ``tmpdir`` (its ``TMPDIR``), the regular files its
     output goes to (``streams``: writing ``/dev/stderr`` reopens them) and
     ``allow_write``.  Copy-on-write: ``home``, the temporary folders, the
@@ -95,7 +97,8 @@ def run_policy(
     (:func:`cache_folders`).
     """
     copy_on_write = _copy_on_write(places)
-    writable = (places.worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
+    worktree = () if places.overlay is not None else (places.worktree,)
+    writable = (*worktree, places.admin_dir, places.tmpdir, *streams, *allow_write)
     protected: tuple[str, ...] = ()
     if places.kept_answers:
         kept = os.path.realpath(places.kept_answers)
@@ -110,6 +113,7 @@ def run_policy(
         scratch=(*TEMPORARY_FOLDERS, *places.temporary),
         shielded=_shielded(places, allow_write),
         caches=tuple(caches),
+        worktree=places.overlay,
     )
 
 

@@ -127,3 +127,17 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
         jf = labels[false] - at - 1 if false else 0
         program += bytes(_SockFilter(op, jt, jf, k))
     return bytes(program)
+
+
+def program_pipe(program: bytes) -> int:
+    """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
+    it to its end, so each spawn needs its own)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)
+    except OSError:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end

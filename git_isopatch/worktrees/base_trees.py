@@ -38,20 +38,17 @@ import struct
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ..errors import known_failure, known_os_failure
 from ..git.admin_files import read_admin_file
+from ..git.checkouts import changed_path_count, check_out_worktree
+from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
-from ..git.worktree import (
-    add_detached_worktree,
-    changed_path_count,
-    check_out_worktree,
-    worktree_admin_dir,
-    worktree_admin_dirs,
-)
+from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
+from .base_look import look_once
 from .lock import PIN_FILE, POLL_SECONDS, AdminLock, LockWaitInterrupted, open_pin, try_flock
 from .placement import TMP_PREFIX, made_by_isopatch, worktree_name
 from .removal import remove_ours
@@ -62,8 +59,6 @@ log = logging.getLogger("git_isopatch")
 
 #: The folder of the common git directory that holds the base trees.
 FOLDER = "isopatch"
-#: Default of ``isopatch.baseTrees``: how many base trees a repository keeps.
-DEFAULT_BASE_TREES = 2
 #: An idle base tree is moved rather than a new one made when at most one
 #: in this many of its files differ from the commit wanted, or at most
 #: :data:`NEAR_FILES`.
@@ -71,8 +66,7 @@ NEAR = 4
 NEAR_FILES = 1000
 
 
-@dataclass(frozen=True)
-class BaseTree:
+class BaseTree(NamedTuple):
     """One base tree: its top folder, private folder and record."""
 
     path: WorktreePath
@@ -107,24 +101,22 @@ class Pin:
                 os.close(fd)
 
 
-def base_tree_folder(repository: UserRepository) -> str:
-    """Where the repository's base trees live."""
-    return os.path.join(repository.common_dir, FOLDER)
+def base_tree_folder(repository: UserRepository, root: str | None = None) -> str:
+    """Where the repository's base trees are made: in its git directory, or
+    under ``root`` (``isopatch.tmpdir``, a place the user chose for
+    worktrees)."""
+    return root if root is not None else os.path.join(repository.common_dir, FOLDER)
 
 
 def base_trees(repository: UserRepository, store: GitMetadataStore) -> list[BaseTree]:
     """The repository's base trees, from their private folders alone (no
     git call): registered worktrees with our base record, right in a folder
-    :func:`pin_base_tree` made under :func:`base_tree_folder`."""
-    here = os.path.realpath(base_tree_folder(repository))
+    made for each (:func:`.placement.made_by_isopatch`)."""
     found = []
     for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
         record = store.load_base(admin_dir)
-        if record is None or not made_by_isopatch(top, record.container):
-            continue
-        if os.path.realpath(os.path.dirname(record.container)) != here:
-            continue
-        found.append(BaseTree(WorktreePath(top), admin_dir, record))
+        if record is not None and made_by_isopatch(top, record.container):
+            found.append(BaseTree(WorktreePath(top), admin_dir, record))
     return found
 
 
@@ -145,8 +137,7 @@ def _index_entries(admin_dir: GitDirPath) -> int:
     return count if signature == b"DIRC" else 0
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(NamedTuple):
     """What the worktree lock's holder decided: a pin taken (``pin``), a
     base tree to wait for (``wait``, a pin descriptor), one to move
     (``move`` with its exclusive pin ``fd``), or one to make (none)."""
@@ -168,6 +159,7 @@ class BaseTrees:
         progress: a checkout shows its progress (on a terminal).
         warn: called with a one-line warning.
         store: the record store.
+        root: where new base trees are made (:func:`base_tree_folder`).
     """
 
     def __init__(
@@ -180,7 +172,9 @@ class BaseTrees:
         progress: bool = False,
         warn: Callable[[str], None] = log.warning,
         store: GitMetadataStore | None = None,
+        root: str | None = None,
     ) -> None:
+        self.root = root
         self.repository = repository
         self.env = env
         self.lock = lock
@@ -223,9 +217,9 @@ class BaseTrees:
             if fd is None:
                 continue
             if tree.record.ready and try_flock(fd, exclusive=False):
-                record = replace(tree.record, used=time.time())
+                record = tree.record._replace(used=time.time())
                 self._save(tree.admin_dir, record)
-                return _Plan(pin=Pin(replace(tree, record=record), fd, made=False))
+                return _Plan(pin=Pin(tree._replace(record=record), fd, made=False))
             if not tree.record.ready and try_flock(fd, exclusive=True):
                 self._remove(tree)  # its maker died half-way
                 _close([fd])
@@ -243,13 +237,13 @@ class BaseTrees:
         if chosen is None:
             return _Plan()
         fd = next(fd for tree, fd in idle if tree is chosen)
-        record = replace(chosen.record, commit=commit, ready=False, used=time.time())
+        record = chosen.record._replace(commit=commit, ready=False, used=time.time())
         try:
             self._save(chosen.admin_dir, record)
         except OSError:
             _close([fd])
             return _Plan()
-        return _Plan(move=replace(chosen, record=record), fd=fd)
+        return _Plan(move=chosen._replace(record=record), fd=fd)
 
     def _nearest(self, idle: list[BaseTree], commit: CommitId, count: int) -> BaseTree | None:
         """The idle base tree to move to ``commit``: the one with the
@@ -280,7 +274,7 @@ class BaseTrees:
         Raises:
             IsopatchError: classified; nothing is left behind.
         """
-        folder = base_tree_folder(self.repository)
+        folder = base_tree_folder(self.repository, self.root)
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)
             container = tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder)
@@ -294,10 +288,11 @@ class BaseTrees:
             lock_reason=BASE_LOCK_REASON,
             env=self.env,
             checkout=False,
+            progress=self.progress,
         )
         if isinstance(added, Err):
             _delete_folder(container)
-            raise known_failure(f"could not create worktree at '{path}'", added.error)
+            raise known_failure(f"could not create worktree at {quoted(path)}", added.error)
         now = time.time()
         record = BaseRecord(commit=commit, created=now, used=now, container=container)
         try:
@@ -331,21 +326,23 @@ class BaseTrees:
             env=self.env,
             progress=self.progress,
         )
+        if isinstance(done, Ok):
+            look_once(tree.path, tree.admin_dir, commit, env=self.env)
         try:
             with self.lock.held(self.repository.common_dir):
                 if isinstance(done, Err):
                     self._remove(tree)
                 else:
-                    record = replace(tree.record, ready=True, used=time.time())
+                    record = tree.record._replace(ready=True, used=time.time())
                     self._save(tree.admin_dir, record)
                     fcntl.flock(fd, fcntl.LOCK_SH)
-                    return Pin(replace(tree, record=record), fd, made=True)
+                    return Pin(tree._replace(record=record), fd, made=True)
         except BaseException:
             _close([fd])
             raise
         _close([fd])
         assert isinstance(done, Err)
-        failure = known_failure(f"could not check out the base tree '{tree.path}'", done.error)
+        failure = known_failure(f"could not create worktree at {quoted(tree.path)}", done.error)
         if failure.code == "checkout-failed":
             failure = no_space(self.repository, commit, tree.path, tmp_root, failure, env=self.env)
         raise failure

@@ -21,7 +21,14 @@ from ..git.attributes import (
     index_may_track_attributes,
     look_again_at_every_file,
 )
-from ..git.baseline import Baseline, fingerprint, read_baseline, untouched_paths, untouched_warning
+from ..git.baseline import (
+    Baseline,
+    fingerprint,
+    fingerprint_at,
+    read_baseline,
+    untouched_paths,
+    untouched_warning,
+)
 from ..git.conversion_key import conversion_inputs, entry_inputs
 from ..git.pinned import (
     ATTRIBUTES_FILE,
@@ -30,6 +37,9 @@ from ..git.pinned import (
     read_settings,
     recurse_setting,
     with_config,
+)
+from ..git.pinned import (
+    RECURSE as RECURSE_SETTING,
 )
 from ..git.process import Spawn
 from ..git.repo import UserRepository
@@ -72,10 +82,16 @@ class Fidelity(NamedTuple):
         """``env`` for the command, with :attr:`command_config`."""
         return with_config(env, self.command_config)
 
-    def left_out(self, worktree: WorktreePath, warn: Callable[[str], None]) -> list[str]:
+    def left_out(
+        self,
+        worktree: WorktreePath,
+        warn: Callable[[str], None],
+        locate: Callable[[bytes], str | None] | None = None,
+    ) -> list[str]:
         """The paths of :attr:`baseline` the command left as they were,
-        each named by ``warn``: they stay out of the patch."""
-        paths = untouched_paths(self.baseline, worktree)
+        each named by ``warn``: they stay out of the patch.  ``locate``: as
+        :func:`..git.baseline.untouched_paths`."""
+        paths = untouched_paths(self.baseline, worktree, locate)
         for path in paths:
             warn(untouched_warning(path))
         return paths
@@ -116,7 +132,7 @@ def look_before_command(
     git sees the worktree is not asked.  When an attributes file may apply
     (a tracked ``.gitattributes``: known from the claim, else looked for in
     the index file, :func:`.git.attributes.index_may_track_attributes`; or
-    one outside the tree, :func:`_attributes_may_apply`), git reads again
+    one outside the tree, :func:`attributes_may_apply`), git reads again
     each file a conversion applies to, whatever its stat data
     (:func:`.git.baseline.read_baseline`): a command that changes the
     attributes has git read every file (:func:`settle_attributes`), and a
@@ -150,7 +166,7 @@ def look_before_command(
         tracks_attributes = proved.tracks_attributes
     else:
         tracks_attributes = index_may_track_attributes(admin_dir)
-    conversions = tracks_attributes or _attributes_may_apply(admin_dir, settings, env)
+    conversions = tracks_attributes or attributes_may_apply(admin_dir, settings, env)
     if proved is not None and not conversions:
         return Fidelity(baseline, own, command)
     if proved is not None:
@@ -231,7 +247,7 @@ def _reading_look(
     return Baseline(found), encode(inputs.key, per_entry, found)
 
 
-def _attributes_may_apply(
+def attributes_may_apply(
     admin_dir: GitDirPath, settings: Mapping[str, str | None], env: Mapping[str, str]
 ) -> bool:
     """Whether an attributes file outside the tree may apply to the
@@ -248,6 +264,45 @@ def _attributes_may_apply(
     return any(os.path.lexists(path) for path in candidates)
 
 
+def look_over_base_tree(
+    worktree: WorktreePath,
+    admin_dir: GitDirPath,
+    *,
+    repository: UserRepository,
+    env: Mapping[str, str],
+    warn: Callable[[str], None],
+    baseline: Sequence[bytes],
+    locate: Callable[[bytes], str | None],
+) -> Fidelity:
+    """:func:`look_before_command` for a run over a base tree, where the
+    worktree's folder holds only its start layer and ``locate`` says where
+    a path lies before the command: what the base tree's look found once
+    (``baseline``, :mod:`.base_trees`) with each path's fingerprint now;
+    the settings as in a worktree of its own (the submodules listed only
+    where ``submodule.recurse`` needs them)."""
+    settings = read_settings(admin_dir, env)
+    own = tuple(ignore_case_setting(worktree, settings))
+    command = own
+    if settings.get(RECURSE_SETTING, "false") not in ("false", "no", "off", "0"):
+        modules = locate(b".gitmodules")
+        paths: list[str] = []
+        if modules is not None:
+            match list_gitlinks(os.path.dirname(modules), git_dir=admin_dir, env=env):
+                case Ok(links):
+                    paths = [link.path for link in links]
+                case Err(error):
+                    log.debug("no submodule list: %s", error.message())
+        unpopulated = [p for p in paths if locate(os.fsencode(p) + b"/.git") is None]
+        command += tuple(recurse_setting(worktree, unpopulated, settings))
+    hooks = settings.get(HOOKS_PATH)
+    if hooks and locate(os.fsencode(hooks)) is None:
+        said = missing_hooks_warning(worktree, repository.top, hooks, repository.prefix)
+        if said is not None:
+            warn(said)
+    found = {path: fingerprint_at(locate(path)) for path in baseline}
+    return Fidelity(Baseline(found), own, command)
+
+
 def settle_attributes(
     worktree: WorktreePath,
     admin_dir: GitDirPath,
@@ -257,12 +312,15 @@ def settle_attributes(
     env: Mapping[str, str],
     info_changed: bool = False,
     spawn: Spawn | None = None,
-) -> None:
+) -> bool:
     """When the command changed the attributes (a ``.gitattributes`` of
     ``attributes`` differs from the base, or ``info/attributes`` changed:
     ``info_changed``), make git compare every tracked file's content before
     the diff (:func:`.git.attributes.look_again_at_every_file`), so that the
-    patch does not depend on git's stat cache.  Best effort."""
+    patch does not depend on git's stat cache.  Best effort.
+
+    Returns:
+        whether they changed (then every path may differ)."""
     changed = info_changed
     if not changed:
         match attributes_changed(
@@ -278,3 +336,4 @@ def settle_attributes(
             look_again_at_every_file(admin_dir)
         except OSError as exc:
             log.debug("index not touched: %s", exc)
+    return changed

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ..git.types import CommitId, WorktreePath
 from . import kept
-from .provider import Isolation
+from .isolation import Isolation
 
 
 class Lease:

@@ -30,17 +30,20 @@ def worktree_for_run(
     *,
     command: list[str],
     private: PrivateFolder,
-    tmp_root: str | None,
-    worktree_root: str | None,
+    places: tuple[str | None, str | None],
     session: str | None = None,
+    over: CommitId | None = None,
 ) -> Iterator[Lease]:
     """Steps 3 and 7 of the procedure as one life cycle: a worktree at
-    ``base`` (:meth:`WorktreeProvider.create`; then the run's ``private``
+    ``base`` (over the base tree of ``over`` when given: a sandboxed run;
+    :meth:`WorktreeProvider.create`; then the run's ``private``
     folder is marked) held for the body, then given
     back as the body settled it (:meth:`Lease.settle`): kept, pooled, or
     removed; when it cannot go back it is kept and unlocked for the user.
     On an error it is removed, or kept after :meth:`Lease.keep_on_failure`.
 
+    ``places``: the temporary root and the configured worktree root
+    (``isopatch.tmpdir``), as :meth:`WorktreeProvider.create` takes them.
     With ``session``, the worktree is that session's (:func:`.session_life.session_for_run`).
 
     Raises:
@@ -56,7 +59,7 @@ def worktree_for_run(
             session,
             command=command,
             private=private,
-            places=(tmp_root, worktree_root),
+            places=places,
         ) as lease:
             yield lease
         return
@@ -65,8 +68,9 @@ def worktree_for_run(
         base,
         command=command,
         private_dir=private.path,
-        tmp_root=tmp_root,
-        worktree_root=worktree_root,
+        tmp_root=places[0],
+        worktree_root=places[1],
+        over=over,
     )
     private.mark()
     lease = Lease(isolation)

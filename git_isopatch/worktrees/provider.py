@@ -15,94 +15,45 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.attributes import is_attributes_file
 from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
-from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..git.types import CommitId, GitDirPath
 from ..git.worktree import (
     add_detached_worktree,
-    discovered_top,
-    set_worktree_config,
     unlock_worktree,
     worktree_admin_dir,
 )
 from . import kept, pool
+from .isolation import Isolation
 from .lock import AdminLock, LockWaitInterrupted
-from .placement import place_worktree, remove_tree
+from .own_top import take_as_top
+from .placement import place_worktree, remove_tree, worktree_name
 from .removal import make_room, refusal, remove_ours
 from .space import no_space
 from .store import GitMetadataStore, WorktreeRecord
 
-if TYPE_CHECKING:
-    from .sessions import Step
+if TYPE_CHECKING:  # over base trees: sandboxed runs alone load them
+    from .base_trees import BaseTrees
 
 log = logging.getLogger("git_isopatch")
 
 
-class Isolation(NamedTuple):
-    """A live ephemeral worktree.
+def _as_added(admin_dir: GitDirPath) -> bool:
+    """The private folder holds what a plain ``git worktree add --detach``
+    leaves and nothing else (:func:`..git.refresh.admin_extras`): the
+    worktree may go back to the pool."""
+    from ..git.refresh import admin_extras  # only with a pool
 
-    Attributes:
-        private_dir: the run's private (0700) ``git-isopatch-*`` folder,
-            holding the patch and captured output (:mod:`.results`).
-        worktree: the worktree's top folder, ``<container>/<name of the user's top>``.
-        admin_dir: its private folder, ``$GIT_COMMON_DIR/worktrees/<id>``.
-        repository: the user's repository.
-        base: the commit id checked out.
-        record: what the store holds for it.
-        container: the folder made for the worktree alone, which holds
-            nothing else, so that the worktree can outlive the run and its
-            patch (:func:`.placement.place_worktree`).
-        poolable: it may go back to the pool after the run (its private
-            folder held nothing beyond what a plain detached worktree has,
-            :func:`..git.refresh.admin_extras`, when it was made).
-        index: with a pool, its index as git-isopatch made it, before the
-            command ran (:func:`.pool.index_as_made`), put back when it
-            returns to the pool.
-        admin_files: its ``commondir``, ``gitdir``, ``config.worktree`` and
-            ``.git`` as git-isopatch made them (:func:`.kept.snapshot`),
-            put back when it is kept.
-        index_copy: its index as git-isopatch made it, copied into the
-            run's private folder (:func:`.kept.keep_index`), put back when
-            it is kept.
-        conversions: the reading look's answer (:mod:`.conversions`),
-            kept with the worktree when it returns to the pool.
-        proved_fresh: claimed from the pool and proved as a fresh add
-            leaves it (:func:`..git.refresh.verify_fresh`: ``git status
-            --ignored -uall`` printed nothing, no index entry flagged), so
-            that no tracked path differs from ``base`` as git sees it now.
-        tracks_attributes: its index holds a ``.gitattributes`` (known
-            when ``proved_fresh``; else looked for in the index file before
-            the command): git may see a path differ from ``base`` once it
-            reads the file again.
-        session: the step of a session this run is (:mod:`.sessions`).
-    """
-
-    private_dir: str
-    worktree: WorktreePath
-    admin_dir: GitDirPath
-    repository: UserRepository
-    base: CommitId
-    record: WorktreeRecord
-    container: str
-    poolable: bool = False
-    index: bytes | None = None
-    admin_files: Mapping[str, bytes | None] | None = None
-    proved_fresh: bool = False
-    tracks_attributes: bool = True
-    conversions: bytes | None = None
-    index_copy: str | None = None
-    session: Step | None = None
-
-
-def _worktree_name(repository: UserRepository) -> str:
-    name = os.path.basename(repository.top.rstrip(os.sep))
-    return name if name and not name.startswith(".") else "worktree"
+    try:
+        return not admin_extras(admin_dir)
+    except OSError:
+        return False
 
 
 class WorktreeProvider:
@@ -125,6 +76,8 @@ class WorktreeProvider:
             (:func:`git_isopatch.git.worktree.add_detached_worktree`).
         lock: the repository's worktree lock, its bounded wait and the
             signals that end it (default: :class:`.lock.AdminLock`).
+        base_trees: ``isopatch.baseTrees``: how many base trees the runs
+            over one (:meth:`create` with ``over``) keep (:mod:`.base_trees`).
     """
 
     def __init__(
@@ -137,8 +90,10 @@ class WorktreeProvider:
         pool: int = 0,
         progress: bool = False,
         lock: AdminLock | None = None,
+        base_trees: int = 0,
     ) -> None:
         self.env = dict(env)
+        self.base_trees = max(0, base_trees)
         self.lock = lock or AdminLock()
         self.store = store or GitMetadataStore()
         self.max_worktrees = max_worktrees
@@ -155,9 +110,11 @@ class WorktreeProvider:
         private_dir: str,
         tmp_root: str | None = None,
         worktree_root: str | None = None,
+        over: CommitId | None = None,
     ) -> Isolation:
         """A detached, locked worktree at ``base`` for one run whose private
-        folder is ``private_dir``: claimed from the pool (:meth:`_claim`)
+        folder is ``private_dir``: with ``over``, over the base tree of that
+        commit (:meth:`_over_base_tree`); else claimed from the pool (:meth:`_claim`)
         when one waits there, else made with ``git worktree add`` as
         ``<container>/<name>``, in a folder of its own where
         :func:`.placement.place_worktree` says: beside the checkout, or in
@@ -171,7 +128,8 @@ class WorktreeProvider:
                 :data:`..errors.FAILURE_TABLE`), or ``too-many-worktrees``
                 (``max_worktrees``); nothing is left behind.
         """
-        made = self._claim(repository, base, private_dir, command) if self.pool else None
+        claim = self.pool and over is None
+        made = self._claim(repository, base, private_dir, command) if claim else None
         if made is None:
             container = place_worktree(
                 repository.top,
@@ -180,10 +138,68 @@ class WorktreeProvider:
                 warn=self.warn,
                 same_each_run=not self.pool,  # pooled worktrees keep their own places
             ).container
-            made = self._add(repository, base, private_dir, container, command, tmp_root)
-        if self.pool and made.poolable:
+            if over is not None:
+                roots = (worktree_root, tmp_root)
+                made = self._over_base_tree(
+                    repository, (base, over), private_dir, container, command, roots
+                )
+            else:
+                made = self._add(repository, base, private_dir, container, command, tmp_root)
+        if claim and made.poolable:
             made = made._replace(index=pool.index_as_made(made.admin_dir))
         return made._replace(admin_files=kept.snapshot(made.admin_dir, made.worktree))
+
+    def base_trees_of(self, repository: UserRepository, root: str | None = None) -> BaseTrees:
+        """The base trees of ``repository``, as this provider keeps them
+        (new ones made under ``root``: :func:`.base_trees.base_tree_folder`)."""
+        from .base_trees import BaseTrees
+
+        return BaseTrees(
+            repository,
+            env=self.env,
+            lock=self.lock,
+            limit=self.base_trees,
+            progress=self.progress,
+            warn=self.warn,
+            store=self.store,
+            root=root,
+        )
+
+    def _over_base_tree(
+        self,
+        repository: UserRepository,
+        commits: tuple[CommitId, CommitId],
+        private_dir: str,
+        container: str,
+        command: list[str],
+        roots: tuple[str | None, str | None],
+    ) -> Isolation:
+        """A run's worktree at ``base`` over the base tree of ``over``
+        (``commits``; pinned, made or moved there when needed, under the
+        configured worktree root of ``roots``, with the temporary root):
+        registered without a checkout in ``container``, its layer made
+        (:func:`.run_layer.make_run_layer`)."""
+        (base, over), (worktree_root, tmp_root) = commits, roots
+        trees = self.base_trees_of(repository, worktree_root)
+        try:
+            pin = trees.pin(over, tmp_root=tmp_root)
+        except BaseException:
+            remove_tree(container, warn=self.warn)
+            raise
+        made = None
+        try:
+            made = self._add(repository, base, private_dir, container, command, None, False)
+            from .run_layer import make_run_layer
+
+            layer = make_run_layer(
+                pin, made.worktree, made.admin_dir, private_dir, base, env=self.env
+            )
+        except BaseException:
+            if made is not None:
+                self.remove(made)
+            trees.release(pin)
+            raise
+        return made._replace(layer=layer)
 
     def _add(
         self,
@@ -193,10 +209,11 @@ class WorktreeProvider:
         container: str,
         command: list[str],
         tmp_root: str | None,
+        checkout: bool = True,
     ) -> Isolation:
-        """``git worktree add`` in ``container``; on failure ``container``
-        is deleted."""
-        path = os.path.join(container, _worktree_name(repository))
+        """``git worktree add`` in ``container`` (without a checkout unless
+        ``checkout``); on failure ``container`` is deleted."""
+        path = os.path.join(container, worktree_name(repository.top))
         record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
         with contextlib.ExitStack() as held:
             try:
@@ -217,7 +234,8 @@ class WorktreeProvider:
                 base,
                 lock_reason=record.lock_reason(),
                 env=self.env,
-                progress=self.progress,
+                progress=self.progress and checkout,
+                checkout=checkout,
             )
         match added:
             case Err(error):
@@ -239,15 +257,8 @@ class WorktreeProvider:
                 self.store.save(admin_dir, record)
             except OSError as exc:
                 raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
-            self._confine(worktree, admin_dir)
-            poolable = False
-            if self.pool:
-                from ..git.refresh import admin_extras
-
-                try:
-                    poolable = not admin_extras(admin_dir)
-                except OSError:
-                    poolable = False
+            take_as_top(worktree, admin_dir, env=self.env)
+            poolable = bool(self.pool) and checkout and _as_added(admin_dir)
         except BaseException:
             with contextlib.suppress(IsopatchError, LockWaitInterrupted):
                 with self.lock.held(repository.common_dir):
@@ -300,7 +311,7 @@ class WorktreeProvider:
         Returns:
             True when the worktree is pooled or gone.
         """
-        if self.pool and isolation.poolable:
+        if self.pool and isolation.poolable and isolation.layer is None:
             index, answer = isolation.index, isolation.conversions
             made = None if index is None else pool.AsMade(index, answer)
             try:
@@ -328,6 +339,23 @@ class WorktreeProvider:
         Returns:
             True when the worktree's folder and its registration are gone.
         """
+        with self._letting_go(isolation):
+            return self._remove(isolation)
+
+    @contextlib.contextmanager
+    def _letting_go(self, isolation: Isolation) -> Iterator[None]:
+        """After the body: a run over a base tree discards its upper layer
+        and lets go of its base tree (:meth:`.base_trees.BaseTrees.release`)."""
+        try:
+            yield
+        finally:
+            if isolation.layer is not None:
+                from .run_layer import discard
+
+                discard(isolation.private_dir)
+                self.base_trees_of(isolation.repository).release(isolation.layer.pin)
+
+    def _remove(self, isolation: Isolation) -> bool:
         why = refusal(isolation.worktree)
         if why is not None:
             self.warn(f"not removing worktree {quoted(isolation.worktree)}: {why}")
@@ -349,55 +377,20 @@ class WorktreeProvider:
             return False
         return True
 
-    def _confine(self, worktree: WorktreePath, admin_dir: GitDirPath) -> None:
-        """Make sure git run inside ``worktree`` takes it as its top.
-
-        With ``extensions.worktreeConfig``, a ``core.worktree`` or
-        ``core.bare`` in the repository's shared ``config`` applies to every
-        worktree (git-worktree(1), "Configuration file"; older
-        ``git sparse-checkout init`` left submodules so): git in the worktree
-        would take another folder, such as ``.git/modules/<name>``, as its
-        work tree, and a ``git clean`` there deletes the repository.  When
-        git does not see ``worktree`` as its top, the worktree's own
-        ``config.worktree`` gets ``core.bare=false`` and ``core.worktree``
-        set to it; then git is asked again.
-
-        Raises:
-            IsopatchError: ``worktree-not-isolated`` when git still takes
-                another folder as the top.
-        """
-        real = os.path.realpath(worktree)
-        match discovered_top(worktree, env=self.env):
-            case Ok(top) if os.path.realpath(top) == real:
-                return
-            case _:
-                pass
-        settings = (("core.bare", "false"), ("core.worktree", real))
-        match set_worktree_config(admin_dir, settings, env=self.env):
-            case Err(error):
-                raise known_failure(f"could not configure worktree '{worktree}'", error)
-            case Ok():
-                pass
-        match discovered_top(worktree, env=self.env):
-            case Ok(top) if os.path.realpath(top) == real:
-                return
-            case Ok(top):
-                seen = f"'{top}'"
-            case Err(error):
-                seen = f"nothing ({error.message()})"
-        raise IsopatchError(
-            "worktree-not-isolated",
-            f"git inside the worktree '{worktree}' takes {seen} as its top; "
-            "refusing to run the command there",
-            hint="check core.worktree and core.bare in the repository's configuration",
-        )
-
     def keep(self, isolation: Isolation) -> None:
         """Keep the worktree for the user: put its administrative files
         right (:meth:`_put_right`), mark it kept in the store and unlock
         it, so that ``git worktree remove`` works on it.  Best effort;
         nothing to do once the registration is gone (a removal that deleted
         it but not the whole folder)."""
+        with self._letting_go(isolation):
+            if isolation.layer is not None:
+                from .materialise import materialise
+
+                materialise(isolation.layer, isolation.worktree, env=self.env, warn=self.warn)
+            self._keep(isolation)
+
+    def _keep(self, isolation: Isolation) -> None:
         if not os.path.isdir(isolation.admin_dir) or os.path.islink(isolation.admin_dir):
             return
         self._put_right(isolation)

@@ -20,9 +20,10 @@ from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
 from . import kept, sessions
 from .inventory import SESSION_LOCK_REASON
+from .isolation import Isolation
 from .lease import Lease
 from .lock import LockWaitInterrupted
-from .provider import Isolation, WorktreeProvider
+from .provider import WorktreeProvider
 from .removal import refusal, remove_ours
 from .results import PrivateFolder
 from .sessions import SESSION_PATCH, Session, Step

@@ -219,8 +219,7 @@ def record_from_json(data: object) -> WorktreeRecord:
     return WorktreeRecord(**data)
 
 
-@dataclass
-class BaseRecord:
+class BaseRecord(NamedTuple):
     """What git-isopatch knows of a base tree (:mod:`.base_trees`).
 
     Attributes:
@@ -305,7 +304,7 @@ class GitMetadataStore:
             return self._corrupt(path, str(exc))
 
     def save_base(self, admin_dir: GitDirPath, record: BaseRecord) -> None:
-        data = json.dumps(asdict(record)).encode("utf-8")
+        data = json.dumps(record._asdict()).encode("utf-8")
         replace_admin_file(os.path.join(admin_dir, BASE_RECORD_FILE), data)
 
     def load_base(self, admin_dir: GitDirPath) -> BaseRecord | None:

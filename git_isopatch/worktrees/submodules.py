@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import known_failure
+from ..git.files import HOST_FILES, WorktreeFiles
 from ..git.process import Spawn
 from ..git.result import Err, Ok
 from ..git.submodule import (
@@ -96,6 +97,7 @@ def warn_changed(
     env: Mapping[str, str],
     warn: Callable[[str], None],
     spawn: Spawn | None = None,
+    files: WorktreeFiles = HOST_FILES,
 ) -> None:
     """Warn, naming it, about each submodule whose content changed and is
     not in the patch (every one but ``populated``).  Best effort: when git
@@ -107,7 +109,7 @@ def warn_changed(
     a repository whose configuration names filters) git would run.
     """
     try:
-        listed = list_gitlinks(worktree, git_dir=admin_dir, env=env, spawn=spawn)
+        listed = list_gitlinks(worktree, git_dir=admin_dir, env=env, spawn=spawn, files=files)
     except subprocess.SubprocessError:  # the sandbox could not confine git
         return
     match listed:
@@ -121,7 +123,12 @@ def warn_changed(
         return
     try:
         changed = changed_submodules(
-            worktree, git_dir=admin_dir, gitlinks=others, env=env, spawn=spawn
+            worktree,
+            git_dir=admin_dir,
+            gitlinks=others,
+            env=env,
+            spawn=spawn,
+            files=files,
         )
     except subprocess.SubprocessError:  # the sandbox could not confine git
         return

@@ -18,6 +18,7 @@ from typing import IO, Any, NamedTuple
 
 from ..git import diff, index_flags, intent_to_add
 from ..git import submodule as git_submodule
+from ..git.files import HOST_FILES, WorktreeFiles
 from ..git.result import GitResult
 from ..git.submodule import Submodule
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -36,6 +37,7 @@ class WorktreeGit(NamedTuple):
     admin_dir: GitDirPath
     env: Mapping[str, str]
     confinement: Confinement
+    files: WorktreeFiles = HOST_FILES
 
     def _bound(self) -> dict[str, Any]:
         env = self.confinement.objects(self.env)
@@ -46,24 +48,34 @@ class WorktreeGit(NamedTuple):
         that no git may open (:meth:`..sandbox.confinement.Confinement.planted`)."""
         return self.confinement.planted(self.admin_dir)
 
-    def clear_hiding_flags(self, base: CommitId) -> GitResult[bytes]:
-        """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths.
-        Unconfined, the index is read in process (the object ids of
-        ``base``'s size): what the command left is read under its rights
-        anyway, and a git process is spared."""
+    def clear_hiding_flags(
+        self, base: CommitId, only: Sequence[bytes] | None = None
+    ) -> GitResult[bytes]:
+        """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths
+        (of ``only``: :func:`.git.diff.only_pathspecs`).  Unconfined, the
+        index is read in process (the object ids of ``base``'s size): what
+        the command left is read under its rights anyway, and a git process
+        is spared."""
         hash_size = None if self.confinement.confined else len(base) // 2
-        return index_flags.clear_hiding_flags(self.worktree, hash_size=hash_size, **self._bound())
+        return index_flags.clear_hiding_flags(
+            self.worktree, hash_size=hash_size, only=only, files=self.files, **self._bound()
+        )
 
     def mark_untracked_intent_to_add(
         self,
         *,
-        exclude: Sequence[str],
+        paths: diff.Paths,
         tracked: bytes,
         found: intent_to_add.Found,
     ) -> GitResult[int]:
         """:func:`.git.intent_to_add.mark_untracked_intent_to_add`."""
         return intent_to_add.mark_untracked_intent_to_add(
-            self.worktree, exclude=exclude, tracked=tracked, found=found, **self._bound()
+            self.worktree,
+            paths=paths,
+            tracked=tracked,
+            found=found,
+            files=self.files,
+            **self._bound(),
         )
 
     def still_checked_out(self, submodules: Sequence[Submodule]) -> GitResult[list[Submodule]]:
@@ -75,10 +87,10 @@ class WorktreeGit(NamedTuple):
 
     def settle_attributes(
         self, base: CommitId, attributes: Sequence[bytes], *, info_changed: bool
-    ) -> None:
+    ) -> bool:
         """:func:`.fidelity.settle_attributes` (never raises but for the
-        confinement)."""
-        settle_attributes(
+        confinement): whether the attributes changed."""
+        return settle_attributes(
             self.worktree,
             self.admin_dir,
             base,
@@ -89,10 +101,14 @@ class WorktreeGit(NamedTuple):
         )
 
     def write_binary_diff(
-        self, base: CommitId, out: IO[bytes], *, exclude: Sequence[str]
+        self,
+        base: CommitId,
+        out: IO[bytes],
+        *,
+        paths: diff.Paths,
     ) -> GitResult[None]:
         """:func:`.git.diff.write_binary_diff`."""
-        return diff.write_binary_diff(self.worktree, base, out, exclude=exclude, **self._bound())
+        return diff.write_binary_diff(self.worktree, base, out, paths=paths, **self._bound())
 
     def write_submodule_diff(self, submodule: Submodule, out: IO[bytes]) -> GitResult[None]:
         """:func:`.git.submodule.write_submodule_diff` (the submodule's own
@@ -102,11 +118,16 @@ class WorktreeGit(NamedTuple):
         )
 
     def diff_stat(
-        self, base: CommitId, *, exclude: Sequence[str], color: bool, width: int | None
+        self,
+        base: CommitId,
+        *,
+        paths: diff.Paths,
+        color: bool,
+        width: int | None,
     ) -> GitResult[bytes]:
         """:func:`.git.diff.diff_stat`."""
         return diff.diff_stat(
-            self.worktree, base, exclude=exclude, color=color, width=width, **self._bound()
+            self.worktree, base, paths=paths, color=color, width=width, **self._bound()
         )
 
     def snapshot(self, parent: CommitId, *, exclude: Sequence[str]) -> GitResult[CommitId]:
@@ -140,4 +161,5 @@ class WorktreeGit(NamedTuple):
             env=self.env,
             warn=warn,
             spawn=self.confinement.spawn,
+            files=self.files,
         )

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 from base_helpers import colliding, commit_template, owned_by_another_user, write_object
-from repo_helpers import git, isopatch, registered_worktrees, tmpfs, without_program_on_path
+from repo_helpers import (
+    git,
+    isopatch,
+    registered_worktrees,
+    tmpfs,
+    without_program_on_path,
+    worktree_list,
+)
 
 from git_isopatch.errors import (
     FAILURE_TABLE,
@@ -336,7 +343,7 @@ def test_an_unknown_git_failure_is_gits_own_message(env, make_repo) -> None:
     ]
     assert run.fields()["error-code"] == "git-failed"
     (worktree,) = registered_worktrees(repo, env)
-    assert b"locked" not in git("worktree", "list", "--porcelain", cwd=repo, env=env)
+    assert b"locked" not in worktree_list(repo, env)
     git("worktree", "remove", "--force", worktree[len("worktree ") :], cwd=repo, env=env)
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch, repo_state
+from repo_helpers import git, isopatch, repo_state, worktree_list
 
 CHANGE = ["sh", "-c", "echo changed >> README; echo out; echo err >&2"]
 
@@ -84,7 +84,7 @@ def test_keep_leaves_an_unlocked_registered_worktree(env, make_repo) -> None:
     assert run.returncode == 0
     worktree = Path(run.fields()["worktree"])
     assert (worktree / "README").read_text() == "hello\nchanged\n"
-    listing = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    listing = worktree_list(repo, env).decode()  # the base tree is locked: a cache
     assert f"worktree {worktree}\n" in listing
     assert "\nlocked" not in listing
     git("worktree", "remove", "--force", worktree, cwd=repo, env=env)

@@ -211,7 +211,17 @@ def test_shared_writes_in_json_are_an_array(env, make_repo) -> None:
 def test_list_json_has_the_list_porcelain_keys(env, make_repo) -> None:
     repo = make_repo()
     assert isopatch("list", "--json", cwd=repo, env=env).stdout == b"[]\n"
-    kept = isopatch("--porcelain", "--keep", "--", "sh", "-c", "exit 0", cwd=repo, env=env)
+    kept = isopatch(  # no base tree kept: the kept worktree alone is listed
+        "--porcelain",
+        "--keep",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+        cwd=repo,
+        env=env,
+        git_options=("-c", "isopatch.baseTrees=0"),
+    )
     worktree = kept.fields()["worktree"]
     run = isopatch("list", "--json", cwd=repo, env=env)
     assert run.returncode == 0 and run.stdout.endswith(b"]\n") and run.stdout.count(b"\n") == 1

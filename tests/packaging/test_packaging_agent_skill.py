@@ -136,6 +136,13 @@ def _run_blocks(blocks: list[str], repo: Path, env: dict[str, str], state: Path)
     return outputs[:-1]
 
 
+def _listed(worktrees: Path) -> int:
+    """The worktrees ``git worktree list`` named, but git-isopatch's base
+    trees (in ``.git/isopatch/``: the sandboxed runs' kept checkouts)."""
+    lines = worktrees.read_text().splitlines()
+    return sum(1 for x in lines if x.startswith("worktree ") and "/.git/isopatch/" not in x)
+
+
 def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: Path) -> None:
     repo = make_repo({"app.py": SOURCE})
     state = tmp_path / "state"
@@ -177,7 +184,7 @@ def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: 
     # A session of two steps: its whole change holds both, then it is gone.
     whole = saved(3, outputs[3].strip())
     assert b"-import os" in whole and whole != patches[2]
-    assert (state / "3.worktrees").read_text().count("worktree ") == 1
+    assert _listed(state / "3.worktrees") == 1
     unchanged(3)
     # The chosen one's patch applied: the work tree is the base plus that
     # patch (the 60-column candidate reverses cleanly), nothing else changed.
@@ -189,7 +196,7 @@ def test_every_command_of_the_skill_does_what_it_says(env, make_repo, tmp_path: 
     git("apply", "--check", "-R", narrow, cwd=repo, env=env)
     # Cleaning up: no worktree but the checkout, no result folder, no $out.
     assert "worktree " not in outputs[5]
-    assert (state / "5.worktrees").read_text().count("worktree ") == 1
+    assert _listed(state / "5.worktrees") == 1
     assert list(Path(env["TMPDIR"]).iterdir()) == []
     after = repo_state(repo, env)
     assert after["refs"] == before["refs"] and after["index"] == before["index"]

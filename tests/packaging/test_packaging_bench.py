@@ -82,4 +82,4 @@ def test_the_session_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
     listed = subprocess.run(
         [BIN_DIR / "git-isopatch", "list", "--porcelain"], cwd=repo, env=env, capture_output=True
     )
-    assert listed.returncode == 0 and b"session" not in listed.stdout
+    assert listed.returncode == 0 and b"state session" not in listed.stdout

@@ -18,7 +18,7 @@ PATH_ONLY = {
     "ctypes",  # the sandbox's seccomp filter
     "git_isopatch.git.snapshot",  # --include-uncommitted
     "git_isopatch.git.sparse",  # --include-uncommitted in a sparse checkout
-    "git_isopatch.git.refresh",  # isopatch.pool
+    "git_isopatch.git.refresh",  # isopatch.pool, unconfined
     "git_isopatch.git.sweep",  # isopatch.pool, a claim
     "hashlib",  # a path that differed from the base before the command
     "git_isopatch.render",  # a summary, --porcelain, --json, list
@@ -47,6 +47,7 @@ PLAIN_RUN = {
     "git_isopatch.git.config_read",
     "git_isopatch.git.conversion_key",
     "git_isopatch.git.diff",
+    "git_isopatch.git.files",
     "git_isopatch.git.ignored",
     "git_isopatch.git.index_entries",
     "git_isopatch.git.index_flags",
@@ -91,15 +92,18 @@ PLAIN_RUN = {
     "git_isopatch.worktrees",
     "git_isopatch.worktrees.conversions",
     "git_isopatch.worktrees.deletion",
+    "git_isopatch.worktrees.diff_index",
     "git_isopatch.worktrees.fidelity",
     "git_isopatch.worktrees.hooks",
     "git_isopatch.worktrees.include",
     "git_isopatch.worktrees.inventory",
+    "git_isopatch.worktrees.isolation",
     "git_isopatch.worktrees.kept",
     "git_isopatch.worktrees.lifecycle",
     "git_isopatch.worktrees.lease",
     "git_isopatch.worktrees.lock",
     "git_isopatch.worktrees.mounts",
+    "git_isopatch.worktrees.own_top",
     "git_isopatch.worktrees.placement",
     "git_isopatch.worktrees.pool",
     "git_isopatch.worktrees.provider",
@@ -181,9 +185,9 @@ def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
     assert "git_isopatch.render" in imported(["--porcelain", "--", "true"], repo, env)
     sandboxed = imported(["-q", "--", "true"], repo, env)
     assert {"git_isopatch.sandbox.namespaces", "git_isopatch.sandbox.inside"} <= sandboxed
-    imported(["-q", "--", "true"], repo, env, config="'isopatch.pool=1'")
-    assert "git_isopatch.git.refresh" in imported(
-        ["-q", "--", "true"], repo, env, config="'isopatch.pool=1'"
-    )
+    # the pool serves unconfined runs (sandboxed ones go over base trees)
+    unconfined = ["-q", "--no-sandbox", "--", "true"]
+    imported(unconfined, repo, env, config="'isopatch.pool=1'")
+    assert "git_isopatch.git.refresh" in imported(unconfined, repo, env, config="'isopatch.pool=1'")
     assert "git_isopatch.manage" in imported(["list"], repo, env)
     assert "git_isopatch.mcp_cli" in imported(["mcp", "-h"], repo, env)

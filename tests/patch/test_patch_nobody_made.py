@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from repo_helpers import apply_to_clean_checkout, git, isopatch
+from repo_helpers import apply_to_clean_checkout, base_trees, git, isopatch
 
 from git_isopatch.git.attributes import index_may_track_attributes
 from git_isopatch.git.baseline import read_baseline
@@ -218,17 +218,19 @@ STAT_CACHE_PROBE = (
 )
 
 
+@pytest.mark.parametrize("mode", ["pool", "base tree"])
 @pytest.mark.parametrize("where", ["info", "tracked"])
-def test_a_checkout_change_stays_out_whatever_the_stat_cache(env, make_repo, where) -> None:
+def test_a_checkout_change_stays_out_whatever_the_stat_cache(env, make_repo, where, mode) -> None:
     """``f.txt`` differs from the base after checkout alone and the command
     rewrites ``.gitattributes``, which has git read every file again: the
     same patch, without ``f.txt``, whether git read ``f.txt`` before the
     command (its entry racy: written in the second the index was) or
     trusted its stat data (written a second before the index: a slow
-    checkout), cold and warm.  The filters only set when the checkout
-    writes ``f.txt``: ``early`` holds it back until a second starts, with a
-    ``late`` one the checkout writes ``f.txt`` and then waits for the next
-    second before it writes the index."""
+    checkout), cold and warm: unconfined, from the pool; sandboxed, over a
+    base tree made for the run and over one kept.  The filters only set
+    when the checkout writes ``f.txt``: ``early`` holds it back until a
+    second starts, with a ``late`` one the checkout writes ``f.txt`` and
+    then waits for the next second before it writes the index."""
     repo = make_repo({**CRLF_STORED, "z.tick": b"z\n"})
     rules = "*.txt text\nf.txt filter=early\nz.tick filter=late\n"
     if where == "info":
@@ -241,17 +243,25 @@ def test_a_checkout_change_stays_out_whatever_the_stat_cache(env, make_repo, whe
     script = f"pwd; {STAT_CACHE_PROBE}; echo '*.md text' >> .gitattributes"
     racy = ("-c", f"filter.early.smudge={TICK}")
     trusted = ("-c", "filter.early.smudge=cat", "-c", f"filter.late.smudge={TICK}")
-    pool = ("-c", "isopatch.pool=1")
+    if mode == "pool":
+        kept = ("-c", "isopatch.pool=1", "-c", "isopatch.sandbox=false")
+        cold = ("-c", "isopatch.sandbox=false")
+    else:  # a base tree made and removed, then one made and kept
+        kept, cold = (), ("-c", "isopatch.baseTrees=0")
     runs = []
-    for options in (racy, (*trusted, *pool), (*trusted, *pool)):  # cold, cold, warm
+    for options in ((*racy, *cold), (*trusted, *kept), (*trusted, *kept)):  # cold, cold, warm
         run = isopatch(
             "--porcelain", "--", "sh", "-c", script, cwd=repo, env=env, git_options=options
         )
         assert run.returncode == 0, run.err
         runs.append(run)
     seen = [Path(run.fields()["stdout"]).read_text().split() for run in runs]
-    assert [said for _, said in seen] == ["racy", "trusted", "trusted"]
-    assert seen[2][0] == seen[1][0], "the last run claimed the worktree of the one before"
+    if mode == "pool":
+        assert [said for _, said in seen] == ["racy", "trusted", "trusted"]
+        assert seen[2][0] == seen[1][0], "the last run claimed the worktree of the one before"
+    else:
+        assert [said for _, said in seen[:2]] == ["racy", "trusted"]
+        assert len(base_trees(repo, env)) == 1
     patches = [_patch(run) for run in runs]
     assert patches[0] == patches[1] == patches[2], [run.err for run in runs]
     assert b"a/f.txt" not in patches[0] and b"b/.gitattributes" in patches[0]

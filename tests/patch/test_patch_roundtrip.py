@@ -226,6 +226,61 @@ def test_round_trip_under_the_sandbox(
         _check_roundtrip(Path(root), env, tree, changes, options=("--sandbox",))
 
 
+def _patches(
+    root: Path, env: dict[str, str], tree: dict[str, bytes], changes: list[dict]
+) -> list[bytes]:
+    """The patches of the same change: sandboxed over a base tree it makes,
+    sandboxed again over the kept one, and unconfined in a worktree of its
+    own (every path compared)."""
+    repo = root / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo, env=env)
+    write_tree(repo, {".gitignore": "ignored/\n", **tree})
+    git("add", "-A", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    spec = root / "spec.json"
+    spec.write_text(json.dumps({"changes": changes}))
+    patches = []
+    for number, options in enumerate([("--sandbox",), ("--sandbox",), ("--no-sandbox",)]):
+        manifest = root / f"manifest-{number}.json"
+        manifest.touch()
+        allow = ("--allow-write", str(manifest)) if "--sandbox" in options else ()
+        run = isopatch(
+            "--porcelain",
+            *options,
+            *allow,
+            "--",
+            sys.executable,
+            CHANGE_SCRIPT,
+            spec,
+            manifest,
+            cwd=repo,
+            env=env,
+        )
+        assert run.returncode == 0, run.err
+        patches.append(Path(run.fields()["patch"]).read_bytes())
+    return patches
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), tree=base_trees)
+def test_the_patch_over_a_base_tree_is_the_patch_of_a_worktree_of_its_own(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
+) -> None:
+    """Over a base tree only the paths the command's layer holds are
+    compared: the patch is the same, byte for byte, as the one that
+    compares every path in a worktree of its own, cold or warm."""
+    changes = data.draw(change_lists(tree))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as root:
+        cold, warm, unconfined = _patches(Path(root), env, tree, changes)
+        assert cold == unconfined
+        assert warm == unconfined
+
+
 @pytest.mark.parametrize(
     "options",
     [(), ("--no-sandbox",), ("--sandbox",)],

@@ -1,15 +1,14 @@
 """A hostile sandboxed command leaves something in its worktree for the run
-that claims it from the pool next (design: procedure step 3, "claim a warm
-one from the pool and bring it to the commit"; "there is one boundary").
+that comes next (design: procedure step 3; "there is one boundary").
 
-The worktree itself is really writable in the sandbox and goes back to the
-pool after the run; the next run brings it to its commit with git-isopatch's
-own git *outside* the namespaces (``git read-tree --reset -u``, then the
-checks).  What the command left there must not run then: here a repository
-it planted in the empty folder of a submodule (a clone of the submodule
-with a smudge filter that applies to every file), which ``read-tree``
-would check out with the planted configuration when the user's
-configuration says ``submodule.recurse = true`` (a common setting).
+A sandboxed run's worktree is a layer over its base tree, discarded with
+the run: it never goes to the pool, so nothing the command planted there
+is claimed.  Here a repository it planted in the empty folder of a
+submodule (a clone of the submodule with a smudge filter that applies to
+every file), which a claim's ``read-tree`` would check out with the planted
+configuration when the user's configuration says ``submodule.recurse =
+true`` (a common setting): the next runs, sandboxed and unconfined, run
+none of it.
 
 Every program planted writes a mark into ``$MARKS``, a folder beside the
 checkout: the sandbox makes it copy-on-write, so a mark there is a program
@@ -64,8 +63,13 @@ def test_a_repository_planted_in_a_pooled_worktree_does_not_run_at_the_next_clai
     planted = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", PLANT, cwd=repo, env=run_env)
     assert planted.returncode == 0, planted.err
     assert "path M t" in planted.out.splitlines()
+    # a sandboxed run goes over a base tree and never to the pool: what it
+    # planted lived in its discarded layer, nothing is left for a claim
     pooled = isopatch("list", "--porcelain", cwd=repo, env=env)
-    assert "pooled" in pooled.out, pooled.out  # the next run claims it
+    assert "pooled" not in pooled.out, pooled.out
+    seen = isopatch("--porcelain", "--sandbox", "--", "ls", "-A", "sub", cwd=repo, env=run_env)
+    assert seen.returncode == 0 and seen.fields()["files"] == "0", seen.err
+    assert Path(seen.fields()["stdout"]).read_text() == ""
     for options in (("--sandbox",), ("--no-sandbox",)):
         claimed = isopatch("--porcelain", *options, "--", "true", cwd=repo, env=run_env)
         assert claimed.returncode == 0, claimed.err

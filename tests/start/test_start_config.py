@@ -147,6 +147,7 @@ BAD_VALUES = [
     ),
     ("isopatch.tmpdir", "", "isopatch.tmpdir needs a path", "global"),
     ("isopatch.pool", "-1", "'-1' is not a number of worktrees (0 for no pool)", "repository"),
+    ("isopatch.baseTrees", "few", "'few' is not a number of base trees (0 keeps none)", "git -c"),
 ]
 
 

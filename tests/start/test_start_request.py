@@ -36,6 +36,7 @@ SOURCES: dict[str, tuple[list[str] | None, object, str | None]] = {
     "tmpdir": (None, None, "isopatch.tmpdir"),
     "max_worktrees": (None, None, "isopatch.maxWorktrees"),
     "pool": (None, None, "isopatch.pool"),
+    "base_trees": (None, None, "isopatch.baseTrees"),
     "staged": (["--staged", "--", "true"], True, None),
     "apply": (["--apply", "--", "true"], True, None),
     # from the terminal: progress and the terminal's width only on one
@@ -92,6 +93,7 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
         ("isopatch.tmpdir", str(tmp_path / "elsewhere")),
         ("isopatch.maxWorktrees", "3"),
         ("isopatch.pool", "2"),
+        ("isopatch.baseTrees", "3"),
         ("isopatch.link", "node_modules"),
         ("isopatch.copy", ".env"),
         ("isopatch.sandbox", "true"),
@@ -103,6 +105,7 @@ def test_configuration_completes_the_request_and_flags_win(make_repo, env, tmp_p
     completed = complete_request(CaptureRequest(command=("true",)), repository, env)
     assert (completed.keep, completed.timeout, completed.max_worktrees) == (True, 7.0, 3)
     assert completed.pool == 2
+    assert completed.base_trees == 3
     assert completed.tmpdir == str(tmp_path / "elsewhere")
     assert (completed.sandbox, completed.allow_network) == (True, True)
     assert completed.allow_write == (str(Path(env["HOME"]) / "cache"),)

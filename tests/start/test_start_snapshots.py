@@ -87,14 +87,27 @@ def _work_in_progress(make_repo, env: dict[str, str]) -> Path:
 
 
 def _git_dir_listing(repo: Path) -> list[str]:
-    """Files of the git directory but objects and git-isopatch's own lock
-    (``isopatch.lock``, design: worktree add/remove serialisation)."""
+    """Files of the git directory but objects, git-isopatch's own lock
+    (``isopatch.lock``, design: worktree add/remove serialisation) and its
+    base trees (``isopatch/``, registered in ``worktrees/``: a cache of
+    checkouts, kept by design)."""
     git_dir = repo / ".git"
+    bases = {p.parent.name for p in git_dir.glob("worktrees/*/isopatch-base.json")}
     return sorted(
         str(p.relative_to(git_dir))
         for p in git_dir.rglob("*")
-        if "objects" not in p.parts and p.name != "isopatch.lock"
+        if "objects" not in p.parts
+        and p.name != "isopatch.lock"
+        and p.relative_to(git_dir).parts[0] != "isopatch"
+        and not _base_tree_registration(p.relative_to(git_dir).parts, bases)
     )
+
+
+def _base_tree_registration(parts: tuple[str, ...], bases: set[str]) -> bool:
+    """``worktrees/<id>`` of a base tree, or ``worktrees`` holding only those."""
+    if parts[0] != "worktrees":
+        return False
+    return parts[1] in bases if len(parts) > 1 else bool(bases)
 
 
 def test_the_snapshot_is_what_git_commit_would_commit(env, make_repo, tmp_path) -> None:

@@ -129,7 +129,9 @@ def test_a_leftover_planting_after_the_run_put_commondir_back(
         stop_leftover(pidfile)
     assert "Traceback" not in run.err
     kept = Path(run.fields()["worktree"])
-    admin = next((repo / ".git" / "worktrees").iterdir())
+    admin = next(
+        a for a in (repo / ".git" / "worktrees").iterdir() if (a / "isopatch.json").exists()
+    )
     assert f"warning: the command rewrote '{admin / 'commondir'}'; put back" in run.err
     _assert_put_right(kept, admin, marker, env)
     assert isopatch("prune", cwd=repo, env=env).returncode == 0

@@ -19,6 +19,9 @@ from lifecycle_helpers import (
 )
 from repo_helpers import git, isopatch, registered_worktrees, tree_manifest
 
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
+
 # -- a forged record never removes a worktree git-isopatch did not make -----
 
 

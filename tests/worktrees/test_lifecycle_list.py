@@ -22,6 +22,9 @@ from lifecycle_helpers import (
 )
 from repo_helpers import git, isopatch
 
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
+
 
 def test_list_quotes_newlines_and_control_bytes_of_a_command(env, make_repo) -> None:
     """One worktree, one line; an escape sequence never reaches the

@@ -21,9 +21,12 @@ from pathlib import Path
 
 import pytest
 from hostile import admin_dirs, read_only_bind
-from repo_helpers import ISOPATCH, git, isopatch, repo_state, tmpfs
+from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, repo_state, tmpfs
 
 from git_isopatch.worktrees.placement import made_by_isopatch, place_worktree
+
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
 
 RUNS = 8
 
@@ -251,7 +254,7 @@ def test_linked_worktree_of_a_bare_repository(env, tmp_path: Path, make_repo, no
     assert ran.parent.parent == tmp_path and ran.name == "linked"
     assert ran.parent.name.startswith("linked.isopatch-")
     assert b"+++ b/README" in Path(run.fields()["patch"]).read_bytes()
-    assert git("worktree", "list", "--porcelain", cwd=bare, env=env).count(b"worktree ") == 2
+    assert len(registered_worktrees(bare, env)) == 1  # linked: no run's worktree left
 
 
 def test_checkout_at_the_root_falls_back_with_a_warning(tmp_path: Path) -> None:

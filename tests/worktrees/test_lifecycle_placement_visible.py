@@ -18,6 +18,9 @@ from repo_helpers import git, isopatch
 
 from git_isopatch.worktrees.placement import made_by_isopatch, place_worktree
 
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
+
 
 def _where_it_ran(run) -> Path:
     assert run.returncode == 0, run.err

@@ -18,7 +18,7 @@ import pytest
 from hostile import admin_dirs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_helpers import git, isopatch, repo_state, write_tree
+from repo_helpers import base_trees, git, isopatch, repo_state, write_tree
 
 
 @pytest.fixture(autouse=True)
@@ -438,10 +438,9 @@ def test_a_worktree_whose_private_folder_leads_elsewhere_is_not_used(
     assert sorted(seen) == sorted(p.name for p in repo.iterdir())
 
 
-def test_a_sandboxed_run_claims_a_pooled_worktree_and_returns_it(env, tmp_path) -> None:
-    """``--sandbox`` confines the command in a claimed worktree as in a
-    fresh one; its worktree goes back to the pool (its PID namespace left
-    nothing running that could still write there)."""
+def test_a_sandboxed_run_leaves_the_pool_alone(env, tmp_path) -> None:
+    """``--sandbox`` goes over a base tree: it neither claims the pooled
+    worktree nor gives one back; the pool serves unconfined runs."""
     repo = _repo(tmp_path, env, "repo")
     first = _run(repo, env, "--", "pwd")
     assert first.returncode == 0, first.err
@@ -450,10 +449,11 @@ def test_a_sandboxed_run_claims_a_pooled_worktree_and_returns_it(env, tmp_path) 
     command = f"pwd; echo inside > made.txt; echo x >> '{outside}' || echo denied"
     second = _run(repo, env, "--sandbox", "--", "sh", "-c", command)
     assert second.returncode == 0, second.err
-    assert _where(second) == _where(first)
+    assert _where(second) != _where(first)
     # the write outside lands in a copy-on-write layer, discarded and named
     assert Path(second.fields()["stdout"]).read_text().splitlines()[1:] == []
     assert f"outside-write {outside}" in second.out.splitlines()
     assert outside.read_text() == "alpha 2\n"
     assert b"+++ b/made.txt" in Path(second.fields()["patch"]).read_bytes()
     assert _pooled(repo, env) == [_where(first)]
+    assert len(base_trees(repo, env)) == 1

@@ -98,12 +98,14 @@ def test_no_inode_left_for_the_captured_output(env, make_repo, tmp_path: Path) -
     for the files that capture the command's output (a tmpfs of 6 inodes:
     its root, the private folder, the worktree's folder, the worktree, its
     ``.git`` file and README): one ``fatal:`` line, ``no-space``, and
-    nothing left behind."""
+    nothing left behind.  Unconfined: a worktree of its own, whose files
+    these are (a sandboxed run's base tree goes there too)."""
     repo = make_repo()
     before = repo_state(repo, env)
     with tmpfs(tmp_path / "few-inodes", "1m", "nr_inodes=6") as small:
         run = isopatch(
             "--porcelain",
+            "--no-sandbox",
             "--",
             "true",
             cwd=repo,

@@ -28,6 +28,9 @@ from repo_helpers import git, isopatch, registered_worktrees, tree_manifest
 
 from git_isopatch.worktrees import results
 
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
+
 # -- a forged record never removes a worktree git-isopatch did not make -----
 
 

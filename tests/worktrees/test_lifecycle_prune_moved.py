@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from repo_helpers import git, isopatch
 
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
+
 
 def _kept(repo: Path, env) -> Path:
     run = isopatch("--porcelain", "--keep", "--", "sh", "-c", "echo y > f", cwd=repo, env=env)

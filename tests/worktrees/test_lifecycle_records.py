@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from repo_helpers import git, isopatch
 
+#: The runs' own worktrees alone: no base tree kept (tests of their own).
+pytestmark = pytest.mark.usefixtures("no_base_trees")
+
 CORRUPTIONS = {
     "command-not-a-list": lambda r: {**r, "command": 7},
     "command-not-strings": lambda r: {**r, "command": ["true", 1]},

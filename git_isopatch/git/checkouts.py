@@ -1,0 +1,156 @@
+"""Checkouts git-isopatch makes outside the user's work tree: a base
+tree's, and its move to another commit (:mod:`..worktrees.base_trees`);
+a snapshot's difference from a base tree's commit, and a kept run's files
+(:mod:`..worktrees.run_layer`).  No hook runs, checkout is parallel
+(:data:`.worktree.WORKTREE_ADD_CONFIG`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+
+from .progress import run_git_with_progress
+from .result import Err, GitError, GitResult, Ok
+from .run import run_git
+from .types import CommitId, GitDirPath, WorktreePath
+from .worktree import WORKTREE_ADD_CONFIG
+
+#: :data:`.worktree.WORKTREE_ADD_CONFIG`, and a whole index in one file (no
+#: ``sharedindex.*`` beside it, no sparse directory entries): a base
+#: tree's index is copied as each run's own (one file) and read in process
+#: (:mod:`.index_entries`).
+CHECKOUT_CONFIG: tuple[tuple[str, str], ...] = (
+    *WORKTREE_ADD_CONFIG,
+    ("core.splitIndex", "false"),
+    ("index.sparse", "false"),
+)
+
+
+def check_out_worktree(
+    admin_dir: GitDirPath,
+    worktree: WorktreePath,
+    commit: CommitId | None = None,
+    *,
+    env: Mapping[str, str],
+    progress: bool = False,
+) -> GitResult[None]:
+    """Check out a worktree registered with ``checkout=False``
+    (:func:`add_detached_worktree`): ``git reset --hard`` as ``git worktree
+    add`` runs it (builtin/worktree.c), every file written.  With
+    ``commit``, a checked-out worktree is moved there instead: ``git
+    checkout --detach <commit>``, which writes only the files that differ
+    (a two-way merge of the index; it refuses to lose a local change).
+    Both under :data:`WORKTREE_ADD_CONFIG` (no hook, parallel checkout)."""
+    quiet = [] if progress else ["--quiet"]
+    if commit is None:
+        action = ["reset", "--hard", "--no-recurse-submodules", *quiet]
+    else:
+        action = ["checkout", "--detach", "--no-recurse-submodules", *quiet, commit, "--"]
+    args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *action]
+    if progress:
+        result = run_git_with_progress(args, env=env, config=CHECKOUT_CONFIG)
+    else:
+        result = run_git(args, env=env, config=CHECKOUT_CONFIG)
+    match result:
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def changed_path_count(
+    git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
+) -> GitResult[int]:
+    """How many paths differ between the trees of ``old`` and ``new``
+    (``git diff-tree -r --name-only --no-renames``): what moving a
+    checkout from one to the other writes."""
+    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+    match run_git([*args, old, new, "--"], env=env):
+        case Ok(output):
+            return Ok(output.count(b"\0"))
+        case Err() as err:
+            return err
+
+
+def read_tree_two_way(
+    admin_dir: GitDirPath,
+    worktree: str,
+    old: CommitId,
+    new: CommitId,
+    *,
+    env: Mapping[str, str],
+) -> GitResult[None]:
+    """``git read-tree -m -u <old> <new>`` in a worktree whose index holds
+    ``old``: the files that differ in ``new`` are written (a missing one is
+    no local change, a removal of one finds nothing to remove), the others
+    neither read nor stated (a two-way merge keeps their entries)."""
+    args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree]
+    match run_git([*args, "read-tree", "-m", "-u", old, new], env=env, config=CHECKOUT_CONFIG):
+        case Ok():
+            return Ok(None)
+        case Err() as err:
+            return err
+
+
+def deleted_paths(
+    git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
+) -> GitResult[list[bytes]]:
+    """What ``new`` removes from ``old``, each as the highest folder it
+    empties (a folder ``new`` does not hold), else the path itself, sorted
+    and without repeats."""
+    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+    match run_git([*args, "--diff-filter=D", old, new, "--"], env=env):
+        case Ok(output):
+            removed = [path for path in output.split(b"\0") if path]
+        case Err() as err:
+            return err
+    folders = sorted({p[:i] for p in removed for i in range(len(p)) if p[i : i + 1] == b"/"})
+    kept: set[bytes] = set()
+    if folders:
+        listing = [f"--git-dir={git_dir}", "ls-tree", "-d", "-z", "--name-only", new, "--"]
+        match run_git([*listing, *(os.fsdecode(b":(literal)" + f) for f in folders)], env=env):
+            case Ok(output):
+                kept = {path for path in output.split(b"\0") if path}
+            case Err() as err:
+                return err
+    found: set[bytes] = set()
+    for path in removed:
+        parts = path.split(b"/")
+        emptied = next(
+            (
+                b"/".join(parts[:end])
+                for end in range(1, len(parts))
+                if b"/".join(parts[:end]) not in kept
+            ),
+            path,
+        )
+        found.add(emptied)
+    return Ok(sorted(found))
+
+
+def check_out_index_copy(
+    admin_dir: GitDirPath, target: str, *, env: Mapping[str, str]
+) -> GitResult[None]:
+    """Write every file of the index of the worktree whose private folder is
+    ``admin_dir`` into the folder ``target`` (``git checkout-index -a``
+    through a copy of that index, which stays as it is), under
+    :data:`WORKTREE_ADD_CONFIG`."""
+    with tempfile.TemporaryDirectory(prefix="isopatch-index-") as scratch:
+        index = os.path.join(scratch, "index")
+        try:
+            shutil.copyfile(os.path.join(admin_dir, "index"), index)
+        except OSError as exc:
+            return Err(GitError(reason=f"cannot copy the index: {exc.strerror}", errno=exc.errno))
+        args = [f"--git-dir={admin_dir}", f"--work-tree={target}", "-C", target]
+        match run_git(
+            [*args, "checkout-index", "-a", "-f"],
+            env={**env, "GIT_INDEX_FILE": index},
+            config=CHECKOUT_CONFIG,
+        ):
+            case Ok():
+                return Ok(None)
+            case Err() as err:
+                return err

@@ -1,0 +1,183 @@
+"""Sandboxed runs over base trees (design: procedure steps 3 and 7): each
+run's worktree is a copy-on-write layer over the base tree of its commit,
+placed where a worktree of its own would be, its writes discarded with the
+run; the base tree is shared, kept, and never written by a command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from repo_helpers import BIN_DIR, git, isopatch
+
+
+def _base_trees(repo: Path) -> list[Path]:
+    return sorted(p for p in (repo / ".git" / "isopatch").glob("git-isopatch-*/*"))
+
+
+def _digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(os.fsencode(path.relative_to(folder)))
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes() + oct(path.stat().st_mode).encode())
+    return digest.hexdigest()
+
+
+def test_a_run_leaves_its_base_tree_and_the_next_one_goes_over_it(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n"})
+    first = isopatch("--porcelain", "--", "sh", "-c", "echo x >> README", cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    (base,) = _base_trees(repo)
+    before = _digest(base)
+    second = isopatch("--porcelain", "--", "sh", "-c", "rm src/a.c", cwd=repo, env=env)
+    assert second.returncode == 0, second.err
+    assert _base_trees(repo) == [base] and _digest(base) == before
+    assert b"deleted file mode" in Path(second.fields()["patch"]).read_bytes()
+    # the worktree was placed beside the checkout and is gone with the run
+    assert not [p for p in repo.parent.iterdir() if ".isopatch-" in p.name]
+
+
+def test_git_inside_sees_a_clean_worktree_of_its_own(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n"})
+    script = "git status --porcelain; git rev-parse --show-toplevel; echo y > new; git add new"
+    for _ in range(2):  # over the base tree it makes, then over the kept one
+        run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        out = Path(run.fields()["stdout"]).read_text().splitlines()
+        assert len(out) == 1 and out[0].endswith("/repo") and ".isopatch-" in out[0]
+        assert b"+++ b/new" in Path(run.fields()["patch"]).read_bytes()
+
+
+@pytest.mark.hostile
+def test_a_command_cannot_write_its_base_tree(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n"})
+    isopatch("-q", "--", "true", cwd=repo, env=env)
+    (base,) = _base_trees(repo)
+    before = _digest(base)
+    script = f"echo evil > '{base}/README'; rm -f '{base}/README'; echo evil > README"
+    run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert _digest(base) == before
+    later = isopatch("--porcelain", "--", "cat", "README", cwd=repo, env=env)
+    assert Path(later.fields()["stdout"]).read_text() == "hello\n"
+
+
+@pytest.mark.hostile
+def test_a_command_that_empties_its_worktree_empties_only_its_own(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n", "src/deep/b.c": "b\n"})
+    run = isopatch("--porcelain", "--", "sh", "-c", "rm -rf ./* && mkdir src", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert run.fields()["files"] == "3"
+    (base,) = _base_trees(repo)
+    assert (base / "src" / "deep" / "b.c").read_text() == "b\n"
+
+
+def test_parallel_runs_share_one_base_tree_and_see_only_their_own_changes(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n"})
+    isopatch("-q", "--", "true", cwd=repo, env=env)
+    runs = [
+        subprocess.Popen(
+            [
+                BIN_DIR / "git-isopatch",
+                "--porcelain",
+                "--",
+                "sh",
+                "-c",
+                f"echo {n} > mine; sleep 1; ls",
+            ],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(4)
+    ]
+    for n, run in enumerate(runs):
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        fields = dict(line.split(" ", 1) for line in out.decode().splitlines())
+        assert Path(fields["stdout"]).read_text().split() == ["README", "mine"]
+        assert f"+{n}\n".encode() in Path(fields["patch"]).read_bytes()
+    assert len(_base_trees(repo)) == 1
+
+
+def test_a_kept_worktree_is_a_real_folder_of_its_own(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n", "gone.txt": "x\n"})
+    script = "echo more >> README; rm gone.txt; mkdir -p new && echo n > new/n; ln -s README ln"
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    kept = Path(run.fields()["worktree"])
+    assert (kept / "README").read_text() == "hello\nmore\n"
+    assert not (kept / "gone.txt").exists() and (kept / "new" / "n").read_text() == "n\n"
+    assert os.readlink(kept / "ln") == "README"
+    assert (kept / "src" / "a.c").read_text() == "a\n"
+    status = git("status", "--porcelain", cwd=kept, env=env).decode().splitlines()
+    # its index git-isopatch's own again, as it made it: the new files untracked
+    assert sorted(status) == [" D gone.txt", " M README", "?? ln", "?? new/"]
+    (kept / "src" / "a.c").write_text("edited in the kept worktree\n")
+    (base,) = _base_trees(repo)
+    assert (base / "src" / "a.c").read_text() == "a\n"
+    git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+@pytest.mark.hostile
+def test_a_kept_worktree_copies_a_link_the_command_made_never_what_it_leads_to(
+    env, make_repo, tmp_path: Path
+) -> None:
+    repo = make_repo({"README": "hello\n"})
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("do not copy\n")
+    script = f"ln -s '{secret}' outside; mkfifo pipe"
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    kept = Path(run.fields()["worktree"])
+    assert os.readlink(kept / "outside") == str(secret)
+    assert stat.S_ISFIFO(os.lstat(kept / "pipe").st_mode)  # as in a worktree of its own
+    assert sorted(os.listdir(secret)) == ["key"]
+    git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+def test_include_uncommitted_goes_over_the_base_tree_of_head(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n", "old.txt": "old\n", "dir/only.txt": "x\n"})
+    isopatch("-q", "--", "true", cwd=repo, env=env)
+    (base,) = _base_trees(repo)
+    (repo / "README").write_text("edited, not committed\n")
+    (repo / "old.txt").unlink()
+    (repo / "dir" / "only.txt").unlink()
+    (repo / "untracked.txt").write_text("new\n")
+    script = "ls -A; cat README; echo changed >> untracked.txt"
+    run = isopatch(
+        "--porcelain", "--include-uncommitted", "--", "sh", "-c", script, cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    seen = Path(run.fields()["stdout"]).read_text().split("\n")
+    assert seen[:4] == [".git", "README", "untracked.txt", "edited, not committed"]
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert run.fields()["files"] == "1" and b"+changed" in patch
+    assert _base_trees(repo) == [base]
+
+
+def test_an_idle_base_tree_unused_for_two_weeks_expires_with_the_result_folders(
+    env, make_repo
+) -> None:
+    repo = make_repo({"README": "hello\n"})
+    isopatch("-q", "--", "true", cwd=repo, env=env)
+    (base,) = _base_trees(repo)
+    (record,) = (repo / ".git" / "worktrees").glob("*/isopatch-base.json")
+    weeks = time.time() - 15 * 24 * 3600
+    record.write_text(json.dumps({**json.loads(record.read_text()), "used": weeks}))
+    isopatch("-q", "--no-sandbox", "--", "true", cwd=repo, env=env)
+    assert base.is_dir(), "expired before its day: the daily expiry ran with the first run"
+    os.utime(repo / ".git" / "isopatch.lock", (weeks, weeks))
+    isopatch("-q", "--no-sandbox", "--", "true", cwd=repo, env=env)
+    assert not base.exists() and _base_trees(repo) == []
