@@ -34,6 +34,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
+import base_trees  # noqa: E402  (bench/base_trees.py: the base trees' measurements)
 import timing  # noqa: E402  (bench/timing.py: the timing loop compare.py shares)
 
 PROJECT_DIR = BENCH_DIR.parent
@@ -142,10 +143,23 @@ SPECS: dict[str, RepoSpec] = {
         max_depth=3,
     ),
 }
-DEFAULT_ROUNDS = {"tiny": 1, "small": 5, "medium": 5, "large": 3}
+# The repositories of the base trees' measurements (--base-trees): text files
+# of 100 B-2 kB, as large's, with README.txt at the top.
+for _files, _name in ((1_000, "1k"), (10_000, "10k"), (50_000, "50k")):
+    SPECS[_name] = RepoSpec(
+        _name,
+        seed=_files + 1,
+        files=_files,
+        text_size=(100, 2_000),
+        binary_files=0,
+        total_bytes=0,
+        folders=max(10, _files // 100),
+        max_depth=3,
+    )
+DEFAULT_ROUNDS = {"tiny": 1, "small": 5, "medium": 5, "large": 3, "1k": 5, "10k": 5, "50k": 3}
 # Untimed rounds before the timed ones; none for large by default, where one
 # capture takes 10 s or more and a warm-up round would add minutes.
-DEFAULT_WARMUP = {"tiny": 0, "small": 1, "medium": 1, "large": 0}
+DEFAULT_WARMUP = {"tiny": 0, "small": 1, "medium": 1, "large": 0, "1k": 0, "10k": 0, "50k": 0}
 
 
 # --------------------------------------------------------------------------
@@ -574,6 +588,15 @@ class Bench:
                 else:
                     shutil.rmtree(folder, ignore_errors=True)
         git(["worktree", "prune"], cwd=repo, env=self.env)
+        # the base trees sandboxed runs keep (in the git directory) stay too
+        kept = str(repo / ".git" / "isopatch") + os.sep
+        pooled |= {
+            line[len("worktree ") :]
+            for line in git(
+                ["worktree", "list", "--porcelain"], cwd=repo, env=self.env
+            ).splitlines()
+            if line.startswith("worktree " + kept)
+        }
         if worktree_count(repo, self.env) != 1 + len(pooled):
             self.warn(f"{label}: a worktree was left behind")
             for line in git(
@@ -982,6 +1005,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "the bare sequence keeps $TMPDIR",
     )
     parser.add_argument(
+        "--base-trees",
+        action="store_true",
+        help="time sandboxed captures over base trees on the 1k, 10k and 50k repositories "
+        "(warm, cold, one commit later) against in place and bare, and eight at once on 10k",
+    )
+    parser.add_argument(
         "--pool",
         action="store_true",
         help="also time warm runs (isopatch.pool=1: the worktree claimed from the pool) "
@@ -1036,6 +1065,8 @@ def run_bench(args: argparse.Namespace) -> int:
     bench = Bench(workdir, tool, args.tool_tmpdir, pool=args.pool)
     progress(f"work folder: {workdir}; {git(['--version'], cwd=workdir, env=bench.env).strip()}")
 
+    if args.base_trees:
+        return run_base_trees(bench, args, workdir)
     startup = bench.startup(args.startup_rounds) if tool else None
 
     results = []
@@ -1074,6 +1105,28 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"error: {len(bench.failures)} measured command(s) failed", file=sys.stderr)
         return 1
     return 0
+
+
+def run_base_trees(bench: Bench, args: argparse.Namespace, workdir: Path) -> int:
+    """``--base-trees``: the measurements of :mod:`base_trees`, on the sizes
+    asked for among 1k, 10k and 50k (all three by default)."""
+    if bench.tool is None:
+        raise SetupError("--base-trees needs the tool")
+    sizes = [s for s in args.sizes if s in base_trees.SIZES] or list(base_trees.SIZES)
+    repos = {size: prepare_repository(SPECS[size], workdir, bench.env) for size in sizes}
+    progress(f"load average before: {base_trees.load_average()}")
+    results = base_trees.measure_sizes(bench, repos, args.rounds or 5 if not args.quick else 1)
+    together = None
+    if "10k" in repos:
+        together = base_trees.measure_together(bench, repos["10k"], args.rounds or 5)
+    for line in base_trees.report(results, together):
+        print(line)
+    print(f"load average after: {base_trees.load_average()}")
+    for repo in repos.values():  # the repositories are left as found
+        measure(bench.tool.argv(["prune"]), cwd=repo, env=bench.tool.env(bench.env))
+    if args.json:
+        args.json.write_text(json.dumps({"base_trees": results, "together": together}) + "\n")
+    return 1 if bench.failures else 0
 
 
 if __name__ == "__main__":
