@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from repo_helpers import git
+from repo_helpers import base_trees, git
 
 from git_isopatch import capture, cli
 from git_isopatch.git.repo import open_user_repository
@@ -152,6 +152,11 @@ STAGED_AND_SUMMARY_FIELDS = {"staged", "apply", "progress", "diffstat", "termina
 #: needs a run from HEAD that changes nothing).
 HINT_FIELDS = {"informational_hints"}
 
+#: The field :func:`test_the_api_reaches_the_base_trees_field` sets (base
+#: trees are for sandboxed runs without ``--recurse-submodules``, which the
+#: run of every field asks for).
+BASE_TREE_FIELDS = {"base_trees"}
+
 
 def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     """One real capture through ``capture(command, **options)`` with every
@@ -191,8 +196,8 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
         "cache_limit": 1 << 20,
     }
     # session cannot go with keep: test_the_api_runs_the_steps_of_a_session
-    fields = set(options) | {"command", "session"} | STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS
-    assert fields == set(SOURCES)
+    others = STAGED_AND_SUMMARY_FIELDS | HINT_FIELDS | BASE_TREE_FIELDS
+    assert set(options) | {"command", "session"} | others == set(SOURCES)
     script = (
         "cat ../local/data > copied && echo out && pwd >&2"
         f" && cat /proc/self/net/dev > {allowed}/net; touch {tmp_path}/denied;"
@@ -223,6 +228,21 @@ def test_the_api_reaches_every_field(make_repo, env, tmp_path: Path) -> None:
     if os.geteuid() == 0:  # max_processes, max_memory: a cgroup of the run's own
         assert "git-isopatch-" in (allowed / "cgroup").read_text()
     git("worktree", "remove", "--force", result.worktree_path, cwd=repo, env=env)
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_the_api_reaches_the_base_trees_field(make_repo, env, count: int) -> None:
+    repo = make_repo({"README": "hello\n"})
+    result = capture(
+        ["sh", "-c", "echo more >> README"],
+        repo_path=str(repo),
+        environ=env,
+        sandbox=True,
+        base_trees=count,
+        capture_output=True,
+    )
+    assert b"+more" in Path(result.patch_path).read_bytes()
+    assert len(base_trees(repo, env)) == count
 
 
 def test_the_api_reaches_the_staged_and_summary_fields(make_repo, env, capfd) -> None:

@@ -1,0 +1,136 @@
+"""The patch over a base tree (design: procedure step 6): a sandboxed run
+compares only the paths its layer holds (files, whiteouts, opaque folders)
+and the entries the command changed in its index, unless a change can alter
+how untouched files convert; the patch is the one a worktree of its own
+gives, byte for byte.  Each case is a command that makes the layer odd
+(whiteouts, opaque folders, a file replaced by a folder, a commit, a
+rewritten ``.gitattributes``), run sandboxed over the base tree it makes
+and again over the kept one, and unconfined in a worktree of its own
+(every path compared): the three patches are the same, and ``git apply``
+of it on a clean checkout gives the tree the command left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from repo_helpers import apply_to_clean_checkout, base_trees, git, isopatch, tree_manifest
+
+FILES: dict[str, bytes] = {
+    "a.txt": b"a\n",
+    "keep.txt": b"keep\n",
+    "run.sh": b"#!/bin/sh\necho run\n",
+    "src/a.c": b"int a;\n",
+    "src/c.c": b"int c;\n",
+    "src/deep/b.c": b"int b;\n",
+    "crlf.txt": b"one\r\ntwo\r\n",
+    ".gitignore": b"*.log\n",
+}
+
+#: name -> (the command's script, bytes the patch must hold; b"" for an empty patch)
+CASES: dict[str, tuple[str, bytes]] = {
+    "whiteout": ("rm a.txt", b"deleted file mode"),
+    "whiteout then the same file again": ("rm a.txt && printf 'a\\n' > a.txt", b""),
+    "a folder emptied and made again (opaque)": (
+        "rm -rf src && mkdir src && echo new > src/a.c",
+        b"--- a/src/deep/b.c\n+++ /dev/null",
+    ),
+    "a whole folder deleted": ("rm -rf src", b"--- a/src/deep/b.c\n+++ /dev/null"),
+    "a deep folder deleted": ("rm -r src/deep", b"--- a/src/deep/b.c\n+++ /dev/null"),
+    "mode only": ("chmod +x a.txt", b"old mode 100644\nnew mode 100755"),
+    "mode only, and back": ("chmod +x a.txt && chmod -x a.txt", b""),
+    "touched, not changed": ("touch a.txt src/deep/b.c && cat keep.txt >/dev/null", b""),
+    "a file replaced by a folder": (
+        "rm a.txt && mkdir a.txt && echo in > a.txt/in",
+        b"+++ b/a.txt/in",
+    ),
+    "a folder replaced by a file": ("rm -rf src && echo f > src", b"+++ b/src\n"),
+    "a folder renamed": ("mv src lib", b"rename from src/deep/b.c"),
+    "a file replaced by a symlink": ("rm a.txt && ln -s keep.txt a.txt", b"new file mode 120000"),
+    "a folder replaced by a symlink": ("rm -rf src && ln -s a.txt src", b"+++ b/src\n"),
+    "a symlink to a folder": ("ln -s src here", b"+++ b/here\n"),
+    "a commit made by the command": (
+        "echo more >> a.txt && echo n > new.txt && git add -A && git commit -qm c",
+        b"+++ b/new.txt",
+    ),
+    "a commit, then a reset to the base": (
+        "echo more >> a.txt && git commit -qam c && git reset -q --hard HEAD~1 && echo x > x.txt",
+        b"+++ b/x.txt",
+    ),
+    "a path removed from the index alone": ("git rm -q --cached keep.txt", None),
+    "a path added to the index alone": ("echo s > staged.txt && git add staged.txt", b"staged"),
+    "the .gitattributes made: an untouched file converts anew": (
+        "echo '*.txt text' > .gitattributes",
+        b"+++ b/.gitattributes",
+    ),
+    "the .gitattributes of a folder made": (
+        "echo '*.c text eol=crlf' > src/.gitattributes && echo 'int d;' > src/deep/d.c",
+        b"+++ b/src/.gitattributes",
+    ),
+    "info/attributes written": (
+        "echo '*.txt text' > \"$(git rev-parse --git-common-dir)/info/attributes\"; echo >> a.txt",
+        b"+++ b/a.txt",
+    ),
+    "core.autocrlf set": ("git config core.autocrlf input && echo >> a.txt", b"+++ b/a.txt"),
+    "the .gitignore emptied: an ignored name becomes new": (
+        "echo l > x.log && : > .gitignore",
+        b"+++ b/x.log",
+    ),
+    "a new ignored file": ("echo l > y.log && echo n > n.txt", b"+++ b/n.txt"),
+    "a repository the command made": (
+        "mkdir inner && cd inner && git init -q && echo i > i && git add i "
+        "&& git commit -qm i && cd .. && echo t > top.txt",
+        b"+++ b/top.txt",
+    ),
+    "more new folders than paths compared": (
+        "for i in $(seq 300); do mkdir d$i && echo $i > d$i/f; done",
+        b"+++ b/d300/f",
+    ),
+    "more new files in one folder than paths compared": (
+        "for i in $(seq 300); do echo $i > src/deep/n$i; done; rm src/c.c",
+        b"+++ b/src/deep/n300",
+    ),
+}
+
+
+def _patch(repo: Path, env: dict[str, str], script: str, *options: str) -> tuple[bytes, Path]:
+    run = isopatch("--porcelain", "--keep", *options, "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    return Path(fields["patch"]).read_bytes(), Path(fields["worktree"])
+
+
+def _tree(kept: Path) -> dict[bytes, tuple]:
+    """The kept worktree's files, but the git folder of a repository the
+    command made (its index holds stat data)."""
+    return {p: v for p, v in tree_manifest(kept).items() if not p.startswith(b"inner/.git")}
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_patch_over_a_base_tree_is_byte_identical(env, make_repo, tmp_path, case) -> None:
+    script, holds = CASES[case]
+    repo = make_repo(FILES)
+    cold, kept_cold = _patch(repo, env, script, "--sandbox")
+    assert len(base_trees(repo, env)) == 1, "the run went over a base tree"
+    warm, kept_warm = _patch(repo, env, script, "--sandbox")
+    unconfined, kept_own = _patch(repo, env, script, "--no-sandbox")
+    assert cold == unconfined, (cold, unconfined)
+    assert warm == unconfined, (warm, unconfined)
+    if holds == b"":
+        assert unconfined == b""
+    elif holds is not None:
+        assert holds in unconfined, unconfined
+    # the kept worktree over the base tree is a real folder: the command's tree
+    assert _tree(kept_cold) == _tree(kept_own)
+    assert _tree(kept_warm) == _tree(kept_own)
+    patch = tmp_path / "p.patch"
+    patch.write_bytes(unconfined)
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    applied = apply_to_clean_checkout(repo, head, patch, tmp_path / "applied", env)
+    ignored = {p for p in tree_manifest(kept_own) if p == b"y.log" or p.startswith(b"inner/")}
+    expected = {p: v for p, v in tree_manifest(kept_own).items() if p not in ignored}
+    if "crlf" not in case and "attributes" not in case and "autocrlf" not in case:
+        assert tree_manifest(applied) == expected
+    for kept in (kept_cold, kept_warm, kept_own):
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
