@@ -437,22 +437,30 @@ def python_interpreter_of(executable: Path) -> str | None:
     return relaunch.group(1) if relaunch else None
 
 
-# Runs a Python console script in this very process and, however it exits,
-# reports the peak RSS of this process alone: VmHWM, the high-water mark of its
-# own memory map since exec (getrusage's ru_maxrss would also count the RSS of
-# the process that spawned it, and wait4's that of its git children).
+# Runs a Python console script in this very process and, however it exits
+# (the tool ends by os._exit, past any finally), reports the peak RSS of this
+# process alone: VmHWM, the high-water mark of its own memory map since exec
+# (getrusage's ru_maxrss would also count the RSS of the process that spawned
+# it, and wait4's that of its git children).
 RSS_SHIM = """\
 import os, runpy, sys
 report, script = sys.argv[1], sys.argv[2]
 sys.argv = sys.argv[2:]
 sys.path[0] = os.path.dirname(script)
-try:
-    runpy.run_path(script, run_name="__main__")
-finally:
+def write_peak():
     with open("/proc/self/status") as status:
         peak_kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
     with open(report, "w") as out:
         out.write(peak_kb)
+exit_now = os._exit
+def report_then_exit(status):
+    write_peak()
+    exit_now(status)
+os._exit = report_then_exit
+try:
+    runpy.run_path(script, run_name="__main__")
+finally:
+    write_peak()
 """
 
 
