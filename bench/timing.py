@@ -4,7 +4,10 @@
 says of it (wall time, CPU time and peak RSS of the whole process tree);
 :func:`interleaved` runs every way once per round, in an order that
 rotates from round to round (:func:`round_order`), so that drift in a
-shared machine's load hits every way alike.  Standard library only.
+shared machine's load hits every way alike; :func:`floor_launcher` puts
+the floor of the design card's libraries (``floor.py``) on ``PATH`` as
+``git isopatch-floor``, for both to time beside the tool.  Standard
+library only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TypeVar
+
+#: The floor: a typer app and pygit2 resolving HEAD, nothing of the tool's.
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "floor.py"
 
 Way = TypeVar("Way", bound=Hashable)
 Sample = TypeVar("Sample")
@@ -103,3 +109,14 @@ def interleaved(
         if after_round is not None:
             after_round(index, this_round)
     return samples
+
+
+def floor_launcher(into: Path, python: str) -> Path:
+    """A ``git-isopatch-floor`` in ``into/bin`` that runs :data:`FLOOR_SCRIPT`
+    with ``python``; the folder to put first on ``PATH``."""
+    bin_dir = into / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "git-isopatch-floor"
+    script.write_text(f'#!/bin/sh\nexec "{python}" "{FLOOR_SCRIPT}" "$@"\n')
+    script.chmod(0o755)
+    return bin_dir

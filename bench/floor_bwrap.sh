@@ -1,0 +1,33 @@
+#!/bin/sh
+# The floor of a sandboxed run over a base tree: the floor of the design
+# card's libraries (bench/floor.py, started through git as
+# `git isopatch-floor`), then bubblewrap running the command with the
+# overlays a run sets up (copy-on-write /tmp and /var/tmp, and the base tree
+# as the lower layer of a worktree whose upper and work folders are made for
+# the run and removed after it), and nothing else: no git, no patch.
+#
+#     cd <repository> && sh bench/floor_bwrap.sh <bwrap> <base tree> [--] <command> [<arg>...]
+#
+# Exits with the command's code.
+set -eu
+
+bwrap=$1
+base=$2
+shift 2
+if [ "${1-}" = -- ]; then
+    shift
+fi
+
+git isopatch-floor -q -o /dev/null -- "$@"
+tmp=$(mktemp -d)
+mkdir "$tmp/tmp-upper" "$tmp/tmp-work" "$tmp/var-upper" "$tmp/var-work" \
+    "$tmp/upper" "$tmp/work" "$tmp/worktree"
+status=0
+"$bwrap" --die-with-parent --unshare-all --unshare-user --disable-userns --cap-drop ALL \
+    --ro-bind / / --dev /dev --proc /proc --tmpfs /dev/shm --tmpfs /run \
+    --overlay-src /tmp --overlay "$tmp/tmp-upper" "$tmp/tmp-work" /tmp \
+    --overlay-src /var/tmp --overlay "$tmp/var-upper" "$tmp/var-work" /var/tmp \
+    --overlay-src "$base" --overlay "$tmp/upper" "$tmp/work" "$tmp/worktree" \
+    --chdir "$tmp/worktree" -- "$@" || status=$?
+rm -rf "$tmp"
+exit "$status"
