@@ -219,8 +219,10 @@ def _compared(lease: Lease, ran: Ran) -> Compared | None:
     converts_anew = any(w.name == CONFIG for w in ran.shared_writes) or (
         layer.config_worktree(isolation.admin_dir) != made
     )
-    only = None if converts_anew else layer.compared(isolation.admin_dir)
-    return Compared(only, layer.locate)
+    if converts_anew:
+        return Compared(None, layer.locate)
+    looked = layer.compared(isolation.admin_dir)
+    return Compared(looked.paths, layer.locate, looked.attributes)
 
 
 def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequence[Any]:

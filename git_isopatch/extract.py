@@ -50,10 +50,14 @@ class Compared(NamedTuple):
             ``None`` for all.
         locate: where a path of the worktree lies on disk, ``None`` for
             the worktree's own folder.
+        attributes: the run's layer holds a ``.gitattributes``: every
+            path is compared, every file read again, as when
+            ``info/attributes`` changed.
     """
 
     only: Sequence[bytes] | None = None
     locate: Callable[[bytes], str | None] | None = None
+    attributes: bool = False
 
 
 def extract(
@@ -98,6 +102,7 @@ def extract(
     if fidelity is not None:
         exclude += fidelity.left_out(git.worktree, warn, compared.locate)
     looked = Paths(exclude, compared.only)
+    attributes_outside = attributes_outside or compared.attributes
     patch, contents, looked = _extract_patch(
         git, base, private_dir, output, looked, submodules, warn, attributes_outside
     )

@@ -39,13 +39,14 @@ from typing import NamedTuple
 
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.admin_files import read_admin_file
+from ..git.attributes import is_attributes_file
 from ..git.checkouts import deleted_paths, read_tree_two_way
 from ..git.files import WorktreeFiles
 from ..git.index_entries import changed_entries
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..sandbox.layers import WorktreeOverlay
-from ..sandbox.touched import touched_paths
+from ..sandbox.touched import Touched, touched_paths
 from .base_look import look_of
 from .base_trees import Pin
 from .deletion import delete_tree
@@ -56,6 +57,19 @@ LAYER_FOLDER = "worktree-layer"
 #: What the start layer holds for a removal (overlayfs(5)): a character
 #: device 0/0, which anyone may make.
 WHITEOUT = stat.S_IFCHR
+
+
+class Looked(NamedTuple):
+    """What the patch over a base tree compares (:meth:`RunLayer.compared`).
+
+    Attributes:
+        paths: the paths to compare; ``None``: every path.
+        attributes: the layer holds a ``.gitattributes``: every file is
+            compared again, its content read (a conversion may now apply).
+    """
+
+    paths: list[bytes] | None
+    attributes: bool = False
 
 
 class RunLayer(NamedTuple):
@@ -96,16 +110,25 @@ class RunLayer(NamedTuple):
         """The same, before the command: the start layer over the base tree."""
         return resolve(path, (self.start, self.base_tree))
 
-    def compared(self, admin_dir: GitDirPath) -> list[bytes] | None:
+    def compared(self, admin_dir: GitDirPath) -> Looked:
         """The paths the patch needs to compare (design: procedure step 6):
         what the upper layer holds (:func:`..sandbox.touched.touched_paths`;
         a ``.git`` stands for its folder), the entries the command changed
         in the run's index (``admin_dir``) if it rewrote it, and the
         submodule holding any of them; at most :data:`MAX_COMPARED`, their
         folders past that.  ``None``: compare every path (the layer could
-        not be listed whole, nor the index, or too many folders differ)."""
-        tree = self.pin.tree
+        not be listed whole, nor the index, or too many folders differ).
+
+        The layer holding a ``.gitattributes`` (written, removed, even one
+        ``.gitignore`` leaves out: git reads it all the same) is said too:
+        any file may then convert anew, so every one is compared again."""
         touched = touched_paths(self.overlay.upper, (self.start, self.base_tree))
+        attributes = any(is_attributes_file(path) for path in touched.paths)
+        return Looked(None if attributes else self._compared(admin_dir, touched), attributes)
+
+    def _compared(self, admin_dir: GitDirPath, touched: Touched) -> list[bytes] | None:
+        """:meth:`compared`'s paths, from what the layer holds (``touched``)."""
+        tree = self.pin.tree
         look = look_of(tree.admin_dir, tree.record.commit)
         if not touched.complete or not look.known:
             return None

@@ -134,3 +134,24 @@ def test_the_patch_over_a_base_tree_is_byte_identical(env, make_repo, tmp_path, 
         assert tree_manifest(applied) == expected
     for kept in (kept_cold, kept_warm, kept_own):
         git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+@pytest.mark.hostile
+def test_an_ignored_gitattributes_makes_untouched_files_compared(env, make_repo) -> None:
+    """A ``.gitattributes`` the command writes applies whether or not it is
+    ignored: git reads every one in the tree.  Ignored, it is never listed
+    as a new file, yet it changes how the untouched ``crlf.txt`` converts
+    (``text``: stored with LF), so the patch over a base tree compares
+    every path as it does for one that is not ignored."""
+    repo = make_repo(FILES)
+    listed = "echo '*.txt text' > .gitattributes"
+    ignored = f"{listed} && echo .gitattributes >> .gitignore"
+    for run in ("cold", "warm"):
+        patch, kept = _patch(repo, env, ignored, "--sandbox")
+        assert len(base_trees(repo, env)) == 1, "the run went over a base tree"
+        assert b"+++ b/.gitattributes" not in patch, (run, patch)
+        assert b"diff --git a/crlf.txt b/crlf.txt" in patch, (run, patch)
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+    shown, kept = _patch(repo, env, listed, "--sandbox")
+    assert b"diff --git a/crlf.txt b/crlf.txt" in shown, shown
+    git("worktree", "remove", "--force", kept, cwd=repo, env=env)
