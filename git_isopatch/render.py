@@ -213,25 +213,30 @@ def summary_lines(
     summary"): ``isopatch: 3 files changed, exit 0, patch <path>`` (without
     the patch when not ``show_patch``: it went to stdout; ``applied to the
     work tree`` instead with ``--apply``, ``applied to the index and the
-    work tree`` with ``--staged --apply``), the kept worktree, and the next
+    work tree`` with ``--staged --apply``), a session's whole change (which
+    ``--apply`` brings home: the session's line says it was applied, not
+    the step's), the kept worktree, and the next
     step: the command that applies the patch from ``cwd``
     (:func:`apply_command`), or why ``--apply`` did not apply it."""
     patch = result.patch_path
     if patch is None:
         return
+    applied = f", applied to the {'index and the ' if result.applied_to_index else ''}work tree"
+    session = result.session is not None and result.session_patch is not None
     line = (
         f"isopatch: {plural(result.files or 0, 'file', 'files')} changed, exit {result.exit_code}"
     )
-    if result.applied:
-        line += f", applied to the {'index and the ' if result.applied_to_index else ''}work tree"
-    elif show_patch:
+    if result.applied and not session:
+        line += applied
+    elif show_patch and not result.applied:
         line += f", patch {_bare(patch)}"
     yield line
     files = result.files
-    if result.session is not None and result.session_patch is not None:
-        patch, files = result.session_patch, result.session_files  # what comes home
+    if session:  # a step's --apply brings home the session's whole change
+        patch, files = result.session_patch, result.session_files
         whole = plural(files or 0, "file", "files")
-        yield f"isopatch: session {result.session}: {whole} changed, patch {_bare(patch)}"
+        end = applied if result.applied else f", patch {_bare(patch)}"
+        yield f"isopatch: session {result.session}: {whole} changed{end}"
     if result.worktree_path is not None:
         yield f"isopatch: worktree kept at {_bare(result.worktree_path)}"
     if result.applied or result.error_code is not None:

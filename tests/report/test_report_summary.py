@@ -142,3 +142,21 @@ def test_the_ci_recipe_shows_what_would_change_and_hands_over_the_patch(env, mak
     clean = isopatch("--exit-code", "--stdout", "--", "true", cwd=repo, env=env)
     assert (clean.returncode, clean.stdout) == (0, b"")
     assert clean.err == "isopatch: 0 files changed, exit 0\n"
+
+
+def test_a_session_step_that_applies_says_the_session_came_home(env, make_repo) -> None:
+    """``--session s --apply`` brings home the session's whole change, not
+    the step's: the step's line says what the step changed (nothing, here),
+    and the session's line says that its change was applied, never a step
+    line of "0 files changed ... applied" over a session that brought four."""
+    repo = _repo(make_repo)
+    first = isopatch("--session", "s", "-q", "--", "sh", "-c", CHANGE, cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    run = isopatch("--session", "s", "--apply", "--", "true", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert run.err.splitlines() == [
+        "isopatch: 0 files changed, exit 0",
+        "isopatch: session s: 4 files changed, applied to the work tree",
+    ]
+    assert (repo / "a").read_text() == "one\n2\n" and not (repo / "gone").exists()
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
