@@ -120,3 +120,13 @@ def test_porcelain_script_example_works(env, make_repo) -> None:
     status, patch = done.stdout.split("|")
     assert status == "0"
     assert b"+formatted" in Path(patch).read_bytes()
+
+
+def test_no_inline_markup_leaks_into_the_page() -> None:
+    """An asterisk meant as text (a glob such as ``isopatch-apply-*``) must be
+    escaped in the source: unescaped, reStructuredText pairs it with the
+    next one, sets the words between in italics and prints the rest of the
+    markup as text (``Under *--staged**``)."""
+    text = _plain(PAGE.read_text())
+    assert "**" not in text
+    assert "isopatch-apply-*;" in text
