@@ -35,7 +35,8 @@ def materialise(
     below.  The layers' entries are moved, not copied (they are discarded
     after), so a large or sparse file costs a rename (copied, holes kept,
     only across file systems); a link is moved as a link, never followed.
-    The new tree is made beside the worktree and renamed over it.  Best
+    The new tree is made beside the worktree and renamed over it; a layer's
+    folder without write permission is given it, as its entries move out.  Best
     effort: False (and a warning) when it could not be made; the worktree's
     folder is then as it was.
     """
@@ -67,12 +68,16 @@ def materialise(
 def _lay_over(source: str, target: str) -> None:
     """Move the overlay layer ``source``'s entries over the folder
     ``target``, folder by folder (by descriptor: nothing in ``source`` is
-    followed)."""
+    followed).  A merged folder gets the layer's mode once everything in
+    it is laid (a folder the command made read-only takes no new entry
+    from a user without root's rights)."""
     stack = [""]
+    modes: list[tuple[str, int]] = []
     while stack:
         relative = stack.pop()
         fd = os.open(os.path.join(source, relative) if relative else source, _FOLDER)
         try:
+            _writable(fd)  # its entries move out of it
             with os.scandir(fd) as entries:
                 listed = sorted((e.name, e.stat(follow_symlinks=False)) for e in entries)
             for name, info in listed:
@@ -86,12 +91,22 @@ def _lay_over(source: str, target: str) -> None:
                         _move(fd, name, into)
                     else:
                         stack.append(path)  # merged: what is inside is laid over
-                        os.chmod(into, stat.S_IMODE(info.st_mode))
+                        modes.append((into, stat.S_IMODE(info.st_mode)))
                 else:
                     _remove(into)
                     _move(fd, name, into)
         finally:
             os.close(fd)
+    for folder, mode in reversed(modes):  # the innermost first
+        os.chmod(folder, mode)
+
+
+def _writable(fd: int) -> None:
+    """Give the layer's open folder ``fd`` write permission (the layer is
+    discarded after)."""
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if not mode & stat.S_IWUSR:
+        os.fchmod(fd, mode | stat.S_IWUSR)
 
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -99,14 +114,22 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CL
 
 def _move(folder: int, name: str, into: str) -> None:
     """Move ``name`` of the open folder ``folder`` to ``into``; across file
-    systems, copy it (links as links, files with their holes)."""
+    systems, copy it (links as links, files with their holes).  A folder
+    without write permission is given it while it moves (its ``..``
+    changes: rename(2), ``EACCES``), then its mode back."""
+    info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    mode = stat.S_IMODE(info.st_mode)
+    read_only = stat.S_ISDIR(info.st_mode) and not mode & stat.S_IWUSR
     try:
+        if read_only:  # a folder (lstat above), which the command no longer changes
+            os.chmod(name, mode | stat.S_IWUSR, dir_fd=folder)
         os.rename(name, into, src_dir_fd=folder)
+        if read_only:
+            os.chmod(into, mode)
         return
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-    info = os.stat(name, dir_fd=folder, follow_symlinks=False)
     if stat.S_ISLNK(info.st_mode):
         os.symlink(os.readlink(name, dir_fd=folder), into)
     elif stat.S_ISREG(info.st_mode):

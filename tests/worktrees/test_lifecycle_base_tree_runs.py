@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import BIN_DIR, git, isopatch
+from sandbox_helpers import run_as_nobody
 
 
 def _base_trees(repo: Path) -> list[Path]:
@@ -145,6 +146,63 @@ def test_a_kept_worktree_copies_a_link_the_command_made_never_what_it_leads_to(
     assert stat.S_ISFIFO(os.lstat(kept / "pipe").st_mode)  # as in a worktree of its own
     assert sorted(os.listdir(secret)) == ["key"]
     git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+#: Folders a build makes read-only (``chmod a-w``): one the base tree holds,
+#: with a new file in it, and a new one.
+READ_ONLY = "echo n > src/new.c && chmod 555 src && mkdir made && echo m > made/m && chmod 555 made"
+
+#: As uid 65534: a kept run of :data:`READ_ONLY`; what the kept worktree holds.
+KEPT_AS_NOBODY = """
+os.makedirs(os.path.join(repo, "src"))
+with open(os.path.join(repo, "src", "a.c"), "w") as handle:
+    handle.write("a\\n")
+subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+subprocess.run(["git", "-C", repo, "commit", "-qm", "src"], check=True)
+done = subprocess.run(
+    [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--keep",
+     "--", "sh", "-c", sys.argv[1]],
+    cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+fields = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines() if line)
+kept = fields.get("worktree", "")
+seen = {"code": done.returncode, "err": done.stderr.decode(), "files": {}, "modes": {}}
+for folder in ("src", "made"):
+    path = os.path.join(kept, folder)
+    if os.path.isdir(path):
+        seen["files"][folder] = sorted(os.listdir(path))
+        seen["modes"][folder] = oct(os.stat(path).st_mode & 0o777)
+        os.chmod(path, 0o755)  # for the clean-up
+print(json.dumps(seen))
+"""
+
+
+def _kept_read_only(seen: dict) -> None:
+    assert seen["code"] == 0, seen["err"]
+    assert "could not keep" not in seen["err"], seen["err"]
+    assert seen["files"] == {"src": ["a.c", "new.c"], "made": ["m"]}, seen
+    assert seen["modes"] == {"src": "0o555", "made": "0o555"}, seen
+
+
+@pytest.mark.hostile
+def test_a_kept_worktree_holds_the_folders_the_command_made_read_only(env, make_repo) -> None:
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n"})
+    run = isopatch("--porcelain", "--keep", "--", "sh", "-c", READ_ONLY, cwd=repo, env=env)
+    kept = Path(run.fields()["worktree"])
+    seen = {"code": run.returncode, "err": run.err, "files": {}, "modes": {}}
+    for folder in ("src", "made"):
+        seen["files"][folder] = sorted(os.listdir(kept / folder))
+        seen["modes"][folder] = oct((kept / folder).stat().st_mode & 0o777)
+    _kept_read_only(seen)
+    git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+@pytest.mark.hostile
+def test_a_kept_worktree_holds_read_only_folders_as_an_unprivileged_user(env) -> None:
+    """Without root's rights, a folder without write permission takes no
+    new entry and cannot be moved to another folder: the kept worktree
+    must still be the tree the command left, modes and all."""
+    with run_as_nobody(env, KEPT_AS_NOBODY, READ_ONLY) as seen:
+        _kept_read_only(seen)
 
 
 def test_include_uncommitted_goes_over_the_base_tree_of_head(env, make_repo) -> None:
