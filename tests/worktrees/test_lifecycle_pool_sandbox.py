@@ -11,8 +11,10 @@ from pathlib import Path
 
 from repo_helpers import git, isopatch, repo_state
 
-#: A word only the leftover process's argv holds.
-MARKER = "isopatch-pool-leftover-4711"
+#: The name (argv[0]) only the leftover process of this test process has:
+#: another worker, or another run of the suite on the machine, leaves its
+#: own, which this one must neither count nor kill.
+MARKER = f"isopatch-pool-leftover-{os.getpid()}"
 
 
 def _run(repo: Path, env, *args: str):
@@ -39,7 +41,9 @@ def _leftovers() -> list[int]:
                 argv = Path(f"/proc/{name}/cmdline").read_bytes()
             except OSError:
                 continue
-            if MARKER.encode() in argv:
+            # argv[0] alone: the marker is also a word of the script that
+            # git-isopatch (and bubblewrap, and sh) run, and they are no leftover
+            if argv.split(b"\0", 1)[0] == MARKER.encode():
                 found.append(int(name))
     return found
 
