@@ -11,6 +11,7 @@ Real bubblewrap; the listeners are this test's own.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import sys
 import threading
@@ -63,7 +64,9 @@ def test_allow_network_opens_only_the_documented_abstract_sockets(
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700)
     bus = runtime / "bus"
-    name = f"isopatch-allow-network-{tmp_path.name}"
+    # the abstract namespace is the machine's: unique to this run of the
+    # suite too, not only to the test (tmp_path's name repeats across runs)
+    name = f"isopatch-allow-network-{os.getpid()}-{tmp_path.name}"
     session = {
         **env,
         "XDG_RUNTIME_DIR": str(runtime),
