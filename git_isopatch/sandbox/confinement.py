@@ -185,7 +185,10 @@ class Namespaced(Confinement):
         has them planned again before the launch; when bubblewrap could not
         set the namespaces up (the command did not run) while the mount
         table moved meanwhile, the command is launched again on a new plan,
-        at most :data:`RELAUNCHES` times."""
+        at most :data:`RELAUNCHES` times; when it did not move and the plan
+        holds cache layers, once more without them (a git directory on a
+        file system overlayfs refuses as an upper layer: an overlay, FUSE),
+        its cache writes then discarded as with ``--no-cache``."""
         launched = 0
         while True:
             if self.namespaces.mounts_moved():
@@ -204,8 +207,12 @@ class Namespaced(Confinement):
                     sandbox=wrapped,
                 )
             except SetUpFailed:
-                if launched > RELAUNCHES or not self.namespaces.mounts_moved():
+                if launched > RELAUNCHES:
                     raise
+                if not self.namespaces.mounts_moved():
+                    if not self.namespaces.policy.caches:
+                        raise
+                    self.namespaces = self.namespaces.replanned(caches=False)
             finally:
                 self.inside = wrapped.serving()
                 wrapped.close()

@@ -286,13 +286,15 @@ class Namespaces:
         """A mount was made or removed since the plan (:class:`.layers.MountTable`)."""
         return self.mounts.moved()
 
-    def replanned(self) -> Namespaces:
-        """These namespaces planned again on the mount table of now, their
-        layers made anew (the old ones removed): only while nothing has run
-        in them, whose writes the old layers would hold."""
+    def replanned(self, *, caches: bool = True) -> Namespaces:
+        """These namespaces planned again on the mount table of now (without
+        their cache layers: ``caches`` false), their layers made anew (the
+        old ones removed): only while nothing has run in them, whose writes
+        the old layers would hold."""
         self.mounts.close()
         remove_tree(self.layers)
-        made = Namespaces(self.bwrap, self.policy, self.layers, self.seccomp, self.bounds)
+        policy = self.policy if caches else self.policy._replace(caches=())
+        made = Namespaces(self.bwrap, policy, self.layers, self.seccomp, self.bounds)
         made.prepare()
         return made
 

@@ -9,6 +9,9 @@ repositories."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -222,6 +225,35 @@ def test_prune_removes_what_the_command_left_and_nothing_it_points_to(
     assert pruned.returncode == 0 and ": cache layer" in pruned.out, pruned.err
     assert not _layer_root(repo).exists()
     assert _tree(victim) == {"keep": "mine\n"}
+
+
+def test_a_repository_where_no_layer_can_be_kept_runs_without_one(
+    env, make_repo, cache, tmp_path: Path
+) -> None:
+    """A git directory on a file system overlayfs refuses as an upper layer
+    (an overlay itself: a container's image, WSL's drives, FUSE) can keep
+    no cache layer: the run goes on without it, its cache writes discarded
+    and reported, as with ``--no-cache``."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("an overlay mount of the test's own needs root and unshare (util-linux)")
+    folders = {name: tmp_path / name for name in ("lower", "upper", "work", "merged")}
+    for folder in folders.values():
+        folder.mkdir()
+    make_repo(name="lower/repo")
+    options = ",".join(f"{n}dir={folders[n]}" for n in ("lower", "upper", "work"))
+    run = [str(ISOPATCH), "--porcelain", "--sandbox", "--", "sh", "-c", f"{WRITE}; echo n > new"]
+    merged = folders["merged"]
+    script = f"mount -t overlay overlay -o {options} {merged} && cd {merged}/repo && "
+    script += shlex.join(run)
+    done = subprocess.run(
+        [unshare, "-m", "sh", "-c", script], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "path A new" in done.stdout, done.stdout
+    assert f"outside-write {cache}/tool/db" in done.stdout, done.stdout
+    assert not (folders["upper"] / "repo" / ".git" / "isopatch" / "caches").exists()
 
 
 @pytest.mark.hostile
