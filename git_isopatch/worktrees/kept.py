@@ -254,8 +254,10 @@ def keep_index(admin_dir: str, private_dir: str) -> str | None:
 
 
 def drop_index(copy: str | None) -> None:
-    """Remove :func:`keep_index`'s copy: the run has given its worktree back."""
-    if copy is not None:
+    """Remove :func:`keep_index`'s copy: the run has given its worktree
+    back.  Only a copy of ours: a base tree's index standing for one
+    (:meth:`.lease.Lease.guard_index`) stays."""
+    if copy is not None and os.path.basename(copy) == INDEX_COPY:
         with contextlib.suppress(OSError):
             os.unlink(copy)
 

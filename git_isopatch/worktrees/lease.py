@@ -43,9 +43,17 @@ class Lease:
 
     def guard_index(self) -> None:
         """Copy the index as it is now, git-isopatch's own, to put it back
-        if the worktree is kept (:func:`.kept.keep_index`)."""
+        if the worktree is kept (:func:`.kept.keep_index`).  Over a base
+        tree, while the index is still the copy of the base tree's made for
+        the run, the base tree's own index stands for it: a file no command
+        can write, pinned for as long as the run, and no second copy of an
+        index that grows with the repository."""
         isolation = self.isolation
-        copy = kept.keep_index(isolation.admin_dir, isolation.private_dir)
+        layer = isolation.layer
+        if layer is not None and layer.index_is_base_trees(isolation.admin_dir, isolation.base):
+            copy: str | None = layer.base_tree_index
+        else:
+            copy = kept.keep_index(isolation.admin_dir, isolation.private_dir)
         self.isolation = isolation._replace(index_copy=copy)
 
     def keep_answer(self, conversions: bytes | None) -> None:

@@ -152,6 +152,18 @@ class RunLayer(NamedTuple):
         except OSError:
             return None
 
+    @property
+    def base_tree_index(self) -> str:
+        """The base tree's own index (never writable by a command)."""
+        return os.path.join(self.pin.tree.admin_dir, "index")
+
+    def index_is_base_trees(self, admin_dir: GitDirPath, commit: CommitId) -> bool:
+        """The run's index (``admin_dir``) is still the copy of the base
+        tree's that :func:`make_run_layer` made: the run is at the base
+        tree's commit (no difference was checked out) and nothing rewrote
+        the index since."""
+        return commit == self.pin.tree.record.commit and self.index_unchanged(admin_dir)
+
     def index_unchanged(self, admin_dir: GitDirPath) -> bool:
         """The run's index is the one git-isopatch left (never rewritten)."""
         return self.index is not None and _identity(os.path.join(admin_dir, "index")) == self.index

@@ -205,6 +205,43 @@ def test_a_kept_worktree_holds_read_only_folders_as_an_unprivileged_user(env) ->
         _kept_read_only(seen)
 
 
+#: Scribbles on the run's own index in place (the same file, not git's
+#: rename over it), then leaves a change.
+SCRIBBLE = (
+    'index=$(git rev-parse --git-path index); printf garbage 1<> "$index"; '
+    ': > "$index"; echo more >> README'
+)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_command_writing_its_index_in_place_leaves_the_base_trees_as_it_was(
+    env, make_repo, keep: bool
+) -> None:
+    """The run's index starts as a copy of the base tree's, and the base
+    tree's own index stands for the index as made (put back when the
+    worktree is kept): neither is the command's to write, nor removed
+    with the run."""
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n"})
+    isopatch("-q", "--", "true", cwd=repo, env=env)
+    (base,) = _base_trees(repo)
+    index = Path(git("rev-parse", "--git-path", "index", cwd=base, env=env).decode().strip())
+    index = index if index.is_absolute() else base / index
+    before = index.read_bytes()
+    options = ("--keep",) if keep else ()
+    run = isopatch("--porcelain", *options, "--", "sh", "-c", SCRIBBLE, cwd=repo, env=env)
+    assert index.read_bytes() == before, run.err
+    if keep:
+        kept = Path(run.fields()["worktree"])
+        status = git("status", "--porcelain", cwd=kept, env=env).decode().splitlines()
+        assert status == [" M README"], status  # its index the base tree's again
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+    later = isopatch("--porcelain", "--", "git", "status", "--porcelain", cwd=repo, env=env)
+    assert later.returncode == 0, later.err
+    assert Path(later.fields()["stdout"]).read_text() == ""
+    assert _base_trees(repo) == [base] and index.read_bytes() == before
+
+
 def test_include_uncommitted_goes_over_the_base_tree_of_head(env, make_repo) -> None:
     repo = make_repo({"README": "hello\n", "old.txt": "old\n", "dir/only.txt": "x\n"})
     isopatch("-q", "--", "true", cwd=repo, env=env)
