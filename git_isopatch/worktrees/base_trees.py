@@ -390,6 +390,8 @@ class BaseTrees:
             IsopatchError: ``lock-timeout``.
         """
         removed: list[BaseTree] = []
+        if unused_since is None and len(base_trees(self.repository, self.store)) <= self.limit:
+            return removed  # nothing to trim: the worktree lock is not waited for
         with self.lock.held(self.repository.common_dir):
             trees = sorted(base_trees(self.repository, self.store), key=lambda t: -t.record.used)
             if len(trees) <= self.limit and unused_since is None:

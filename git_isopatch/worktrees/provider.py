@@ -3,8 +3,8 @@ with ``git worktree add``) and giving it back (to the pool, kept for the
 user, or removed with the one removal, :func:`.removal.remove_ours`), for
 the life cycle :func:`.lifecycle.worktree_for_run`.  Every change to one of
 our worktrees goes through here or :mod:`.removal`, under
-:class:`.lock.AdminLock`; what exists and in which state is read by
-:mod:`.inventory`.
+:class:`.lock.AdminLock` (but a run over a base tree removing its own);
+what exists and in which state is read by :mod:`.inventory`.
 
 Design: procedure steps 3 and 7, Architecture.
 """
@@ -356,12 +356,13 @@ class WorktreeProvider:
                 self.base_trees_of(isolation.repository).release(isolation.layer.pin)
 
     def _remove(self, isolation: Isolation) -> bool:
+        """The one removal (under :meth:`_held_to_remove`)."""
         why = refusal(isolation.worktree)
         if why is not None:
             self.warn(f"not removing worktree {quoted(isolation.worktree)}: {why}")
             return False
         try:
-            with self.lock.held(isolation.repository.common_dir):
+            with self._held_to_remove(isolation):
                 reason = remove_ours(
                     isolation.repository,
                     isolation.worktree,
@@ -376,6 +377,17 @@ class WorktreeProvider:
             log.warning("could not remove worktree '%s': %s", isolation.worktree, reason)
             return False
         return True
+
+    def _held_to_remove(self, isolation: Isolation) -> contextlib.AbstractContextManager[object]:
+        """The worktree lock, for a removal; none over a base tree, so
+        that runs started together do not wait for each other's deletions
+        (on a disk that discards freed blocks, each unlink waits): the
+        worktree is running until then (no make_room or prune takes it),
+        never pooled, and the base tree it pins keeps ``worktrees/`` from
+        being emptied under another run's ``git worktree add``."""
+        if isolation.layer is not None and isolation.layer.pin.held:
+            return contextlib.nullcontext()
+        return self.lock.held(isolation.repository.common_dir)
 
     def keep(self, isolation: Isolation) -> None:
         """Keep the worktree for the user: put its administrative files

@@ -131,7 +131,8 @@ def remove_ours(
     """Remove one of our worktrees (running, kept, pooled or orphaned), the
     folder made for it, and ``also`` (a run's private folder) when its name
     says git-isopatch made it.  The caller holds the worktree lock
-    (:class:`.lock.AdminLock`).
+    (:class:`.lock.AdminLock`), but a run over a base tree removing its own
+    (:meth:`.provider.WorktreeProvider._held_to_remove`).
 
     Nothing is touched when :func:`refusal` refuses.  What ``git worktree
     remove --force --force`` does is done here, by file descriptor

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import time
@@ -240,6 +241,56 @@ def test_a_command_writing_its_index_in_place_leaves_the_base_trees_as_it_was(
     assert later.returncode == 0, later.err
     assert Path(later.fields()["stdout"]).read_text() == ""
     assert _base_trees(repo) == [base] and index.read_bytes() == before
+
+
+def test_a_run_ends_over_its_base_tree_while_another_holds_the_worktree_lock(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """A run over a base tree removes its own worktree without the
+    worktree lock: runs started together do not wait for each other's
+    deletions, and one holding the lock for long does not keep this one's
+    worktree (or a lock-timeout warning) behind."""
+    repo = make_repo({"README": "hello\n"})
+    isopatch("-q", "--", "true", cwd=repo, env=env)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    script = (
+        f"echo x >> README; : > '{marks}/started'; while [ ! -e '{marks}/go' ]; do sleep 0.05; done"
+    )
+    run = subprocess.Popen(
+        [BIN_DIR / "git-isopatch", "--porcelain", "--allow-write", marks, "--", "sh", "-c", script],
+        cwd=repo,
+        env={**env, "ISOPATCH_LOCK_TIMEOUT": "2"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    lock = repo / ".git" / "isopatch.lock"
+    holder = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (marks / "started").exists() and run.poll() is None:
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        holder = subprocess.Popen(["flock", lock, "sleep", "600"], start_new_session=True)
+        while subprocess.run(["flock", "-n", lock, "true"], check=False).returncode == 0:
+            time.sleep(0.05)
+        (marks / "go").touch()
+        out, err = run.communicate(timeout=120)
+    finally:
+        if holder is not None:
+            os.killpg(holder.pid, signal.SIGKILL)
+            holder.wait()
+    assert run.returncode == 0, err
+    assert b"warning" not in err and b"lock" not in err, err
+    assert (
+        b"+x"
+        in Path(
+            dict(line.split(b" ", 1) for line in out.splitlines())[b"patch"].decode()
+        ).read_bytes()
+    )
+    assert not [p for p in repo.parent.iterdir() if ".isopatch-" in p.name]
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    assert listed.count("worktree ") == 2, listed  # the checkout and the base tree
 
 
 def test_include_uncommitted_goes_over_the_base_tree_of_head(env, make_repo) -> None:
