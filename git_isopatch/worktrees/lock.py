@@ -29,8 +29,13 @@ LOCK_FILE = "isopatch.lock"
 #: removing its worktree never waits for an apply.
 APPLY_LOCK_FILE = "isopatch-apply.lock"
 
-#: How often a waiting :func:`held_within` tries the lock again, in seconds.
+#: How often a waiting :func:`held_within` tries the lock again, in
+#: seconds, at the most: it tries after :data:`FIRST_POLL_SECONDS`, then
+#: twice as long each time up to this, so that a run waiting for another's
+#: short hold (runs started together) is not kept waiting much longer than
+#: the hold, and one waiting for a long checkout polls rarely.
 POLL_SECONDS = 0.05
+FIRST_POLL_SECONDS = 0.002
 
 #: The file of a base tree's private folder that runs pin
 #: (:mod:`.base_trees`): a shared ``flock`` for each run using the base
@@ -94,7 +99,8 @@ def held_within(
     """Hold an exclusive ``flock`` on ``path`` (made if missing), waiting at
     most ``seconds`` for another holder to let go.
 
-    The wait polls (:data:`POLL_SECONDS`), so that it ends as soon as
+    The wait polls (every :data:`FIRST_POLL_SECONDS` at first, then less
+    often, up to :data:`POLL_SECONDS`), so that it ends as soon as
     ``interrupted()`` is true (a signal handler that records instead of
     raising, :func:`..sandbox.command.forward_signals`) and a ``KeyboardInterrupt``
     raised by Python's own handler ends it too.  ``on_wait`` is called once
@@ -118,6 +124,7 @@ def held_within(
     try:
         deadline = time.monotonic() + seconds
         told = False
+        pause = FIRST_POLL_SECONDS
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -131,7 +138,8 @@ def held_within(
             if not told and on_wait is not None:
                 on_wait()
                 told = True
-            time.sleep(POLL_SECONDS)
+            time.sleep(pause)
+            pause = min(pause * 2, POLL_SECONDS)
         yield True
     finally:
         os.close(fd)
