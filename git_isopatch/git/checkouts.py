@@ -43,12 +43,17 @@ def check_out_worktree(
     ``commit``, a checked-out worktree is moved there instead: ``git
     checkout --detach <commit>``, which writes only the files that differ
     (a two-way merge of the index; it refuses to lose a local change).
-    Both under :data:`WORKTREE_ADD_CONFIG` (no hook, parallel checkout)."""
+    Both under :data:`WORKTREE_ADD_CONFIG` (no hook, parallel checkout).
+    A move is quiet but for its ``progress``: git's "Previous HEAD position
+    was ..." and "HEAD is now at ..." speak of this checkout's ``HEAD``,
+    which a user at the terminal would take for their own."""
     quiet = [] if progress else ["--quiet"]
     if commit is None:
         action = ["reset", "--hard", "--no-recurse-submodules", *quiet]
     else:
-        action = ["checkout", "--detach", "--no-recurse-submodules", *quiet, commit, "--"]
+        shown = ["--progress"] if progress else []
+        action = ["checkout", "--detach", "--no-recurse-submodules", "--quiet", *shown, commit]
+        action.append("--")
     args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *action]
     if progress:
         result = run_git_with_progress(args, env=env, config=CHECKOUT_CONFIG)

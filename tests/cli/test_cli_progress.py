@@ -126,3 +126,29 @@ def test_a_failed_checkout_on_a_terminal_is_one_classified_fatal(env, make_repo)
     assert "Preparing worktree" in run.shown
     porcelain = isopatch("--porcelain", "--", "true", cwd=repo, env=env)
     assert porcelain.fields()["error-code"] == "filter-failed"
+
+
+def test_moving_a_base_tree_on_a_terminal_does_not_read_as_a_move_of_your_head(
+    env, make_repo
+) -> None:
+    """A sandboxed run at another commit moves the idle base tree there
+    (``git checkout --detach``); git's "Previous HEAD position was ..." and
+    "HEAD is now at ..." about that checkout of git-isopatch's own would
+    read, on the user's terminal, as news of the user's own HEAD.  Its
+    checkout progress still shows."""
+    repo = _repo(make_repo)
+    for i in range(3):
+        (repo / "d" / f"f{i}").write_text("later\n")
+    git("commit", "-q", "-am", "later", cwd=repo, env=env)
+    shown = []
+    for base in ("HEAD~1", "HEAD"):  # the second run moves the first's base tree
+        run = isopatch_on_terminal(
+            "--sandbox", "--base", base, "--", "true", cwd=repo,
+            env={**env, "GIT_PROGRESS_DELAY": "0"},
+        )  # fmt: skip
+        assert run.returncode == 0, run.shown
+        shown.append(run.shown)
+    listed = isopatch("list", "--porcelain", cwd=repo, env=env).fields()
+    assert listed["state"] == "base"  # one base tree, moved: not a second one made
+    assert "Previous HEAD position" not in shown[1] and "HEAD is now at" not in shown[1], shown
+    assert "Updating files: 100% (3/3), done.\n" in shown[1]
