@@ -197,9 +197,17 @@ def _over(plan: Start) -> CommitId | None:
     """The commit of the base tree a run goes over: a sandboxed run's, but
     with ``--recurse-submodules`` (its submodules are populated in a
     worktree of its own, as an unconfined run's are) or a session's (its
-    worktree is kept between steps)."""
+    worktree is kept between steps), or a snapshot's whose ``.gitattributes``
+    differ from ``HEAD``'s (the base tree's files are converted as
+    ``HEAD``'s say, not as a checkout of the snapshot would be)."""
     if not plan.sandbox.confined or plan.recurse_submodules or plan.session:
         return None
+    if plan.tree_commit != plan.commit:
+        from .git.checkouts import attributes_differ
+
+        git_dir = plan.repository.git_dir
+        if attributes_differ(git_dir, plan.tree_commit, plan.commit, env=plan.git_env):
+            return None
     return plan.tree_commit
 
 

@@ -31,7 +31,9 @@ class Start(NamedTuple):
         commit: the commit the worktree starts at.
         tree_commit: the commit of the base tree a sandboxed run's worktree
             goes over: ``commit``, or a snapshot's parent (the user's
-            ``HEAD``) with the snapshot's difference laid over it.
+            ``HEAD``) with the snapshot's difference laid over it (none
+            when that difference holds a ``.gitattributes``:
+            :func:`.capture._over`).
         includes: the paths to link or copy in, checked.
         sandbox: the confinement plan (:data:`.sandbox.confinement.UNCONFINED`
             with ``--no-sandbox``, or where ``auto`` found no sandbox).

@@ -159,3 +159,17 @@ def check_out_index_copy(
                 return Ok(None)
             case Err() as err:
                 return err
+
+
+def attributes_differ(
+    git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
+) -> bool:
+    """Whether a ``.gitattributes`` of ``new`` differs from ``old``'s (then
+    a checkout of ``new`` may convert files neither changes otherwise than
+    one of ``old``); True when git cannot tell."""
+    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "--quiet", "--no-renames", old, new]
+    match run_git([*args, "--", ":(glob)**/.gitattributes"], env=env):
+        case Ok():
+            return False
+        case Err():
+            return True

@@ -476,3 +476,25 @@ def test_no_space_in_tmpdir_for_the_temporary_index_is_fatal(
         assert sorted(p.name for p in full.iterdir()) == ["filler"]
     finally:
         subprocess.run(["umount", full], check=True)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("start", ["--include-uncommitted", "--staged"])
+def test_uncommitted_attributes_convert_the_files_the_command_sees(env, make_repo, start) -> None:
+    """A staged ``.gitattributes`` that asks for CRLF: a checkout of the
+    snapshot writes ``a.txt`` with CRLF, so the command reads CRLF there,
+    sandboxed over a base tree of ``HEAD`` (checked out with ``HEAD``'s
+    attributes: LF) as unconfined in a worktree of its own."""
+    repo = make_repo({"a.txt": "a\nb\n", "other.txt": "x\n"})
+    assert isopatch("-q", "--sandbox", "--", "true", cwd=repo, env=env).returncode == 0
+    write_tree(repo, {".gitattributes": "*.txt text eol=crlf\n"})
+    git("add", ".gitattributes", cwd=repo, env=env)
+    seen = {}
+    for sandbox in ("--sandbox", "--no-sandbox"):
+        run = isopatch(
+            "--porcelain", sandbox, start, "--", "sh", "-c", "cat a.txt",
+            cwd=repo, env=env,
+        )  # fmt: skip
+        assert run.returncode == 0, run.err
+        seen[sandbox] = Path(run.fields()["stdout"]).read_bytes()
+    assert seen == {"--sandbox": b"a\r\nb\r\n", "--no-sandbox": b"a\r\nb\r\n"}
