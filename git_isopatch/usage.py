@@ -320,6 +320,9 @@ def usage_message(exc: Exception) -> str:
         if "requires" in message:
             return f"{what} requires a value"
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    if message.startswith("Got unexpected extra argument") and message.endswith(")"):
+        # "... argument (a)", "... arguments (a b)", typer's "... argument(s) (a b)"
+        return f"too many arguments: '{message[message.index(' (') + 2 : -1]}'"
     message = message.rstrip(".")
     return message[0].lower() + message[1:] if message else "bad usage"
 

@@ -55,6 +55,27 @@ def test_an_unknown_option_of_a_subcommand_prints_its_usage_alone(
     assert "   or: " not in short_help.out, "the other commands' forms are not shown"
 
 
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (("list", "extra"), "'extra'"),
+        (("prune", "--expire", "now", "now"), "'now'"),
+        (("mcp", "a", "b"), "'a b'"),
+    ],
+)
+def test_an_argument_a_subcommand_takes_none_of_is_one_git_style_error(
+    env, make_repo, args: tuple[str, ...], extra: str
+) -> None:
+    """Not click's "Got unexpected extra argument(s) (...)": git's "too
+    many arguments" (builtin/multi-pack-index.c), naming them in quotes."""
+    repo = make_repo()
+    extra_run = isopatch(*args, cwd=repo, env=env)
+    short_help = isopatch(args[0], "-h", cwd=repo, env=env)
+    assert extra_run.returncode == 129
+    assert extra_run.out == ""
+    assert extra_run.err == f"error: too many arguments: {extra}\n" + short_help.out
+
+
 @pytest.mark.needs("man-db")
 @pytest.mark.parametrize("sub", ["list", "prune", "mcp"])
 def test_help_of_a_subcommand_shows_its_own_part_of_the_manual_page(
