@@ -105,7 +105,8 @@ def bring_home(
             applied=False,
             error=(
                 f"another git-isopatch --apply held the lock '{timeout.path}' for "
-                f"{timeout.seconds:g} seconds; nothing was written"
+                f"{timeout.seconds:g} second{'' if timeout.seconds == 1 else 's'}; "
+                "nothing was written"
             ),
         )
     except LockWaitInterrupted:

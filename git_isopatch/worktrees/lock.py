@@ -224,7 +224,8 @@ class AdminLock:
             self.gave_up = True
             raise IsopatchError(
                 "lock-timeout",
-                f"another process has held the lock '{path}' for {self.seconds:g} seconds",
+                f"another process has held the lock '{path}' for {self.seconds:g} "
+                f"second{'' if self.seconds == 1 else 's'}",
                 hint=(
                     "a process an earlier unconfined run left behind may hold it "
                     f"(fuser -v '{path}' names it); {LOCK_TIMEOUT_VARIABLE} sets the wait"

@@ -206,7 +206,7 @@ def held(
                     raise IsopatchError(
                         "session-busy",
                         f"session '{name}' is busy: another run has held it for {seconds:g} "
-                        "seconds",
+                        f"second{'' if seconds == 1 else 's'}",
                         hint="wait for that run to finish; ISOPATCH_LOCK_TIMEOUT sets the wait",
                     )
                 time.sleep(POLL_SECONDS)

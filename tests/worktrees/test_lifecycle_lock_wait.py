@@ -62,7 +62,7 @@ def test_prune_gives_up_on_a_lock_that_is_never_let_go(env, holder) -> None:
     repo, lock = holder
     run = isopatch("prune", cwd=repo, env={**env, "ISOPATCH_LOCK_TIMEOUT": "1"})
     assert run.returncode == 128, run.err
-    assert run.err.startswith(f"fatal: another process has held the lock '{lock}' for 1 seconds\n")
+    assert run.err.startswith(f"fatal: another process has held the lock '{lock}' for 1 second\n")
     assert "Traceback" not in run.err
 
 

@@ -201,7 +201,7 @@ def test_a_second_run_of_a_busy_session_waits_then_fails(make_repo, env, tmp_pat
     repo = make_repo()
     flag = tmp_path / "started"
     busy = subprocess.Popen(
-        [ISOPATCH, "--session", "s", "--no-sandbox", "--", "sh", "-c", f"touch {flag}; sleep 4"],
+        [ISOPATCH, "--session", "s", "--no-sandbox", "--", "sh", "-c", f"touch {flag}; sleep 6"],
         cwd=repo,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -219,6 +219,10 @@ def test_a_second_run_of_a_busy_session_waits_then_fails(make_repo, env, tmp_pat
     )
     assert second.returncode == 128
     assert second.fields()["error-code"] == "session-busy"
+    one = isopatch(
+        "--session", "s", "--", "true", cwd=repo, env={**env, "ISOPATCH_LOCK_TIMEOUT": "1"}
+    )
+    assert one.err.startswith("fatal: session 's' is busy: another run has held it for 1 second\n")
     assert busy.wait(timeout=120) == 0
     assert _step(repo, env, "s", "true")["session-files"] == 0
 
