@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,34 @@ def test_npm_workspace_packages_resolve_through_a_link_to_the_checkout(
     assert loaded_copied != loaded_linked
     assert loaded_copied.endswith("/packages/a")
     assert not Path(loaded_copied).exists(), "the worktree's own package, gone with it"
+
+
+def test_a_python_editable_install_in_a_linked_venv_imports_the_checkouts_code(
+    env, make_repo, no_leftovers
+) -> None:
+    """An editable install (``pip install -e .``, ``uv sync``: a ``.pth``
+    file naming the checkout's ``src``) in ``.venv`` names an absolute path:
+    through ``--link .venv``, and ``--copy .venv`` alike, the command
+    imports the user's checkout's package, not the worktree's, so tests run
+    there test the checkout's code.  ``PYTHONPATH=src`` puts the worktree's
+    first.  The README, the manual page and the skill say so; this is what
+    they rest on."""
+    repo = make_repo({".gitignore": ".venv/\n", "src/pkg/__init__.py": "WHERE = 'committed'\n"})
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")], check=True)
+    (site,) = (repo / ".venv" / "lib").glob("python*/site-packages")
+    (site / "pkg.pth").write_text(f"{repo / 'src'}\n")  # what the editable install leaves
+    change = "echo \"WHERE = 'worktree'\" > src/pkg/__init__.py; "
+    show = "import pkg; print(pkg.WHERE)"
+    seen = {}
+    for how, prefix in (("--link", ""), ("--copy", ""), ("--link", "PYTHONPATH=src ")):
+        run = isopatch(
+            "--porcelain", how, ".venv", "--",
+            "sh", "-c", f"{change}{prefix}.venv/bin/python -c '{show}'", cwd=repo, env=env,
+        )  # fmt: skip
+        assert run.fields()["exit"] == "0", run.err
+        seen[how, prefix] = Path(run.fields()["stdout"]).read_text().strip()
+    assert seen == {
+        ("--link", ""): "committed",
+        ("--copy", ""): "committed",
+        ("--link", "PYTHONPATH=src "): "worktree",
+    }
