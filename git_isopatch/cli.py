@@ -2,10 +2,12 @@
 the request, and the I/O.  The work is :func:`git_isopatch.capture`; what
 a result looks like and the exit status are :mod:`git_isopatch.render`'s,
 the entry point and usage errors (129, git's parse-options)
-:mod:`git_isopatch.usage`'s (design: Architecture, Exit status).
-"""
+:mod:`git_isopatch.usage`'s (design: Architecture, Exit status);
+``list`` and ``prune`` are :mod:`.manage_cli`'s.
 
-from __future__ import annotations
+No ``from __future__ import annotations``: typer reads the parameters'
+annotations on every run, and as strings it evaluates each twice.
+"""
 
 import os
 import sys
@@ -37,8 +39,6 @@ __all__ = ["app", "configure_logging", "main", "option_rows", "short_usage"]
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-list_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-prune_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
 @app.command(
@@ -276,7 +276,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
     return show_result(result, shown)
 
 
-def show_result(result: CaptureResult, shown: Rendering) -> int:
+def show_result(result: "CaptureResult", shown: "Rendering") -> int:
     """Write what :func:`git_isopatch.outcome.plan` made of ``result``
     (messages on stderr, porcelain/JSON or the patch on stdout, the
     summary), delete the private folder when nobody is told of it; return
@@ -304,95 +304,8 @@ def show_result(result: CaptureResult, shown: Rendering) -> int:
     return shown.status
 
 
-@list_app.command(name="list", context_settings={"help_option_names": []})
-def list_command(
-    porcelain_output: Annotated[
-        bool, typer.Option("--porcelain", help="machine-readable output on stdout")
-    ] = False,
-    nul: usage.NulOption = False,
-    json_output: Annotated[
-        bool, typer.Option("--json", help="the worktrees as a JSON array on stdout")
-    ] = False,
-    repo_path: RepoPathOption = ".",
-    _short_help: ShortHelpOption = False,
-    _manual: usage.ManualOption = False,
-) -> None:
-    """List the worktrees and sessions git-isopatch made, in their states."""
-    import time
-
-    from .errors import IsopatchError
-    from .manage import list_worktrees
-    from .render import worktree_list_json, worktree_list_lines, worktree_list_porcelain
-
-    if nul and not porcelain_output:
-        raise UsageFailure("the option '-z' requires '--porcelain'")
-    if porcelain_output and json_output:
-        raise UsageFailure("options '--porcelain' and '--json' cannot be used together")
-    configure_logging()
-    try:
-        worktrees = list_worktrees(repo_path)
-    except IsopatchError as failure:
-        usage.fatal(failure)
-    if porcelain_output:
-        write_stdout(worktree_list_porcelain(worktrees, nul=nul))
-    elif json_output:
-        write_stdout(worktree_list_json(worktrees))
-    else:
-        for line in worktree_list_lines(worktrees, time.time()):
-            sys.stdout.write(line + "\n")
-    raise SystemExit(0)
-
-
-@prune_app.command(name="prune", context_settings={"help_option_names": []})
-def prune_command(
-    expire: Annotated[
-        str | None,
-        typer.Option(
-            "--expire",
-            metavar="<time>",
-            help="only those older than <time> (default: worktrees of any age, "
-            "result folders 2.weeks.ago)",
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("-n", "--dry-run", help="remove nothing, show what would go")
-    ] = False,
-    verbose: Annotated[
-        bool, typer.Option("-v", "--verbose", help="report what is pruned, caches included")
-    ] = False,
-    repo_path: RepoPathOption = ".",
-    _short_help: ShortHelpOption = False,
-    _manual: usage.ManualOption = False,
-) -> None:
-    """Remove kept and orphaned worktrees and idle sessions git-isopatch made,
-    and result folders older than ``--expire`` (design: "Placement")."""
-    from .errors import IsopatchError
-    from .manage import prune_folders, prune_worktrees
-    from .render import prune_lines
-
-    configure_logging()
-    try:
-        pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
-        folders = prune_folders(repo_path, expire=expire, dry_run=dry_run)
-    except ValueError as exc:
-        raise UsageFailure(f"option 'expire': {exc}") from exc
-    except IsopatchError as failure:
-        usage.fatal(failure)
-    out, err = prune_lines(
-        [(worktree.path, worktree.state) for worktree in pruned.removed],
-        folders,
-        here=None if pruned.here is None else pruned.here.path,
-        failed=[(worktree.path, reason) for worktree, reason in pruned.failed],
-        verbose=dry_run or verbose,
-    )
-    sys.stdout.writelines(out)
-    sys.stderr.writelines(err)
-    sys.stderr.flush()
-    raise SystemExit(1 if pruned.failed else 0)
-
-
 #: Command name -> (typer app, synopsis lines of its ``-h``).
 usage.COMMANDS["isopatch"] = (app, usage.CAPTURE_SYNOPSES)
-usage.COMMANDS["list"] = (list_app, [f"usage: {usage.LIST_SYNOPSIS}"])
-usage.COMMANDS["prune"] = (prune_app, [f"usage: {usage.PRUNE_SYNOPSIS}"])
+usage.COMMANDS["list"] = ("git_isopatch.manage_cli:list_app", [f"usage: {usage.LIST_SYNOPSIS}"])
+usage.COMMANDS["prune"] = ("git_isopatch.manage_cli:prune_app", [f"usage: {usage.PRUNE_SYNOPSIS}"])
 usage.COMMANDS["mcp"] = ("git_isopatch.mcp_cli:mcp_app", [f"usage: {usage.MCP_SYNOPSIS}"])

@@ -146,6 +146,7 @@ NAMED_LAYERS = {
     # a front end that runs git-isopatch and applies through manage
     f"{PACKAGE}.mcp_cli": "cli",
     f"{PACKAGE}.session_cli": "cli",
+    f"{PACKAGE}.manage_cli": "cli",  # git isopatch list, prune: loaded only for them
     f"{PACKAGE}.mcp_server": "cli",
     f"{PACKAGE}.mcp_parameters": "cli",
     f"{PACKAGE}.mcp_policy": "cli",
