@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 
 from .errors import (
@@ -420,6 +419,8 @@ def snapshot_base(
         if failure.code != "unborn-head":
             raise
         head = None
+    import tempfile  # a snapshot's scratch index only
+
     try:
         scratch = tempfile.TemporaryDirectory(prefix="isopatch-index-", dir=tmp_root)
     except OSError as exc:

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .admin_files import read_admin_file
-from .progress import run_git_with_progress
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
@@ -90,6 +89,8 @@ def add_detached_worktree(
         commit,
     ]
     if progress:
+        from .progress import run_git_with_progress  # its terminal, its thread
+
         result = run_git_with_progress(args, env=env, config=config)
     else:
         result = run_git(args, env=env, config=config)
