@@ -13,9 +13,11 @@ Combinations that cannot go together are refused in one place,
 :func:`conflicts`, in git's usage wording.
 
 Nothing heavy is imported here: the CLI builds a request before pygit2 loads.
+Annotations here are evaluated as the module loads (no ``from __future__
+import annotations``): ``NamedTuple`` compiles each string annotation as it
+makes the class, on every run; only names imported for type checking are
+strings.
 """
-
-from __future__ import annotations
 
 from typing import Literal, NamedTuple
 

@@ -1,8 +1,11 @@
 """The result of one run (design: Porcelain v1 has the same fields) and the
 output mode it is shown in, on their own so that rendering reads them
-without importing the procedure."""
+without importing the procedure.
 
-from __future__ import annotations
+Annotations here are evaluated as the module loads (no ``from __future__
+import annotations``): ``NamedTuple`` compiles each string annotation as it
+makes the class, on every run; only names imported for type checking are
+strings."""
 
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -122,7 +125,7 @@ class CaptureResult(NamedTuple):
             taken), with ``session_files`` paths.
     """
 
-    base: CommitId
+    base: "CommitId"
     exit_code: int
     patch_path: str | None
     files: int | None
@@ -136,7 +139,7 @@ class CaptureResult(NamedTuple):
     signal: int | None = None
     command_error: str | None = None
     timeout: float | None = None
-    shared_writes: tuple[SharedWrite, ...] = ()
+    shared_writes: "tuple[SharedWrite, ...]" = ()
     hints: tuple[str, ...] = ()
     informational_hints: tuple[str, ...] = ()
     top: str | None = None
@@ -150,7 +153,7 @@ class CaptureResult(NamedTuple):
     head_moved: tuple[str, str] | None = None
     command: tuple[str, ...] = ()
     command_signal: int | None = None
-    paths: tuple[PathChange, ...] | None = None
+    paths: "tuple[PathChange, ...] | None" = None
     insertions: int | None = None
     deletions: int | None = None
     outside_writes: tuple[str, ...] = ()

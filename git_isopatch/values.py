@@ -1,9 +1,12 @@
 """The values one step of the procedure hands the next (design: Architecture,
 "step modules"): the run resolved and checked (:class:`Start`, steps 1-2),
 what the command did (:class:`Ran`, step 5) and the patch (:class:`Extracted`,
-step 6).  Every step may import this module; no step imports another."""
+step 6).  Every step may import this module; no step imports another.
 
-from __future__ import annotations
+Annotations here are evaluated as the module loads (no ``from __future__
+import annotations``): ``NamedTuple`` compiles each string annotation as it
+makes the class, on every run; only names imported for type checking are
+strings."""
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
@@ -68,11 +71,11 @@ class Start(NamedTuple):
     """
 
     command: tuple[str, ...]
-    repository: UserRepository
-    commit: CommitId
-    tree_commit: CommitId
-    includes: tuple[Include, ...]
-    sandbox: ConfinementPlan
+    repository: "UserRepository"
+    commit: "CommitId"
+    tree_commit: "CommitId"
+    includes: "tuple[Include, ...]"
+    sandbox: "ConfinementPlan"
     sandboxed_by_default: bool
     sandbox_unavailable: bool
     environ: Mapping[str, str]
@@ -98,7 +101,7 @@ class Start(NamedTuple):
     terminal_columns: int | None
     output_folder: str | None = None
     output_identity: tuple[int, int, int, int] | None = None
-    user_head: CommitId | None = None
+    user_head: "CommitId | None" = None
     user_index: str | None = None
     session: str | None = None
 
@@ -122,14 +125,14 @@ class Ran(NamedTuple):
             worktree, discarded.
     """
 
-    outcome: CommandOutcome
+    outcome: "CommandOutcome"
     stdout: str | None
     stderr: str | None
-    shared_writes: tuple[SharedWrite, ...]
-    checkout_before: GitResult[CheckoutState] | None
+    shared_writes: "tuple[SharedWrite, ...]"
+    checkout_before: "GitResult[CheckoutState] | None"
     checkout_changes: tuple[str, ...]
     hints: tuple[str, ...]
-    fidelity: Fidelity
+    fidelity: "Fidelity"
     outside_writes: tuple[str, ...] = ()
     head_moved: tuple[str, str] | None = None
 
@@ -150,7 +153,7 @@ class Extracted(NamedTuple):
     patch: str
     files: int
     diffstat: bytes | None
-    contents: PatchContents
+    contents: "PatchContents"
     copied_to: str | None = None
 
 
@@ -165,6 +168,6 @@ class SessionPatch(NamedTuple):
     """
 
     name: str
-    state: CommitId
+    state: "CommitId"
     patch: str
     files: int
