@@ -16,7 +16,6 @@ import subprocess
 from . import availability
 from .availability import file_id
 from .bwrap import Bwrap, _first_error, find_bwrap, recalled, unavailable
-from .namespaces import NamespacePolicy, bwrap_arguments
 
 
 @functools.cache
@@ -28,6 +27,10 @@ def _probe(bwrap: Bwrap, allow_network: bool) -> str | None:
     bwrap looks a bare name up on the caller's ``PATH``, which need not
     hold it, and a missing program must not read as missing namespaces.
     """
+    # the launch's machinery, only for a check that starts bwrap (a kept
+    # answer needs none of it)
+    from .namespaces import NamespacePolicy, bwrap_arguments
+
     policy = NamespacePolicy(writable=(), allow_network=allow_network)
     inside = [shutil.which("true", path=os.defpath) or "/bin/true"]
     argv = [bwrap.path, *bwrap_arguments(policy, "/nonexistent"), "--", *inside]
