@@ -10,7 +10,8 @@ keyword form of :func:`run`.
 Only the checks and the look at the user's checkout load with this
 module: the steps after them load once the look's ``git status`` runs,
 beside it (a warm run's first git process starts some 20 ms earlier, and
-the status of a large checkout overlaps them).
+the status of a large checkout overlaps them).  A sandboxed run takes no
+look: it loads them when it comes to the command, after its worktree.
 """
 
 from __future__ import annotations
@@ -117,8 +118,7 @@ def run(
     started, warn = time.monotonic(), warn or log.warning
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
     plan = start.check(request, os.environ if environ is None else environ, warn)
-    look = CheckoutLook(plan)  # the user's checkout, looked at while the worktree is got
-    from . import execute, report  # the steps after the checks load while the look runs
+    look = _look(plan)  # the user's checkout, looked at while the worktree is got
     from .sandbox.forwarding import forward_signals
     from .worktrees import lifecycle, results
 
@@ -142,6 +142,8 @@ def run(
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
             submodules = _populate(lease, plan, warn)
             # 5. Run the command, confined; the confinement lasts through extraction.
+            from . import execute, report
+
             with execute.command(plan, lease.isolation, state, warn, look) as (ran, confinement):
                 lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
@@ -153,11 +155,28 @@ def run(
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
         result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn, session)
-    reported = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
-    reported += (result.session_patch,)
-    results.settle(private.path, reported)  # -o without captured output leaves nothing
+    _settle(private.path, result)  # -o without captured output leaves nothing
     _expire(provider, plan)
     return result._replace(duration=time.monotonic() - started)
+
+
+def _settle(private_dir: str, result: CaptureResult) -> None:
+    """The run's private folder keeps what ``result`` names, nothing else
+    (:func:`.worktrees.results.settle`)."""
+    from .worktrees import results
+
+    named = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
+    results.settle(private_dir, (*named, result.session_patch))
+
+
+def _look(plan: Start) -> CheckoutLook:
+    """The look at the user's checkout (:class:`.checkout.CheckoutLook`),
+    and while its ``git status`` runs, the steps after the checks load
+    beside it; a sandboxed run takes no look and loads them at step 5."""
+    look = CheckoutLook(plan)
+    if look.taken:
+        from . import execute, report  # noqa: F401 (loaded, not used here)
+    return look
 
 
 def _provider(

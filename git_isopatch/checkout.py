@@ -42,6 +42,12 @@ class CheckoutLook:
         self._thread = threading.Thread(target=self._look, args=(finish,), name="checkout-look")
         self._thread.start()
 
+    @property
+    def taken(self) -> bool:
+        """The look is taken (the run is not confined): its ``git status``
+        started with it."""
+        return self._thread is not None
+
     def _look(self, finish: Callable[[], GitResult[CheckoutState]]) -> None:
         try:
             self._result = finish()
