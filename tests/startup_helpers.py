@@ -1,6 +1,7 @@
 """What a run of the installed command imports, by ``python -X importtime``
-(which names every module a process imports): for the tests that keep
-start-up from growing."""
+(which names every module a process imports), and what it had imported
+when it started its first git: for the tests that keep start-up from
+growing."""
 
 from __future__ import annotations
 
@@ -15,6 +16,48 @@ def imported(args: list[str], cwd: Path, env: dict[str, str], config: str = "") 
     if config:
         environ["GIT_CONFIG_PARAMETERS"] = config
     names = _importtime(["-m", "git_isopatch", *args], cwd, environ)
+    assert "git_isopatch.cli" in names
+    return names
+
+
+#: Runs ``python -m git_isopatch`` with ``sys.argv[2:]``; when the run
+#: starts its first git, writes the modules loaded then to ``sys.argv[1]``.
+_FIRST_GIT_PROBE = """
+import runpy, subprocess, sys
+path, start = sys.argv[1], subprocess.Popen._execute_child
+def execute_child(self, args, *rest, **options):
+    command = [str(arg) for arg in args] if isinstance(args, (list, tuple)) else []
+    if command[:1] == ["git"] and not hasattr(execute_child, "seen"):
+        execute_child.seen = True
+        with open(path, "w") as out:
+            out.write("\\n".join(sorted(sys.modules)))
+    return start(self, args, *rest, **options)
+subprocess.Popen._execute_child = execute_child
+sys.argv = ["git-isopatch", *sys.argv[2:]]
+runpy.run_module("git_isopatch", run_name="__main__", alter_sys=True)
+"""
+
+
+def imported_before_the_first_git(
+    args: list[str], cwd: Path, env: dict[str, str], config: str = ""
+) -> set[str]:
+    """The modules ``git-isopatch <args>`` had imported when it started
+    its first git process (the run itself goes on as usual)."""
+    environ = dict(env)
+    if config:
+        environ["GIT_CONFIG_PARAMETERS"] = config
+    listing = cwd.parent / "modules-at-first-git.txt"
+    listing.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_GIT_PROBE, str(listing), *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = set(listing.read_text().split("\n"))
     assert "git_isopatch.cli" in names
     return names
 

@@ -2,14 +2,17 @@
 ``--version`` load nothing beyond the parser; a plain unconfined capture
 leaves the sandbox, the snapshot, the sparse checkout, the pool's refresh, rendering
 and ``list``/``prune`` unloaded, and imports no module beyond the lists
-below: a module that joins a plain run is a choice made here.  Found with
-``python -X importtime``, which names every module a process imports; no
-time is asserted."""
+below: a module that joins a plain run is a choice made here.  Its first
+git process waits only for the checks' modules: the later steps, the
+sandbox's launch and a plain run's temporary files load once it runs.  Found
+with ``python -X importtime``, which names every module a process
+imports, and by the modules loaded when the first git starts; no time is
+asserted."""
 
 from __future__ import annotations
 
 import pytest
-from startup_helpers import imported, imported_by_the_libraries
+from startup_helpers import imported, imported_before_the_first_git, imported_by_the_libraries
 
 #: Modules only some paths need.
 PATH_ONLY = {
@@ -23,6 +26,7 @@ PATH_ONLY = {
     "hashlib",  # a path that differed from the base before the command
     "git_isopatch.render",  # a summary, --porcelain, --json, list
     "git_isopatch.manage",  # list, prune
+    "git_isopatch.manage_cli",  # list, prune: their command line
     "git_isopatch.mcp_cli",  # git isopatch mcp
     "git_isopatch.sandbox.caches",  # writes the sandbox discarded
 }
@@ -137,6 +141,16 @@ STDLIB_OF_A_PLAIN_RUN = {
     "termios",  # progress on a terminal
 }
 
+#: What a run's first git process does not wait for: the steps after the
+#: checks (loaded beside an unconfined run's look at the checkout, when it
+#: comes to them in a sandboxed run), ``list`` and ``prune``.
+NOT_BEFORE_THE_FIRST_GIT = {
+    "git_isopatch.execute",
+    "git_isopatch.report",
+    "git_isopatch.extract",
+    "git_isopatch.manage_cli",
+}
+
 #: What -h and --version must not load: anything beyond the parser.
 BEYOND_THE_PARSER = PATH_ONLY | {
     "pygit2",
@@ -191,3 +205,22 @@ def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
     assert "git_isopatch.git.refresh" in imported(unconfined, repo, env, config="'isopatch.pool=1'")
     assert "git_isopatch.manage" in imported(["list"], repo, env)
     assert "git_isopatch.mcp_cli" in imported(["mcp", "-h"], repo, env)
+
+
+def test_a_plain_runs_first_git_waits_only_for_its_checks(env, make_repo) -> None:
+    loaded = imported_before_the_first_git(["-q", "--no-sandbox", "--", "true"], make_repo(), env)
+    assert {"git_isopatch.start", "pygit2"} <= loaded
+    # the run's temporary files and progress on a terminal come after it
+    assert loaded & (NOT_BEFORE_THE_FIRST_GIT | {"tempfile", "termios"}) == set()
+
+
+def test_a_sandboxed_runs_first_git_waits_for_no_launch(env, make_repo) -> None:
+    """With the sandbox check's answer kept (the run before keeps it), the
+    check loads nothing of the launch (the namespaces module) and the run
+    its later steps only after its worktree's first git."""
+    repo = make_repo()
+    args = ["-q", "--sandbox", "--", "true"]
+    imported_before_the_first_git(args, repo, env)
+    loaded = imported_before_the_first_git(args, repo, env)
+    assert "git_isopatch.sandbox.namespaces_check" in loaded
+    assert loaded & (NOT_BEFORE_THE_FIRST_GIT | {"git_isopatch.sandbox.namespaces"}) == set()
