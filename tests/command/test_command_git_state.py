@@ -350,3 +350,59 @@ def test_a_kept_worktrees_index_is_the_snapshots(env, make_repo) -> None:
     assert git("rev-parse", "HEAD", cwd=kept, env=env) == git(
         "rev-parse", "HEAD", cwd=repo, env=env
     )
+
+
+def _index_kind(repo: Path, env, kind: str) -> None:
+    """The user's index written as git 2.39 writes it with ``kind``."""
+    if kind == "split":
+        git("config", "core.splitIndex", "true", cwd=repo, env=env)
+        git("update-index", "--split-index", cwd=repo, env=env)
+    elif kind == "sparse":
+        git("sparse-checkout", "set", "--sparse-index", "dir", cwd=repo, env=env)
+    elif kind == "v4, untracked cache, offset table":
+        for key, value in (
+            ("feature.manyFiles", "true"),
+            ("index.recordEndOfIndexEntries", "true"),
+            ("index.recordOffsetTable", "true"),
+            ("index.threads", "2"),
+        ):
+            git("config", key, value, cwd=repo, env=env)
+        git("update-index", "--index-version", "4", "--untracked-cache", cwd=repo, env=env)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("kind", ["split", "sparse", "v4, untracked cache, offset table"])
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+def test_the_users_index_as_git_writes_it_is_mirrored(env, make_repo, kind, sandbox) -> None:
+    repo = make_repo({"dir/in": "in\n", "dir/staged": "s\n", "out/far": "f\n", "top": "t\n"})
+    _index_kind(repo, env, kind)
+    write_tree(repo, {"dir/staged": "staged\n", "dir/new": "n\n"})
+    git("add", "dir/staged", cwd=repo, env=env)
+    write_tree(repo, {"dir/in": "unstaged\n", "untracked": "u\n"})
+    checkout = _checkout_looks(repo, env)
+    before = repo_state(repo, env)
+    seen = _worktree_looks(repo, env, sandbox, "--include-uncommitted")
+    assert seen == checkout, (seen, checkout)
+    assert repo_state(repo, env) == before
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+def test_a_modify_delete_conflict_is_mirrored(env, make_repo, sandbox) -> None:
+    repo = make_repo({"conflict": "base\n", "other": "o\n"})
+    git("checkout", "-q", "-b", "side", cwd=repo, env=env)
+    git("rm", "-q", "conflict", cwd=repo, env=env)
+    git("commit", "-q", "-m", "side", cwd=repo, env=env)
+    git("checkout", "-q", "main", cwd=repo, env=env)
+    write_tree(repo, {"conflict": "main\n"})
+    git("commit", "-q", "-am", "main", cwd=repo, env=env)
+    git("merge", "-q", "side", cwd=repo, env=env, check=False)
+    checkout = _checkout_looks(repo, env)
+    assert checkout["status"] == b"UD conflict\0"
+    stages = "git ls-files --stage -z"
+    inside = isopatch(
+        sandbox, "--include-uncommitted", "-q", "--", "sh", "-c", stages, cwd=repo, env=env
+    )
+    assert inside.returncode == 0, inside.err
+    assert inside.stdout == git("ls-files", "--stage", "-z", cwd=repo, env=env)
+    assert _worktree_looks(repo, env, sandbox, "--include-uncommitted") == checkout

@@ -82,6 +82,15 @@ CASES: dict[str, tuple[str, bytes]] = {
         "&& git commit -qm i && cd .. && echo t > top.txt",
         b"+++ b/top.txt",
     ),
+    "a hard link to a file of the base tree, then an edit": (
+        "ln a.txt src/linked && echo more >> a.txt",
+        b"+++ b/src/linked",
+    ),
+    "extended attributes set through the overlay, an overlay's own among them": (
+        "python3 -c \"import os; os.setxattr('a.txt', 'user.x', b'1');"
+        " os.setxattr('src', 'user.overlay.opaque', b'y')\" 2>/dev/null; echo n > src/n.c",
+        b"+++ b/src/n.c",
+    ),
     "more new folders than paths compared": (
         "for i in $(seq 300); do mkdir d$i && echo $i > d$i/f; done",
         b"+++ b/d300/f",
