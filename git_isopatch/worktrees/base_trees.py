@@ -50,7 +50,13 @@ from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
 from .base_look import look_once
 from .lock import PIN_FILE, POLL_SECONDS, AdminLock, LockWaitInterrupted, open_pin, try_flock
-from .placement import TMP_PREFIX, made_by_isopatch, worktree_name
+from .placement import (
+    BASE_TREES_FOLDER,
+    TMP_PREFIX,
+    base_tree_now,
+    made_by_isopatch,
+    worktree_name,
+)
 from .removal import remove_ours
 from .space import no_space
 from .store import BASE_LOCK_REASON, BaseRecord, GitMetadataStore
@@ -58,7 +64,7 @@ from .store import BASE_LOCK_REASON, BaseRecord, GitMetadataStore
 log = logging.getLogger("git_isopatch")
 
 #: The folder of the common git directory that holds the base trees.
-FOLDER = "isopatch"
+FOLDER = BASE_TREES_FOLDER
 #: An idle base tree is moved rather than a new one made when at most one
 #: in this many of its files differ from the commit wanted, or at most
 #: :data:`NEAR_FILES`.
@@ -67,11 +73,15 @@ NEAR_FILES = 1000
 
 
 class BaseTree(NamedTuple):
-    """One base tree: its top folder, private folder and record."""
+    """One base tree: its top folder, private folder and record; ``gone``
+    when its folder is not where git's registration says (the repository
+    was moved, the folder deleted): ``path`` is then where it lies now, if
+    anywhere, and it is only ever removed."""
 
     path: WorktreePath
     admin_dir: GitDirPath
     record: BaseRecord
+    gone: bool = False
 
 
 class Pin:
@@ -116,7 +126,9 @@ def base_trees(repository: UserRepository, store: GitMetadataStore) -> list[Base
     for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
         record = store.load_base(admin_dir)
         if record is not None and made_by_isopatch(top, record.container):
-            found.append(BaseTree(WorktreePath(top), admin_dir, record))
+            now = base_tree_now(repository.common_dir, top)
+            gone = now != top or not os.path.isdir(top)
+            found.append(BaseTree(WorktreePath(now), admin_dir, record, gone))
     return found
 
 
@@ -211,7 +223,7 @@ class BaseTrees:
     def _plan(self, commit: CommitId) -> _Plan:
         """Under the worktree lock: pin the base tree at ``commit`` when
         one is ready, or say what to do."""
-        trees = base_trees(self.repository, self.store)
+        trees = self._present(base_trees(self.repository, self.store))
         for tree in [t for t in trees if t.record.commit == commit]:
             fd = open_pin(tree.admin_dir)
             if fd is None:
@@ -244,6 +256,21 @@ class BaseTrees:
             _close([fd])
             return _Plan()
         return _Plan(move=chosen._replace(record=record), fd=fd)
+
+    def _present(self, trees: list[BaseTree]) -> list[BaseTree]:
+        """Under the worktree lock: ``trees`` but the gone ones, which are
+        removed (an idle one; one a run still pins is left to it), so
+        that a run makes a base tree again rather than run over none."""
+        present = []
+        for tree in trees:
+            if not tree.gone:
+                present.append(tree)
+                continue
+            fd = open_pin(tree.admin_dir)
+            if fd is not None and try_flock(fd, exclusive=True):
+                self._remove(tree)
+            _close([fd] if fd is not None else [])
+        return present
 
     def _nearest(self, idle: list[BaseTree], commit: CommitId, count: int) -> BaseTree | None:
         """The idle base tree to move to ``commit``: the one with the

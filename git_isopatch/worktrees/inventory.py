@@ -50,7 +50,7 @@ from ..git.result import Err, Ok
 from ..git.types import GitDirPath
 from ..git.worktree import WorktreeRecord as WorktreeEntry
 from ..git.worktree import list_worktrees, worktree_admin_dirs
-from .placement import made_by_isopatch
+from .placement import base_tree_now, made_by_isopatch
 from .store import (
     LOCK_REASON_PREFIX,
     POOL_LOCK_REASON,
@@ -145,7 +145,8 @@ def owned_worktrees(
         admin_dir = admin_dirs.get(os.path.normpath(entry.path))
         if admin_dir is None:
             continue  # the main work tree, or one git cannot tell us about
-        found = _base_tree(entry, admin_dir, store) or _ours(entry, admin_dir, store)
+        found = _base_tree(entry, admin_dir, store, repository.common_dir)
+        found = found or _ours(entry, admin_dir, store)
         if found is not None:
             owned.append(found)
     owned.sort(key=lambda w: (w.created is None, w.created or 0.0))
@@ -153,14 +154,16 @@ def owned_worktrees(
 
 
 def _base_tree(
-    entry: WorktreeEntry, admin_dir: GitDirPath, store: GitMetadataStore
+    entry: WorktreeEntry, admin_dir: GitDirPath, store: GitMetadataStore, common_dir: str
 ) -> OwnedWorktree | None:
-    """``entry`` as a base tree of ours, or ``None``."""
+    """``entry`` as a base tree of ours, or ``None``; at the place it lies
+    now when the repository was moved with it (:func:`.placement.base_tree_now`)."""
     base = store.load_base(admin_dir)
     if base is None or not made_by_isopatch(entry.path, base.container):
         return None
+    now = base_tree_now(common_dir, entry.path)
     return OwnedWorktree(
-        path=entry.path,
+        path=now,
         state=BASE,
         admin_dir=admin_dir,
         pid=None,
@@ -169,7 +172,7 @@ def _base_tree(
         command=(),
         tmpdir=None,
         prunable=entry.prunable,
-        container=base.container,
+        container=os.path.dirname(now) if now != entry.path else base.container,
     )
 
 

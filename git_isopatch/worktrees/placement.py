@@ -180,6 +180,22 @@ def _make(root: str) -> str:
         raise known_os_failure(f"could not create a temporary folder in '{root}'", exc) from exc
 
 
+#: The folder of the common git directory that holds the base trees.
+BASE_TREES_FOLDER = "isopatch"
+
+
+def base_tree_now(common_dir: str, path: str) -> str:
+    """Where the base tree that git registered at ``path`` lies now: there,
+    or, when that folder is gone and the repository was moved with its git
+    directory (``mv repo moved``: the registration still names the old
+    place), in the same folders of the moved common git directory."""
+    if os.path.isdir(path):
+        return path
+    folder, name = os.path.split(os.path.normpath(path))
+    moved = os.path.join(common_dir, BASE_TREES_FOLDER, os.path.basename(folder), name)
+    return moved if os.path.isdir(moved) else path
+
+
 def made_by_isopatch(worktree: str, container: str | None) -> bool:
     """True when ``worktree`` lies right in a folder that
     :func:`place_worktree` made and that the worktree's record names
