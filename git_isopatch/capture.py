@@ -278,14 +278,14 @@ def _patches(
     submodules: Sequence[Any],
     warn: Callable[[str], None],
     ran: Ran,
-) -> tuple[Extracted | IsopatchError, SessionPatch | None]:
+) -> tuple[Extracted | IsopatchError, SessionPatch | IsopatchError | None]:
     """Step 6: the patch (:func:`_extract`) and, for a session's step, the
     session's whole change after it (:func:`_session`)."""
     git = _worktree_git(lease, confinement, run, ran)
     aside = _index_aside(lease, git, private_dir)
     step = _step(lease, run)
     extracted = _extract(git, step, private_dir, submodules, warn, ran, _compared(lease, ran))
-    return extracted, _session(lease, git, run, private_dir, aside, warn)
+    return extracted, _session(lease, git, run, private_dir, aside)
 
 
 def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) -> WorktreeGit:
@@ -352,19 +352,21 @@ def _session(
     run: Start,
     private_dir: str,
     aside: str | None,
-    warn: Callable[[str], None],
-) -> SessionPatch | None:
+) -> SessionPatch | IsopatchError | None:
     """Step 6 for a session (:func:`.session_patch.take`): kept with the
-    session when the step ends; a failure is a warning, and the session
-    stays at its last state."""
+    session when the step ends.  A state that cannot be recorded leaves
+    the session broken (``session-broken``): its worktree no longer
+    matches its last state, and a later step would lose this one's change."""
     step = lease.isolation.session
     if step is None:
         return None
     from . import session_patch
+    from .worktrees.sessions import broken
 
     taken = session_patch.take(git, run, step, private_dir, aside)
     if isinstance(taken, IsopatchError):
-        warn(taken.message)
-        return None
+        failure = broken(step.name, taken.message)
+        lease.session_broken(taken.message)
+        return failure
     lease.session_state(taken.state, taken.patch)
     return taken

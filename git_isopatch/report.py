@@ -98,7 +98,7 @@ def report(
     private_dir: str,
     kept: str | None,
     warn: Callable[[str], None],
-    session: SessionPatch | None = None,
+    session: SessionPatch | IsopatchError | None = None,
 ) -> CaptureResult:
     """Step 7: the result of the run (``extracted``: the patch, or why
     extraction failed: then the worktree is ``kept`` for inspection), with
@@ -106,7 +106,9 @@ def report(
     (:func:`.bring_home.apply_result`: one apply at a time, a signal in
     ``state`` stops it before it writes, ``warn`` says it waits).  A
     session's step (``start.session``) brings home the session's whole
-    change (``session``)."""
+    change (``session``); one whose state could not be recorded
+    (``session`` a failure: the session is broken) fails, its step's patch
+    kept and nothing applied."""
     received = state.get("received")
     result = CaptureResult(
         base=start.commit,
@@ -138,12 +140,14 @@ def report(
         stdout_text=output_tail(ran.stdout),
         stderr_text=output_tail(ran.stderr),
         session=start.session,
-        session_patch=session.patch if session is not None else None,
-        session_files=session.files if session is not None else None,
     )
+    if isinstance(session, SessionPatch):
+        result = result._replace(session_patch=session.patch, session_files=session.files)
     if start.session is not None:
         result = result._replace(informational_hints=(*result.informational_hints, *_moved(start)))
     if isinstance(extracted, IsopatchError):
+        if isinstance(session, IsopatchError):
+            warn(session.message)
         return result._replace(error=extracted.message, error_code=extracted.code)
     informational = result.informational_hints
     if (
@@ -162,6 +166,8 @@ def report(
         insertions=extracted.contents.insertions,
         deletions=extracted.contents.deletions,
     )
+    if isinstance(session, IsopatchError):
+        return result._replace(error=session.message, error_code=session.code)
     return _apply(start, ran, extracted, result, state, warn) if start.apply else result
 
 

@@ -29,6 +29,7 @@ class Lease:
         self._poolable = True
         self.state: CommitId | None = None
         self.session_patch: str | None = None
+        self.broken: str | None = None
 
     def keep_on_failure(self) -> None:
         """From now on, a failure keeps the worktree for inspection
@@ -68,6 +69,12 @@ class Lease:
         ``None``: the step left none (its patch could not be taken), and
         the session stays at its last state."""
         self.state, self.session_patch = state, patch
+
+    def session_broken(self, why: str) -> None:
+        """The session's state after this step could not be recorded
+        (``why``): its worktree no longer matches its last state, so the
+        session is left broken when the step ends."""
+        self.broken = why
 
     def settle(self, *, keep: bool, poolable: bool) -> None:
         """How to give the worktree back when the run leaves it: ``keep``

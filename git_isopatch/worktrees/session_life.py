@@ -47,8 +47,9 @@ def session_for_run(
     back (:func:`.sessions.unstow`).  When the step ends, however it ends,
     its administrative files are put right and its git state put away
     (:func:`.sessions.stow`), the session at the state the step left
-    (:meth:`Lease.session_state`) or at its last one; a first step that
-    fails leaves no session.
+    (:meth:`Lease.session_state`) or at its last one, or broken when its
+    state could not be recorded (:meth:`Lease.session_broken`); a first
+    step that fails leaves no session.
 
     Raises:
         IsopatchError: ``session-busy``, ``session-broken``,
@@ -179,6 +180,8 @@ def _put_away(
     admin_dir, container = isolation.admin_dir, isolation.container
     why = None
     done = sessions.finished(record, state)
+    if lease.broken is not None:
+        done = replace(done, broken=lease.broken)
     try:
         if isolation.admin_files is not None:  # the pointers; HEAD is the session's
             made = {k: v for k, v in isolation.admin_files.items() if k != "HEAD"}

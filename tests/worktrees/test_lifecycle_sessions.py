@@ -383,3 +383,35 @@ def test_a_session_from_uncommitted_work_keeps_it_as_its_base(make_repo, env) ->
     applied = isopatch("--session", "s", "--apply", "-q", "--", "true", cwd=repo, env=env)
     assert applied.returncode == 0, applied.err
     assert (repo / "a.txt").read_text() == "one\nmine\ntheirs\n"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_step_whose_state_cannot_be_recorded_leaves_the_session_broken(
+    make_repo, env, sandbox
+) -> None:
+    """A repository without a commit inside the worktree: ``git add --all``
+    refuses it, so the session's state after the step cannot be recorded.
+    The step fails saying so and the session is broken, never left at its
+    last state with a worktree that no longer matches it (a later step
+    would lose this one's change)."""
+    repo = make_repo({"a.txt": "one\n"})
+    before = repo_state(repo, env)
+    _step(repo, env, "s", "sh", "-c", "echo first > first.txt", options=(sandbox,))
+    step = isopatch(
+        "--session", "s", "--porcelain", sandbox, "--", "sh", "-c",
+        "echo two >> a.txt && git init -q sub",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert step.returncode == 128, step.err
+    assert "session 's' is broken: could not record the session's state" in step.err
+    assert "'sub/' does not have a commit checked out" in step.err
+    assert "session-patch" not in step.fields()
+    after = isopatch("--session", "s", "--porcelain", sandbox, "--", "true", cwd=repo, env=env)
+    assert after.returncode == 128
+    assert after.fields()["error-code"] == "session-broken"
+    assert "session 's' is broken: could not record the session's state" in after.err
+    ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
+    assert ended.returncode == 0, ended.err
+    assert repo_state(repo, env) == before
+    assert admin_dirs(repo, env) == []
