@@ -241,20 +241,36 @@ def measure_together(bench: Any, repo: Path, rounds: int) -> dict[str, Any]:
     return {**found, **_disk_together(bench, repo, env)}
 
 
-def _capture(bench: Any, number: int, script: str) -> list[str]:
+def _capture(bench: Any, number: int, script: str, *options: str) -> list[str]:
     """The argument list of one of the captures started together: its own patch."""
     patch = bench.run_tmp / f"together-{number}.patch"
-    return bench.tool.argv(["-q", "-o", str(patch), "--sandbox", "--", "sh", "-c", script])
+    return bench.tool.argv(
+        ["-q", "-o", str(patch), "--sandbox", *options, "--", "sh", "-c", script]
+    )
+
+
+#: How long the disk measurement waits for every command to run, in seconds.
+DISK_WAIT = 120
 
 
 def _disk_together(bench: Any, repo: Path, env: dict[str, str]) -> dict[str, float | None]:
-    """The disk :data:`TOGETHER` captures use while their commands run
-    (each appends a line and sleeps), against one checkout (the base tree)."""
+    """The disk :data:`TOGETHER` captures use while their commands run,
+    against one checkout (the base tree): each command appends a line,
+    says it runs (a file in a folder it may write, ``--allow-write``) and
+    waits until every one runs and the disk is measured."""
     common = repo / ".git"
     base = common / "isopatch"
+    marks = bench.workdir / "together-marks"
+    shutil.rmtree(marks, ignore_errors=True)
+    marks.mkdir()
+    script = (
+        f"echo x >> README.txt; : > '{marks}'/ran-$$; n=0; "
+        f"while [ ! -e '{marks}/go' ] && [ $n -lt {DISK_WAIT * 10} ]; do "
+        "sleep 0.1; n=$((n+1)); done"
+    )
     processes = [
         subprocess.Popen(
-            _capture(bench, n, "echo x >> README.txt; sleep 3"),
+            _capture(bench, n, script, "--allow-write", str(marks)),
             cwd=repo,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -262,19 +278,23 @@ def _disk_together(bench: Any, repo: Path, env: dict[str, str]) -> dict[str, flo
         )
         for n in range(TOGETHER)
     ]
-    time.sleep(2)
+    deadline = time.monotonic() + DISK_WAIT
+    while len(list(marks.glob("ran-*"))) < TOGETHER and time.monotonic() < deadline:
+        time.sleep(0.1)
     beside = [p for p in repo.parent.iterdir() if p.name.startswith(repo.name + ".isopatch-")]
     used = _disk_kb([base, common / "worktrees", *beside, bench.run_tmp])
     checkout = _disk_kb([base])
+    (marks / "go").touch()
     for process in processes:
         process.wait()
+    shutil.rmtree(marks, ignore_errors=True)
     bench.clean_up(repo, "10k disk")
     return {"disk_kb": float(used), "checkout_kb": float(checkout), "runs_seen": float(len(beside))}
 
 
 def report(results: dict, together: dict | None) -> list[str]:
     """The tables and the targets, as lines: each target with what its
-    floors reach (:func:`_floor_bounds`)."""
+    floors reach (:func:`_ratios`)."""
     lines = ["", "base trees (issue 32): a command that changes one file, --sandbox"]
     header = "".join(f"{way:>12}" for way in WAYS)
     for title, pick in (("wall", lambda found: found), ("CPU", lambda found: found["cpu"])):
