@@ -62,8 +62,8 @@ def command(
             fidelity = _look_before(start, isolation, warn)
             _mirror_index(start, isolation)
             env = fidelity.command_env(env)
-            if isolation.session is not None:  # its objects in its own store
-                env = isolation.session.env(env)
+            if isolation.session is not None:  # its store read, never written
+                env = isolation.session.command_env(env)
             # under --sandbox the checkout cannot change through the command: None
             checkout_before = checkout.result()
             stdout, stderr, paths = _output(start, isolation.private_dir, stack)

@@ -3,8 +3,13 @@
 After the step's own patch (:mod:`.extract`, taken against the session's
 state before the step), the worktree is recorded as a commit in the
 session's object store (:func:`.git.snapshot.snapshot_worktree`: what
-``git add --all`` would stage, without the linked and copied paths), and
-``git diff --binary <base> <state>`` (the pinned options) is the session's
+``git add --all`` would stage, without the linked and copied paths); the
+objects reachable from it and from the worktree's ``HEAD`` (a commit the
+command made) that its last state and its base do not reach are packed
+into that store (:func:`.git.keep_objects.pack_reachable`): the command's
+git wrote them where it works, under the sandbox into a copy-on-write
+view of the repository's store that the run discards.  ``git diff
+--binary <base> <state>`` (the pinned options) is the session's
 whole change, ``session.patch`` in the run's private folder.  git runs
 where the command ran, as for extraction.  The worktree's index is put
 back as the command left it: the marks extraction added are not the
@@ -56,6 +61,9 @@ def take(
                 return known_failure("could not record the session's state", error)
             case Ok(state_id):
                 pass
+        kept = git.keep_objects([state_id, "HEAD"], [step.since, step.base])
+        if isinstance(kept, Err):
+            return known_failure("could not keep the session's objects", kept.error)
         path = os.path.join(private_dir, SESSION_PATCH_NAME)
         with open_private(path) as out:
             written = git.write_commit_diff(step.base, state_id, out)

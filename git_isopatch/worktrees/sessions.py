@@ -14,11 +14,17 @@ sandbox the folder holding the checkout is copy-on-write, and
 Between steps the worktree's private folder holds only what ``git worktree
 add`` wrote (its pointers, the lock with :data:`SESSION_LOCK_REASON`, our
 record) and a ``HEAD`` at the base: the session's index, ``HEAD``, reflogs
-and per-worktree refs, and its object store (:data:`OBJECTS`, where the
-command's git writes: the repository's own is copy-on-write under the
-sandbox) wait in the session's folder, so that no object of the session
-is ever named where the user's ``git gc`` looks.  A step puts them back
-(:func:`unstow`) and takes them away again when it finishes.
+and per-worktree refs, and its object store (:data:`OBJECTS`) wait in
+the session's folder, so that no object of the session is ever named
+where the user's ``git gc`` looks.  A step puts them back (:func:`unstow`)
+and takes them away again when it finishes.  The command reads that
+store as an alternate and writes where its git would in a run of its
+own (:meth:`Step.command_env`): a ``git clone`` or a repository it makes
+is its own business.  After it, git-isopatch's git records the step's
+state into the store and packs there what the state and the worktree's
+``HEAD`` reach that the last state and the base do not (the
+repository's store is copy-on-write under the sandbox, discarded with
+the run).
 
 Two runs of one session never interleave: each holds the session's lock
 (:func:`held`, ``$GIT_COMMON_DIR/isopatch/sessions/<name>.lock``) for the
@@ -113,8 +119,17 @@ class Step(NamedTuple):
     steps: int
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """``env`` for git in the session's worktree."""
+        """``env`` for git-isopatch's own git in the session's worktree."""
         return {**env, **self.objects}
+
+    def command_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for the command: the session's store an alternate, to
+        read what earlier steps made, and nothing more; its git writes
+        where it works, as in a run of its own (a ``git clone``, a
+        repository it makes), and the step's recording keeps what the
+        session needs (:func:`.git.keep_objects.pack_reachable`)."""
+        store = quoted_path_entry(self.objects["GIT_OBJECT_DIRECTORY"])
+        return {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": store}
 
 
 class Session(NamedTuple):

@@ -415,3 +415,48 @@ def test_a_step_whose_state_cannot_be_recorded_leaves_the_session_broken(
     assert ended.returncode == 0, ended.err
     assert repo_state(repo, env) == before
     assert admin_dirs(repo, env) == []
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_commit_a_step_makes_is_there_for_the_next_and_other_repositories_work(
+    make_repo, env, tmp_path, sandbox
+) -> None:
+    """The command's git is not pointed at the session's object store: a
+    ``git clone`` and a repository it makes work as in a run of their own;
+    a commit a step makes is kept in the session's store (under the
+    sandbox the repository's is copy-on-write and discarded) and the next
+    step sees it."""
+    other = make_repo({"o.txt": "o\n"}, name="other")
+    repo = make_repo({"a.txt": "one\n"})
+    commit = "git -c user.name=a -c user.email=a@b.invalid commit -qm"
+    _step(repo, env, "s", "sh", "-c", "echo two >> a.txt", options=(sandbox,))
+    made = _step(repo, env, "s", "sh", "-c", f"git add -A && {commit} mine && echo three >> a.txt")
+    assert made["exit"] == 0, made
+    seen = _step(
+        repo,
+        env,
+        "s",
+        "sh",
+        "-c",
+        "git log -2 --format=%s > seen.txt && git show HEAD:a.txt >> seen.txt",
+    )
+    assert seen["exit"] == 0, seen
+    worktree = _session_worktree(repo, env, "s")
+    assert (worktree / "seen.txt").read_text() == "mine\nbase\none\ntwo\n"
+    clone = tmp_path / "clone"
+    cloned = _step(repo, env, "s", "git", "clone", "-q", "--no-hardlinks", str(other), str(clone))
+    assert cloned["exit"] == 0, cloned
+    nested = (
+        "git init -q inner && cd inner && echo i > i && git add i "
+        f"&& {commit} i && cd .. && git add inner 2>/dev/null"
+    )
+    inner = _step(repo, env, "s", "sh", "-c", nested)
+    assert inner["exit"] == 0, inner
+    assert inner.get("session-patch") and "error" not in inner, inner
+    clean = apply_to_clean_checkout(
+        repo, inner["base"], Path(inner["session-patch"]), tmp_path / "clean", env
+    )
+    expected = {k: v for k, v in tree_manifest(worktree).items() if not k.startswith(b"inner/")}
+    assert tree_manifest(clean) == expected
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
