@@ -32,8 +32,11 @@ whole step; the next waits a bounded time, then fails (``session-busy``).
 A step that did not finish (its run was killed) leaves the session marked
 broken (``session-broken``): it can only be ended.
 
-Under copy-on-write base trees a session becomes a kept run layer over its
-base tree; the life cycle above (lock, record, stow, end) stays.
+A session's worktree is a real checkout at its base, made by ``git
+worktree add`` and kept between steps, sandboxed or not: the procedure
+never runs a session's step over a base tree, so the files a step sees
+are the ones the earlier steps left, on disk, and a session costs a
+checkout of its base plus what it changed.
 """
 
 from __future__ import annotations
