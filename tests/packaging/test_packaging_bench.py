@@ -7,10 +7,12 @@ a run leaves the checkout or the stash changed."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from repo_helpers import BIN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,3 +85,23 @@ def test_the_session_bench_runs_on_a_tiny_repository(env, tmp_path) -> None:
         [BIN_DIR / "git-isopatch", "list", "--porcelain"], cwd=repo, env=env, capture_output=True
     )
     assert listed.returncode == 0 and b"state session" not in listed.stdout
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="bench/first_git.py needs valgrind")
+def test_the_first_git_bench_counts_instructions(env, tmp_path) -> None:
+    """``bench/first_git.py`` counts the instructions of a run up to its
+    first git, unconfined and sandboxed, beside the floor's whole run."""
+    done = subprocess.run(
+        [sys.executable, ROOT / "bench" / "first_git.py", "HEAD"]
+        + ["--size", "tiny", "--workdir", tmp_path / "bench", "--python", sys.executable],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[2:]}
+    assert set(rows) == {"floor", "HEAD", "HEAD+sandbox"}
+    floor = float(rows["floor"][0])
+    assert floor > 0 and all(float(rows[way][0]) > floor for way in ("HEAD", "HEAD+sandbox"))
