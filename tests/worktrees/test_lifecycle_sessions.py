@@ -431,7 +431,15 @@ def test_a_commit_a_step_makes_is_there_for_the_next_and_other_repositories_work
     repo = make_repo({"a.txt": "one\n"})
     commit = "git -c user.name=a -c user.email=a@b.invalid commit -qm"
     _step(repo, env, "s", "sh", "-c", "echo two >> a.txt", options=(sandbox,))
-    made = _step(repo, env, "s", "sh", "-c", f"git add -A && {commit} mine && echo three >> a.txt")
+    made = _step(
+        repo,
+        env,
+        "s",
+        "sh",
+        "-c",
+        f"git add -A && {commit} mine && echo three >> a.txt",
+        options=(sandbox,),
+    )
     assert made["exit"] == 0, made
     seen = _step(
         repo,
@@ -440,18 +448,30 @@ def test_a_commit_a_step_makes_is_there_for_the_next_and_other_repositories_work
         "sh",
         "-c",
         "git log -2 --format=%s > seen.txt && git show HEAD:a.txt >> seen.txt",
+        options=(sandbox,),
     )
     assert seen["exit"] == 0, seen
     worktree = _session_worktree(repo, env, "s")
     assert (worktree / "seen.txt").read_text() == "mine\nbase\none\ntwo\n"
     clone = tmp_path / "clone"
-    cloned = _step(repo, env, "s", "git", "clone", "-q", "--no-hardlinks", str(other), str(clone))
+    cloned = _step(
+        repo,
+        env,
+        "s",
+        "git",
+        "clone",
+        "-q",
+        "--no-hardlinks",
+        str(other),
+        str(clone),
+        options=(sandbox,),
+    )
     assert cloned["exit"] == 0, cloned
     nested = (
         "git init -q inner && cd inner && echo i > i && git add i "
         f"&& {commit} i && cd .. && git add inner 2>/dev/null"
     )
-    inner = _step(repo, env, "s", "sh", "-c", nested)
+    inner = _step(repo, env, "s", "sh", "-c", nested, options=(sandbox,))
     assert inner["exit"] == 0, inner
     assert inner.get("session-patch") and "error" not in inner, inner
     clean = apply_to_clean_checkout(
