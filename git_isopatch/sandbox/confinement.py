@@ -225,14 +225,17 @@ class Namespaced(Confinement):
         self, argv: list[str], *, env: Mapping[str, str], cwd: str | None, fds: tuple[int, int, int]
     ) -> Spawned:
         """``argv`` inside the run's namespaces: the command's, or new ones
-        of the same policy and layers when those are gone.
+        of the same policy and layers when those are gone; git's global
+        configuration there the user's, not what the command wrote
+        (:mod:`.global_config`).
 
         Raises:
             subprocess.SubprocessError: the namespaces cannot be had.
         """
         if self.inside is None or self.inside.gone:
             self.inside = self.namespaces.serve()
-        return self.inside.spawn(argv, env=env, cwd=cwd, fds=fds)
+        own = self.namespaces.policy.global_config.environment(env)
+        return self.inside.spawn(argv, env=own, cwd=cwd, fds=fds)
 
     def close(self) -> None:
         """End the namespaces: nothing runs inside any more."""
@@ -359,6 +362,7 @@ def _places(
 ) -> RunPlaces:
     """The places of the run (:class:`.run_policy.RunPlaces`)."""
     from . import availability
+    from .global_config import GlobalConfig
     from .run_policy import RunPlaces
 
     top = top or os.path.dirname(common_dir)
@@ -374,6 +378,7 @@ def _places(
         runtime_dir=env.get("XDG_RUNTIME_DIR"),
         kept_answers=availability.kept_folder(work_tree=top),
         overlay=overlay,
+        global_config=GlobalConfig.of(env),
     )
 
 

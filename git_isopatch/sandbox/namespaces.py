@@ -43,14 +43,14 @@ What the command sees (each line one or more of bwrap's options):
   the launcher (:mod:`.launcher`), which reports its wait status
   (bubblewrap says ``128+N`` both for a command killed by signal N and
   for one that exited ``128+N``), then serves git-isopatch's own git in
-  the same namespaces (:mod:`.inside`).
+  the same namespaces (:mod:`.inside`), which reads git's global
+  configuration from the real folders (:mod:`.global_config`).
 
 Nothing the command starts outlives it: once it ends, the launcher, the
 namespace's first process, kills every other process in it before it
 reports; when the launcher ends the kernel kills whatever is left, and
-``--die-with-parent`` ends it when git-isopatch dies.  :func:`wait_gone`
-waits, after bwrap itself, until the namespace's first process is gone,
-which the kernel lets happen only once every process in it is.
+``--die-with-parent`` ends it when git-isopatch dies; :func:`.pidns.wait_gone`
+waits until the namespace's first process, thus every process in it, is gone.
 
 This is the one mechanism: the read-only mount denies every path-based
 write and every change of metadata, the PID, IPC and network namespaces
@@ -75,6 +75,7 @@ from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
 from .bwrap import Bwrap as Bwrap
 from .bwrap import find_bwrap as find_bwrap
+from .global_config import GlobalConfig
 from .inside import Gone, Inside
 from .launcher import Report, launcher_argv, signals_blocked
 from .layers import (
@@ -91,11 +92,8 @@ from .layers import (
     upper,
 )
 from .limits import Bound
-from .pidns import GONE_TIMEOUT_SECONDS as GONE_TIMEOUT_SECONDS
 from .pidns import Wrapped as Wrapped
 from .pidns import _alive as _alive
-from .pidns import read_status as read_status
-from .pidns import wait_gone as wait_gone
 from .untrusted import remove_tree
 
 
@@ -117,6 +115,7 @@ class NamespacePolicy(NamedTuple):
         caches: the cache layers (:mod:`.cache_layer`), above all but ``shielded``.
         worktree: the run's worktree as an overlay of its base tree, in
             place of a writable worktree (:class:`.layers.WorktreeOverlay`).
+        global_config: git's global configuration for our own git (:mod:`.global_config`).
     """
 
     writable: tuple[str, ...]
@@ -128,6 +127,7 @@ class NamespacePolicy(NamedTuple):
     shielded: tuple[str, ...] = ()
     caches: tuple[Layer, ...] = ()
     worktree: WorktreeOverlay | None = None
+    global_config: GlobalConfig = GlobalConfig()
 
     def plan(self, mounts: Sequence[str] | None = None) -> tuple[Layer, ...]:
         """The copy-on-write layers (:func:`.layers.plan_layers`) with the
@@ -197,6 +197,7 @@ def bwrap_arguments(
             args += ["--perms", "0700", "--dir", os.path.abspath(runtime)]
         else:
             args += ["--perms", "0700", "--tmpfs", os.path.abspath(runtime)]
+    args += policy.global_config.arguments()
     shields: list[tuple[str, int]] = []
     for index, layer in enumerate(policy.plan() if plan is None else plan):
         if layer.folder in policy.shielded:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from .cache_layer import usable_folders
+from .global_config import GlobalConfig
 from .layers import Layer, WorktreeOverlay, inside
 from .namespaces import NamespacePolicy
 
@@ -55,7 +56,8 @@ class RunPlaces(NamedTuple):
     """The places of one run's command (:func:`run_policy`): its worktree,
     the worktree's admin folder, the repository's git directory, the
     checkout's top folder, the private ``TMPDIR``, ``$HOME``, the user's
-    temporary folders (``$TMPDIR``) and ``$XDG_RUNTIME_DIR``."""
+    temporary folders (``$TMPDIR``) and ``$XDG_RUNTIME_DIR``; where git's
+    global configuration is (:class:`.global_config.GlobalConfig`)."""
 
     worktree: str
     admin_dir: str
@@ -67,6 +69,7 @@ class RunPlaces(NamedTuple):
     runtime_dir: str | None = None
     kept_answers: str | None = None
     overlay: WorktreeOverlay | None = None
+    global_config: GlobalConfig = GlobalConfig()
 
 
 def run_policy(
@@ -94,7 +97,8 @@ def run_policy(
     writable place or holds one.  Copy-on-write whatever ``allow_write``
     says (:func:`_shielded`): the checkout and the git directory.  Over
     the copy-on-write layers: the cache layers ``caches``
-    (:func:`cache_folders`).
+    (:func:`cache_folders`).  Bound read-only for git-isopatch's own git:
+    the real folders of git's global configuration (``places.global_config``).
     """
     copy_on_write = _copy_on_write(places)
     worktree = () if places.overlay is not None else (places.worktree,)
@@ -114,6 +118,7 @@ def run_policy(
         shielded=_shielded(places, allow_write),
         caches=tuple(caches),
         worktree=places.overlay,
+        global_config=places.global_config,
     )
 
 

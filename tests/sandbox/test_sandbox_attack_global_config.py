@@ -1,19 +1,23 @@
 """A sandboxed command writes git's global configuration in its
 copy-on-write home (``~/.gitconfig``, ``$XDG_CONFIG_HOME/git/ignore`` and
-``attributes``): the writes are discarded, yet git-isopatch's own git,
-which runs in the same namespaces, reads them while it takes the patch.
-The patch must be the change as the user's git sees it: a new file the
-planted ignore rule hides, and an edit a planted clean filter turns back
-into the base's content, are in it.  (Fails today: both are left out.)"""
+``attributes``, a ``$GIT_CONFIG_GLOBAL`` in a temporary folder): the writes
+are discarded, yet git-isopatch's own git, which runs in the same
+namespaces, read them while it took the patch.  The patch must be the
+change as the user's git sees it, with the global configuration as it was
+before the command: a new file a planted ignore rule hides, and an edit a
+planted clean filter turns back into the base's content, are in it; what
+the user's own global configuration says still holds.  A tool that runs
+``git config --global`` (not an attack) changes the patch no more."""
 
 from __future__ import annotations
 
+import json
+import textwrap
 from pathlib import Path
 
 import pytest
 from repo_helpers import git, isopatch
-
-pytestmark = pytest.mark.hostile
+from sandbox_helpers import run_as_nobody
 
 PLANT = (
     'mkdir -p "$XDG_CONFIG_HOME/git" && echo n > new.txt && echo evil >> a.txt'
@@ -23,6 +27,13 @@ PLANT = (
 )
 
 
+def _patch(repo: Path, env: dict[str, str], script: str) -> bytes:
+    run = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    return Path(run.fields()["patch"]).read_bytes()
+
+
+@pytest.mark.hostile
 def test_global_configuration_the_command_wrote_does_not_shape_its_patch(env, make_repo) -> None:
     repo = make_repo({"a.txt": "hi\n"})
     run = isopatch("--porcelain", "--sandbox", "--keep", "--", "sh", "-c", PLANT, cwd=repo, env=env)
@@ -34,3 +45,120 @@ def test_global_configuration_the_command_wrote_does_not_shape_its_patch(env, ma
     git("worktree", "remove", "--force", kept, cwd=repo, env=env)
     assert b"+++ b/new.txt" in patch, patch
     assert b"+evil" in patch, patch
+
+
+@pytest.mark.hostile
+def test_the_default_global_files_under_home_are_read_as_they_were(env, make_repo) -> None:
+    """Without ``$XDG_CONFIG_HOME`` git reads ``~/.config/git/``: planted
+    there, it shapes nothing either."""
+    env.pop("XDG_CONFIG_HOME")
+    repo = make_repo({"a.txt": "hi\n"})
+    patch = _patch(repo, env, PLANT.replace("$XDG_CONFIG_HOME", "$HOME/.config"))
+    assert b"+++ b/new.txt" in patch and b"+evil" in patch, patch
+
+
+@pytest.mark.hostile
+def test_a_git_config_global_file_the_command_rewrote_is_read_as_it_was(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """``$GIT_CONFIG_GLOBAL`` names a file in a temporary folder (copy-on-write
+    inside): the command's ``git config --global`` writes there."""
+    named = tmp_path / "tmp" / "global.config"
+    named.write_text("[user]\n\tname = someone\n")
+    env["GIT_CONFIG_GLOBAL"] = str(named)
+    repo = make_repo({"a.txt": "hi\n"})
+    script = (
+        "git config --global filter.hide.clean 'printf \"hi\\n\"'"
+        ' && mkdir -p "$XDG_CONFIG_HOME/git" && echo evil >> a.txt'
+        ' && echo "a.txt filter=hide" > "$XDG_CONFIG_HOME/git/attributes"'
+    )
+    patch = _patch(repo, env, script)
+    assert b"+evil" in patch, patch
+    assert named.read_text() == "[user]\n\tname = someone\n"
+
+
+def test_a_tool_that_sets_core_autocrlf_globally_leaves_the_patch_as_it_was(env, make_repo) -> None:
+    """``git config --global core.autocrlf true`` (discarded): the CRLF line
+    the tool wrote is in the patch as the user's git stores it, CRLF."""
+    repo = make_repo({"a.txt": "a\n"})
+    patch = _patch(repo, env, "git config --global core.autocrlf true && printf 'b\\r\\n' >> a.txt")
+    assert b"\n+b\r\n" in patch, patch
+
+
+def test_a_tool_that_adds_a_global_excludes_file_leaves_the_patch_as_it_was(env, make_repo) -> None:
+    repo = make_repo({"a.txt": "a\n"})
+    script = (
+        "git config --global core.excludesFile ~/.gitignore_global"
+        " && echo '*.txt' > ~/.gitignore_global && echo n > new.txt"
+    )
+    assert b"+++ b/new.txt" in _patch(repo, env, script)
+
+
+def test_the_users_own_global_configuration_still_shapes_the_patch(env, make_repo) -> None:
+    """The user's ``core.excludesFile`` (``~/``, expanded to the real home)
+    and ``core.autocrlf`` are read, whatever the command made of them."""
+    home = Path(env["HOME"])
+    (home / ".ignore").write_text("*.log\n")
+    git("config", "--global", "core.excludesFile", "~/.ignore", cwd=home, env=env)
+    git("config", "--global", "core.autocrlf", "input", cwd=home, env=env)
+    repo = make_repo({"a.txt": "a\n"})
+    script = (
+        "echo '*.txt' > ~/.ignore && git config --global core.autocrlf false"
+        " && echo l > x.log && echo t > y.txt && printf 'b\\r\\n' >> a.txt"
+    )
+    patch = _patch(repo, env, script)
+    assert b"+++ b/y.txt" in patch, patch
+    assert b"x.log" not in patch, patch
+    assert b"\n+b\n" in patch, patch
+    assert (home / ".ignore").read_text() == "*.log\n"
+
+
+#: As uid 65534: the run's patch, from the command of ``PLANT``.
+AS_NOBODY = textwrap.dedent(
+    """\
+    with open(os.path.join(repo, "a.txt"), "w") as handle:
+        handle.write("hi\\n")
+    subprocess.run(["git", "-C", repo, "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", repo, "commit", "-q", "-m", "a"], check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--",
+         "sh", "-c", sys.argv[1]],
+        cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    fields = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+    with open(fields["patch"]) as handle:
+        patch = handle.read()
+    print(json.dumps({"code": done.returncode, "err": done.stderr.decode(), "patch": patch}))
+    """
+)
+
+
+@pytest.mark.hostile
+def test_global_configuration_planted_as_an_unprivileged_user(env) -> None:
+    with run_as_nobody(env, AS_NOBODY, PLANT) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert "+++ b/new.txt" in seen["patch"] and "+evil" in seen["patch"], json.dumps(seen)
+
+
+#: Tries to write the real folders' place, to rename it, to make a folder
+#: there that a variable could lead to; prints what worked.
+REPLACE = (
+    "for d in /run/git-isopatch /run/git-isopatch/0; do"
+    ' echo x > "$d/.gitconfig" 2>/dev/null && echo "wrote $d";'
+    ' mkdir "$d/9" 2>/dev/null && echo "made $d/9"; done;'
+    " mv /run/git-isopatch /run/moved 2>/dev/null && echo moved;"
+    " mv /run/git-isopatch/0 /run/moved0 2>/dev/null && echo moved0;"
+    " ls /run/git-isopatch/0/.gitconfig >/dev/null 2>&1 || echo unseen; echo n > new.txt"
+)
+
+
+@pytest.mark.hostile
+def test_the_real_global_configuration_inside_cannot_be_replaced(env, make_repo) -> None:
+    """The place where git-isopatch's own git reads the user's global
+    configuration is read-only and stays where it is."""
+    (Path(env["HOME"]) / ".gitconfig").write_text("[core]\n\tautocrlf = false\n")
+    repo = make_repo({"a.txt": "a\n"})
+    run = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", REPLACE, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    assert Path(fields["stdout"]).read_text() == "", "the command changed the real folders' place"
+    assert b"+++ b/new.txt" in Path(fields["patch"]).read_bytes()

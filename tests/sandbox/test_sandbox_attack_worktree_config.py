@@ -77,3 +77,40 @@ def test_a_filter_the_command_names_in_config_worktree_does_not_run(
     clean_copy = apply_to_clean_checkout(repo, "HEAD", patch, tmp_path / "check", env)
     assert (clean_copy / "README").read_text() == "hello\nchanged\n"
     assert (clean_copy / ".gitattributes").read_text() == "* filter=evil\n"
+
+
+@pytest.mark.hostile
+def test_excludes_the_command_names_in_config_worktree_hide_nothing(env, make_repo) -> None:
+    """``config.worktree`` is put back before git-isopatch's own git reads
+    it: an excludes file and an ``autocrlf`` the command set there shape
+    nothing of the patch."""
+    repo = make_repo({"README": "hello\n"})
+    git("config", "extensions.worktreeConfig", "true", cwd=repo, env=env)
+    script = (
+        'echo "*" > "$TMPDIR/all" && git config --worktree core.excludesFile "$TMPDIR/all"'
+        " && git config --worktree core.autocrlf true"
+        " && echo n > new.txt && printf 'b\\r\\n' >> README"
+    )
+    run = isopatch("--sandbox", "--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"\n+b\r\n" in patch, patch
+
+
+@pytest.mark.hostile
+def test_a_sparse_checkout_the_command_sets_up_hides_nothing(env, make_repo) -> None:
+    """``core.sparseCheckout`` and the worktree's ``info/sparse-checkout``
+    written by the command: a new file outside the patterns, and an edit
+    of a tracked one, are still in the patch."""
+    repo = make_repo({"README": "hello\n", "b.txt": "b\n"})
+    script = (
+        "git config core.sparseCheckout true"
+        ' && mkdir -p "$(git rev-parse --git-dir)/info"'
+        ' && echo /README > "$(git rev-parse --git-dir)/info/sparse-checkout"'
+        " && echo n > new.txt && echo more >> b.txt"
+    )
+    run = isopatch("--sandbox", "--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert b"+++ b/new.txt" in patch and b"+more" in patch, patch
