@@ -457,3 +457,21 @@ def test_a_sandboxed_run_leaves_the_pool_alone(env, tmp_path) -> None:
     assert b"+++ b/made.txt" in Path(second.fields()["patch"]).read_bytes()
     assert _pooled(repo, env) == [_where(first)]
     assert len(base_trees(repo, env)) == 1
+
+
+@pytest.mark.hostile
+def test_an_ignored_gitattributes_converts_the_untouched_files_of_a_pooled_worktree(
+    env, make_repo
+) -> None:
+    """A ``.gitattributes`` the command writes and ignores applies all the
+    same: in a warm worktree (its index not racily clean), the untouched
+    CRLF file ``text`` now normalises is in the patch, as in a fresh one.
+    (Fails today: only a listed ``.gitattributes`` has every file read.)"""
+    repo = make_repo({"crlf.txt": b"one\r\ntwo\r\n", "a.txt": "a\n"})
+    assert _run(repo, env, "--no-sandbox", "--", "true").returncode == 0
+    time.sleep(1.1)  # the pooled worktree's index is older than its files
+    script = "echo '*.txt text' > .gitattributes && echo .gitattributes >> .gitignore"
+    run = _run(repo, env, "--no-sandbox", "--", "sh", "-c", script)
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert b"diff --git a/crlf.txt b/crlf.txt" in patch, patch
