@@ -54,12 +54,17 @@ class Found:
         attributes: the ``.gitattributes`` paths of the index and the new
             ones (:func:`.attributes.is_attributes_file`), for
             :func:`.attributes.attributes_changed`.
+        ignored_attributes: the ``.gitattributes`` files in the index's
+            folders that are neither tracked nor listed as new (an ignore
+            rule leaves them out): git reads them all the same, so the
+            attributes changed (:func:`find_ignored_attributes`).
     """
 
     unreadable: list[str] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
     dot_git: list[str] = field(default_factory=list)
     attributes: list[bytes] = field(default_factory=list)
+    ignored_attributes: list[bytes] = field(default_factory=list)
 
 
 def mark_untracked_intent_to_add(
@@ -161,14 +166,18 @@ def _note_listing(found: Found, paths: bytes, warnings: Sequence[str]) -> None:
 def _note_unlisted(
     found: Found, worktree: WorktreePath, paths: bytes, tracked: bytes, files: WorktreeFiles
 ) -> None:
-    """The ``.gitattributes`` files and the ``.git`` entries that are not
-    repositories, in the index's folders and the new files'."""
+    """The ``.gitattributes`` files (ignored ones too) and the ``.git``
+    entries that are not repositories, in the index's folders and the new
+    files'."""
     found.attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p)]
     found.attributes += [p for p in paths.split(b"\0") if is_attributes_file(p)]
     repositories = {os.fsencode(path) for path in found.nested}
+    folders = _folders_of(tracked)
     found.dot_git += find_dot_git_entries(
-        worktree, _folders_of(tracked) | _folders_of(paths), repositories, files
+        worktree, folders | _folders_of(paths), repositories, files
     )
+    listed = set(found.attributes)
+    found.ignored_attributes += find_ignored_attributes(worktree, folders, listed, files)
 
 
 def _add_intent_to_add(
@@ -214,6 +223,25 @@ def find_dot_git_entries(
     for folder in sorted(folders - repositories):
         if folder and files.lexists(os.path.join(worktree, os.fsdecode(folder), ".git")):
             found.append(os.fsdecode(folder) + "/.git")
+    return found
+
+
+def find_ignored_attributes(
+    worktree: WorktreePath,
+    folders: set[bytes],
+    listed: set[bytes],
+    files: WorktreeFiles = HOST_FILES,
+) -> list[bytes]:
+    """The ``<folder>/.gitattributes`` files of the worktree (one ``lstat``
+    per folder of ``folders`` and the top, paths from the top), sorted, but
+    those of ``listed`` (tracked, or new): the ones an ignore rule leaves
+    out of every listing, whose rules git applies to the tracked files
+    beside them all the same."""
+    found = []
+    for folder in sorted(folders | {b""}):
+        path = folder + b"/.gitattributes" if folder else b".gitattributes"
+        if path not in listed and files.lexists(os.path.join(worktree, os.fsdecode(path))):
+            found.append(path)
     return found
 
 

@@ -29,8 +29,8 @@ def prepare_index(
     """Before the diff of ``paths``: the hiding flags cleared, new files
     intent-to-add (what git left out named by ``warn``), git made to look
     at every file again when the attributes changed (``info/attributes``:
-    ``attributes_outside``; a ``.gitattributes``), every path compared
-    then.  A populated submodule the command removed is no longer diffed
+    ``attributes_outside``; a ``.gitattributes``, an ignored one too),
+    every path compared then.  A populated submodule the command removed is no longer diffed
     from inside: its removal is the superproject's, and its folder (a
     checkout leaves it as a repository) is never added back.
 
@@ -50,7 +50,10 @@ def prepare_index(
             pass
     new_files = paths._replace(exclude=[*paths.exclude, *(s.path for s in submodules)])
     found = _mark_new_files(git, base, new_files)
-    if paths.only is not None and git.settle_attributes(base, found.attributes, info_changed=False):
+    ignored = bool(found.ignored_attributes)  # git reads them: they changed
+    if paths.only is not None and git.settle_attributes(
+        base, found.attributes, info_changed=ignored
+    ):
         paths, new_files = paths._replace(only=None), new_files._replace(only=None)
         found = _mark_new_files(git, base, new_files)  # every file may now convert anew
     for said in found.unreadable:
@@ -63,7 +66,8 @@ def prepare_index(
     for path in found.dot_git:
         warn(dot_git_warning(path))
     if paths.only is None:
-        git.settle_attributes(base, found.attributes, info_changed=attributes_outside)
+        changed = attributes_outside or bool(found.ignored_attributes)
+        git.settle_attributes(base, found.attributes, info_changed=changed)
     return paths._replace(exclude=[*paths.exclude, *(s.path for s in kept)]), kept
 
 

@@ -465,9 +465,9 @@ def test_an_ignored_gitattributes_converts_the_untouched_files_of_a_pooled_workt
 ) -> None:
     """A ``.gitattributes`` the command writes and ignores applies all the
     same: in a warm worktree (its index not racily clean), the untouched
-    CRLF file ``text`` now normalises is in the patch, as in a fresh one.
-    (Fails today: only a listed ``.gitattributes`` has every file read.)"""
-    repo = make_repo({"crlf.txt": b"one\r\ntwo\r\n", "a.txt": "a\n"})
+    CRLF file ``text`` now normalises is in the patch, as in a fresh one;
+    the same for one in a folder of tracked files."""
+    repo = make_repo({"crlf.txt": b"one\r\ntwo\r\n", "a.txt": "a\n", "s/crlf.txt": b"x\r\n"})
     assert _run(repo, env, "--no-sandbox", "--", "true").returncode == 0
     time.sleep(1.1)  # the pooled worktree's index is older than its files
     script = "echo '*.txt text' > .gitattributes && echo .gitattributes >> .gitignore"
@@ -475,3 +475,10 @@ def test_an_ignored_gitattributes_converts_the_untouched_files_of_a_pooled_workt
     assert run.returncode == 0, run.err
     patch = Path(run.fields()["patch"]).read_bytes()
     assert b"diff --git a/crlf.txt b/crlf.txt" in patch, patch
+    # the same in a folder of tracked files, the worktree warm again
+    time.sleep(1.1)
+    run = _run(repo, env, "--no-sandbox", "--", "sh", "-c", script.replace("> .", "> s/."))
+    assert run.returncode == 0, run.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert b"diff --git a/s/crlf.txt b/s/crlf.txt" in patch, patch
+    assert b"diff --git a/crlf.txt" not in patch, patch
