@@ -146,6 +146,19 @@ def pointer_leads_to(admin_dir: str, name: str, target: str) -> bool:
     return os.path.realpath(os.path.join(admin_dir, content)) == os.path.realpath(target)
 
 
+def dotgit_target(top: str) -> str | None:
+    """The folder that ``<top>/.git`` (``gitdir: <path>``, read as a
+    regular file) names, symbolic links resolved, or ``None``: a worktree's
+    private folder, the one that should name it back."""
+    try:
+        text = read_admin_file(os.path.join(top, ".git"), limit=1 << 16).rstrip(b"\r\n")
+    except OSError:
+        return None
+    if not text.startswith(b"gitdir: "):
+        return None
+    return os.path.realpath(os.path.join(top, os.fsdecode(text[len(b"gitdir: ") :])))
+
+
 def reset_commondir(admin_dir: str) -> bool:
     """Make ``admin_dir/commondir`` lead to the repository that holds
     ``admin_dir`` (``$GIT_COMMON_DIR/worktrees/<id>``: ``../..``, what

@@ -126,7 +126,7 @@ def base_trees(repository: UserRepository, store: GitMetadataStore) -> list[Base
     for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
         record = store.load_base(admin_dir)
         if record is not None and made_by_isopatch(top, record.container):
-            now = base_tree_now(repository.common_dir, top)
+            now = base_tree_now(repository.common_dir, top, admin_dir)
             gone = now != top or not os.path.isdir(top)
             found.append(BaseTree(WorktreePath(now), admin_dir, record, gone))
     return found

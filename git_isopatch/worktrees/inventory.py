@@ -161,7 +161,7 @@ def _base_tree(
     base = store.load_base(admin_dir)
     if base is None or not made_by_isopatch(entry.path, base.container):
         return None
-    now = base_tree_now(common_dir, entry.path)
+    now = base_tree_now(common_dir, entry.path, admin_dir)
     return OwnedWorktree(
         path=now,
         state=BASE,

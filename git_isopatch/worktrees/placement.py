@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import IsopatchError, known_os_failure
+from ..git.admin_files import dotgit_target
 from .deletion import delete_tree
 from .mounts import mount_points_under
 
@@ -184,16 +185,20 @@ def _make(root: str) -> str:
 BASE_TREES_FOLDER = "isopatch"
 
 
-def base_tree_now(common_dir: str, path: str) -> str:
-    """Where the base tree that git registered at ``path`` lies now: there,
-    or, when that folder is gone and the repository was moved with its git
-    directory (``mv repo moved``: the registration still names the old
-    place), in the same folders of the moved common git directory."""
-    if os.path.isdir(path):
+def base_tree_now(common_dir: str, path: str, admin_dir: str) -> str:
+    """Where the base tree that git registered at ``path`` (private folder
+    ``admin_dir``) lies now: there, when its ``.git`` names ``admin_dir``
+    back (no command writes a base tree); else, when the repository was
+    moved or copied with its git directory (``mv repo moved``, ``cp -a``:
+    the registration still names the old place, where the original's own
+    may lie), in the same folders of this common git directory; else, when
+    the folder is gone, ``path``.  A folder at ``path`` that names another
+    private folder is never this one's: not run over, not removed."""
+    if os.path.isdir(path) and dotgit_target(path) == os.path.realpath(admin_dir):
         return path
     folder, name = os.path.split(os.path.normpath(path))
     moved = os.path.join(common_dir, BASE_TREES_FOLDER, os.path.basename(folder), name)
-    return moved if os.path.isdir(moved) else path
+    return moved if os.path.isdir(moved) or os.path.lexists(path) else path
 
 
 def made_by_isopatch(worktree: str, container: str | None) -> bool:

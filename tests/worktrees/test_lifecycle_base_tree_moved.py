@@ -59,3 +59,66 @@ def test_prune_after_a_move_leaves_no_base_tree_behind(env, make_repo, tmp_path)
     assert pruned.returncode == 0, pruned.err
     assert _registered(repo, env) == [str(repo)]
     assert _base_folders(repo) == []
+
+
+def _copied(repo: Path, env: dict[str, str], tmp_path: Path) -> Path:
+    """A copy of ``repo`` (``cp -a``: a backup restored, a second
+    checkout made by copying), made after a run at ``HEAD~1`` left a base
+    tree there; then the original's base tree is moved to ``HEAD``."""
+    first = isopatch("--sandbox", "-q", "--base", "HEAD~1", "--", "true", cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    moved = isopatch("--sandbox", "-q", "--base", "HEAD", "--", "true", cwd=repo, env=env)
+    assert moved.returncode == 0, moved.err
+    return copy
+
+
+def _two_commits(make_repo, env: dict[str, str]) -> Path:
+    repo = make_repo({"f.txt": "one\n", "g.txt": "x\n"})
+    (repo / "f.txt").write_text("two\n")
+    git("commit", "-q", "-am", "two", cwd=repo, env=env)
+    git("config", "isopatch.baseTrees", "1", cwd=repo, env=env)
+    return repo
+
+
+@pytest.mark.hostile
+def test_a_copy_of_the_repository_never_runs_over_the_originals_base_tree(
+    env, make_repo, tmp_path
+) -> None:
+    repo = _two_commits(make_repo, env)
+    copy = _copied(repo, env, tmp_path)
+    (original,) = _base_folders(repo)
+    script = "cat f.txt; echo '* -text' > .gitattributes"  # a full comparison
+    run = isopatch(
+        "--sandbox", "--porcelain", "--base", "HEAD~1", "--", "sh", "-c", script, cwd=copy, env=env
+    )
+    assert run.returncode == 0, run.err
+    # the command saw its base, not the commit the original's base tree moved to
+    assert Path(run.fields()["stdout"]).read_text() == "one\n"
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert b"f.txt" not in patch and run.fields()["files"] == "1"
+    # the original's base tree is where it was, at its commit
+    assert _base_folders(repo) == [original]
+    (tree,) = [Path(p) for p in _registered(repo, env) if p != str(repo)]
+    assert (tree / "f.txt").read_text() == "two\n"
+    # and the copy's own base tree lies in the copy's git directory
+    (tree,) = [Path(p) for p in _registered(copy, env) if p != str(copy)]
+    assert tree.is_relative_to(copy / ".git" / "isopatch")
+
+
+@pytest.mark.hostile
+def test_prune_in_a_copy_leaves_the_originals_worktrees(env, make_repo, tmp_path) -> None:
+    repo = _two_commits(make_repo, env)
+    kept = isopatch("--no-sandbox", "--porcelain", "--keep", "--", "true", cwd=repo, env=env)
+    assert kept.returncode == 0, kept.err
+    copy = _copied(repo, env, tmp_path)
+    before = sorted(_registered(repo, env))
+    pruned = isopatch("prune", cwd=copy, env=env)
+    assert pruned.returncode == 0, pruned.err
+    assert str(repo) not in pruned.err and str(repo) not in pruned.out
+    assert sorted(_registered(repo, env)) == before
+    assert all(Path(p).is_dir() for p in before)
+    assert Path(kept.fields()["worktree"]).is_dir()
+    # the copy keeps no registration of them
+    assert _registered(copy, env) == [str(copy)]
