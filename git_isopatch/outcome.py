@@ -185,9 +185,11 @@ def failure_lines(
     if result.applied and informational:  # the apply's own advice, after its summary
         return [f"hint: {hint}" for hint in result.apply_hints]
     if result.error is not None:
+        if result.worktree_path is None:  # a session's step: its worktree stays its own
+            return [f"fatal: {result.error}"]
         return [
             f"fatal: {result.error}",
-            f"hint: the worktree is kept for inspection at {quoted(result.worktree_path or '')}",
+            f"hint: the worktree is kept for inspection at {quoted(result.worktree_path)}",
         ]
     return []
 
