@@ -53,8 +53,8 @@ def list_command(
     elif json_output:
         write_stdout(worktree_list_json(worktrees))
     else:
-        for line in worktree_list_lines(worktrees, time.time()):
-            sys.stdout.write(line + "\n")
+        lines = worktree_list_lines(worktrees, time.time())
+        write_stdout("".join(f"{line}\n" for line in lines))
     raise SystemExit(0)
 
 
@@ -100,7 +100,7 @@ def prune_command(
         failed=[(worktree.path, reason) for worktree, reason in pruned.failed],
         verbose=dry_run or verbose,
     )
-    sys.stdout.writelines(out)
+    write_stdout("".join(out))
     sys.stderr.writelines(err)
     sys.stderr.flush()
     raise SystemExit(1 if pruned.failed else 0)

@@ -77,7 +77,11 @@ def _show_part(man: str, env: dict[str, str], name: str, columns: int | None) ->
     part = manual_part(formatted.stdout.decode("utf-8", "replace"), name)
     if formatted.returncode != 0 or part is None:
         return False
-    pydoc.pager(part)
+    try:
+        pydoc.pager(part)
+    except OSError as exc:  # plain on a pipe or a file: stdout full or closed
+        sys.stderr.write(f"fatal: could not write to stdout: {exc.strerror or exc}\n")
+        raise SystemExit(128) from None
     return True
 
 

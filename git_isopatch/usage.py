@@ -141,8 +141,7 @@ def usage_error(message: str, name: str = "isopatch") -> NoReturn:
 
 def show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
-        sys.stdout.flush()
+        write_stdout(short_usage(ctx.command.name or "isopatch"))
         raise SystemExit(USAGE_STATUS)
 
 
@@ -160,13 +159,13 @@ def show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
     sys.stdout.flush()
     open_manual(ctx.command.name or "isopatch", terminal_columns())  # when man is there
     stderr_line("warning: no 'man' program found; showing the short usage")
-    sys.stdout.write(short_usage(ctx.command.name or "isopatch"))
+    write_stdout(short_usage(ctx.command.name or "isopatch"))
     raise SystemExit(0)
 
 
 def show_version(ctx: typer.Context, _param: object, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        sys.stdout.write(f"git-isopatch {__version__}\n")
+        write_stdout(f"git-isopatch {__version__}\n")
         raise SystemExit(0)
 
 
@@ -181,7 +180,7 @@ def show_apparmor_profile(ctx: typer.Context, _param: object, value: bool) -> No
         if isinstance(found, str):
             stderr_line(f"fatal: {found}")
             raise SystemExit(FATAL_STATUS)
-        sys.stdout.write(apparmor_profile(found.path))
+        write_stdout(apparmor_profile(found.path))
         raise SystemExit(0)
 
 
@@ -213,7 +212,6 @@ TimeoutOption = Annotated[
         help="stop the command after <seconds> (exit 124); 0: no limit",
     ),
 ]
-
 
 SessionOption = Annotated[
     str | None, typer.Option("--session", metavar="<name>", help="run as a step of session <name>")
@@ -273,13 +271,15 @@ ShortHelpOption = Annotated[
 ]
 
 
-def write_stdout(data: bytes) -> None:
-    """Write ``data`` to stdout; raise :class:`OutputFailure` when stdout is
-    closed or the write fails, so that a lost result is never exit 0."""
+def write_stdout(data: bytes | str) -> None:
+    """Write ``data`` (text as stdout encodes it) to stdout; raise
+    :class:`OutputFailure` when it is closed or fails: a lost result is never exit 0."""
     if sys.stdout is None:
         raise OutputFailure("stdout is closed")
     try:
         sys.stdout.flush()
+        if isinstance(data, str):
+            data = data.encode(sys.stdout.encoding, sys.stdout.errors)
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     except OSError as exc:

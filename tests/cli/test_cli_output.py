@@ -49,6 +49,40 @@ def test_a_result_that_cannot_be_written_is_not_exit_0(env, make_repo, mode: str
     assert b"Traceback" not in done.stderr
 
 
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["list"], 128),
+        (["list", "--porcelain"], 128),
+        (["prune", "-n"], 128),
+        (["--version"], 128),
+        (["-h"], 128),
+        (["list", "-h"], 128),
+        (["list", "--help"], 128),
+    ],
+)
+def test_what_a_subcommand_cannot_write_is_a_fatal_line(
+    env, make_repo, args: list[str], status: int
+) -> None:
+    """``list``, ``prune``, ``--version``, the short usage and a
+    subcommand's part of the manual on a full stdout: one ``fatal:`` line,
+    no traceback (a result lost is never exit 0)."""
+    from repo_helpers import ISOPATCH
+
+    repo = make_repo()
+    kept = isopatch("--no-sandbox", "-q", "--keep", "--", "true", cwd=repo, env=env)
+    assert kept.returncode == 0, kept.err
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [ISOPATCH, *args], cwd=repo, env=env, stdout=full, stderr=subprocess.PIPE, check=False
+        )
+    assert done.returncode == status, done.stderr
+    assert done.stderr.decode().splitlines()[-1:] == [
+        "fatal: could not write to stdout: No space left on device"
+    ]
+
+
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_output_file_follows_the_umask(env, make_repo, umask: int, mode: int) -> None:
     """As ``--stdout > FILE`` would create it."""
