@@ -147,8 +147,12 @@ def watched() -> Iterator[Watched]:
 
 
 #: How often a command is launched again when bubblewrap could not set its
-#: namespaces up while a mount came or went (:meth:`Namespaced.run_command`).
-RELAUNCHES = 8
+#: namespaces up while a mount came or went (:meth:`Namespaced.run_command`):
+#: a busy machine stretches bubblewrap's set-up to a few hundred
+#: milliseconds, and a mount that lives that long beneath a copy-on-write
+#: folder then fails several attempts in a row (5 of 8 under a load of 10
+#: here); every attempt plans on the mount table of its moment.
+RELAUNCHES = 32
 
 
 class Namespaced(Confinement):
