@@ -1,6 +1,7 @@
 """The advice a run gives, one ``hint:`` line each: for a command that
 could not run a program (:func:`command_hints`), that failed where git
-signs (:func:`signing_hints`) or in the default sandbox
+signs (:func:`signing_hints`), where a local clone hard-links
+(:func:`hard_link_hints`) or in the default sandbox
 (:func:`sandbox_hint`), and for a run from ``HEAD`` that left the user's
 uncommitted changes out (:data:`UNCOMMITTED_HINT`).  Each is decided on
 what the run saw, never on timing."""
@@ -70,6 +71,35 @@ def sandbox_hint(start: Start, outcome: CommandOutcome) -> tuple[str, ...]:
     if start.sandbox.allow_network or not outcome.network_refused:
         return ()
     return (NETWORK_HINT,)
+
+
+#: The advice for a sandboxed command that failed after it hard-linked a
+#: file of a repository's object store outside its worktree (git's local
+#: clone: "hardlink different from source").
+HARD_LINK_HINT = (
+    "a local git clone cannot hard-link a repository's objects through the sandbox's "
+    "copy-on-write layer (git: 'hardlink different from source'); clone with "
+    "--no-hardlinks or --no-local, or into the worktree"
+)
+
+
+def hard_link_hints(outcome: CommandOutcome, outside_writes: Sequence[str]) -> tuple[str, ...]:
+    """:data:`HARD_LINK_HINT` when the sandboxed command failed and the
+    copy-on-write layer holds a file of an object store (``objects/``) that
+    is still there outside it: a file copied up, not made, which is what a
+    hard link to it does.  overlayfs, mounted in a user namespace (its
+    ``userxattr`` option), has no inode index: the link gets the upper
+    copy's inode, not the source's, and git's local clone, which checks
+    that they agree since the fix of CVE-2022-39253 (builtin/clone.c,
+    ``copy_or_link_directory``), dies.  A clone into the worktree (another
+    mount: ``EXDEV``) copies instead.  Decided on the layer, never on the
+    command's output."""
+    if outcome.exit_code in (0, *NOT_RUNNABLE) or outcome.died_of is not None:
+        return ()
+    for path in outside_writes:
+        if "/objects/" in path and os.path.isfile(path) and not os.path.islink(path):
+            return (HARD_LINK_HINT,)
+    return ()
 
 
 def command_hints(
