@@ -159,6 +159,21 @@ def dotgit_target(top: str) -> str | None:
     return os.path.realpath(os.path.join(top, os.fsdecode(text[len(b"gitdir: ") :])))
 
 
+def worktree_add_copies(git_dir: str) -> str:
+    """What ``git worktree add`` run from the worktree of ``git_dir``
+    copies into the worktree it makes (git 2.36+: its ``config.worktree``
+    and sparse-checkout patterns), as a digest; ``""`` when it has neither."""
+    import hashlib
+
+    parts = []
+    for name in ("config.worktree", os.path.join("info", "sparse-checkout")):
+        try:
+            parts.append(read_admin_file(os.path.join(git_dir, name)))
+        except OSError:
+            parts.append(b"")
+    return hashlib.sha256(b"\0".join(parts)).hexdigest() if any(parts) else ""
+
+
 def reset_commondir(admin_dir: str) -> bool:
     """Make ``admin_dir/commondir`` lead to the repository that holds
     ``admin_dir`` (``$GIT_COMMON_DIR/worktrees/<id>``: ``../..``, what

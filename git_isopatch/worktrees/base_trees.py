@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from ..errors import known_failure, known_os_failure
-from ..git.admin_files import read_admin_file
+from ..git.admin_files import read_admin_file, worktree_add_copies
 from ..git.checkouts import changed_path_count, check_out_worktree
 from ..git.quote import quoted
 from ..git.repo import UserRepository
@@ -194,6 +194,8 @@ class BaseTrees:
         self.progress = progress
         self.warn = warn
         self.store = store or GitMetadataStore()
+        # its sparse patterns: a base tree made from another worktree may differ
+        self.made_from = worktree_add_copies(repository.git_dir)
 
     def pin(self, commit: CommitId, *, tmp_root: str | None = None) -> Pin:
         """A base tree ready at ``commit``, pinned: the one at that commit
@@ -223,8 +225,9 @@ class BaseTrees:
     def _plan(self, commit: CommitId) -> _Plan:
         """Under the worktree lock: pin the base tree at ``commit`` when
         one is ready, or say what to do."""
+        mine = (commit, self.made_from)
         trees = self._present(base_trees(self.repository, self.store))
-        for tree in [t for t in trees if t.record.commit == commit]:
+        for tree in [t for t in trees if (t.record.commit, t.record.made_from) == mine]:
             fd = open_pin(tree.admin_dir)
             if fd is None:
                 continue
@@ -238,7 +241,7 @@ class BaseTrees:
                 continue
             return _Plan(wait=fd)  # another run makes it or moves it here
         idle: list[tuple[BaseTree, int]] = []
-        for tree in trees:
+        for tree in [t for t in trees if t.record.made_from == self.made_from]:
             fd = open_pin(tree.admin_dir)
             if fd is not None and try_flock(fd, exclusive=True):
                 idle.append((tree, fd))
@@ -321,7 +324,7 @@ class BaseTrees:
             _delete_folder(container)
             raise known_failure(f"could not create worktree at {quoted(path)}", added.error)
         now = time.time()
-        record = BaseRecord(commit=commit, created=now, used=now, container=container)
+        record = BaseRecord(commit, now, now, container, made_from=self.made_from)
         try:
             match worktree_admin_dir(WorktreePath(path)):
                 case Ok(admin_dir):

@@ -230,6 +230,10 @@ class BaseRecord(NamedTuple):
             made or moved (by the run holding its pin exclusively), or
             when that run died half-way.
         container: the folder made for it alone, which holds it.
+        made_from: what it copied from the worktree it was made from, its
+            sparse-checkout patterns and ``config.worktree``
+            (:func:`.git.admin_files.worktree_add_copies`): runs from a
+            worktree with others get a base tree of their own.
     """
 
     commit: str
@@ -238,6 +242,7 @@ class BaseRecord(NamedTuple):
     container: str
     ready: bool = False
     version: int = 1
+    made_from: str = ""
 
 
 _BASE_FIELD_TYPES: dict[str, tuple[type, ...]] = {
@@ -247,6 +252,7 @@ _BASE_FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "container": (str,),
     "ready": (bool,),
     "version": (int,),
+    "made_from": (str,),
 }
 
 

@@ -327,3 +327,27 @@ def test_an_idle_base_tree_unused_for_two_weeks_expires_with_the_result_folders(
     os.utime(repo / ".git" / "isopatch.lock", (weeks, weeks))
     isopatch("-q", "--no-sandbox", "--", "true", cwd=repo, env=env)
     assert not base.exists() and _base_trees(repo) == []
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("first", ["sparse", "full"])
+def test_worktrees_of_one_repository_with_other_sparse_patterns_get_their_own_base_tree(
+    env, make_repo, tmp_path: Path, first: str
+) -> None:
+    """``git worktree add`` copies the sparse-checkout patterns and the
+    ``config.worktree`` of the worktree it runs from: a base tree made for
+    a sparse checkout is sparse.  A run from another worktree of the same
+    repository (a linked worktree of the user's, not sparse) sees its own
+    checkout's files, as a worktree of its own gives them, never the other's."""
+    repo = make_repo({"a/x": "1\n", "b/y": "2\n", "t": "top\n"})
+    linked = tmp_path / "linked"
+    git("worktree", "add", "-q", "--detach", linked, cwd=repo, env=env)
+    git("sparse-checkout", "set", "a", cwd=repo, env=env)
+    order = [(repo, "a t"), (linked, "a b t")]
+    for top, seen in order if first == "sparse" else order[::-1]:
+        run = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", "ls", cwd=top, env=env)
+        assert run.returncode == 0, run.err
+        assert Path(run.fields()["stdout"]).read_text().split() == seen.split(), top
+    change = isopatch("--porcelain", "--", "sh", "-c", "echo w > b/y", cwd=linked, env=env)
+    assert change.returncode == 0, change.err
+    assert change.fields()["files"] == "1"
