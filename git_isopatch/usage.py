@@ -156,7 +156,7 @@ def show_manual(ctx: typer.Context, _param: object, value: bool) -> None:
         return
     from .manual import open_manual  # only for --help
 
-    sys.stdout.flush()
+    write_stdout(b"")  # flushed first; a closed stdout is said
     open_manual(ctx.command.name or "isopatch", terminal_columns())  # when man is there
     stderr_line("warning: no 'man' program found; showing the short usage")
     write_stdout(short_usage(ctx.command.name or "isopatch"))

@@ -83,6 +83,39 @@ def test_what_a_subcommand_cannot_write_is_a_fatal_line(
     ]
 
 
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["list", "--json"],
+        ["prune", "-n"],
+        ["--version"],
+        ["list", "--help"],
+        ["prune", "--help"],
+        ["--porcelain", "--", "true"],
+        ["--json", "--", "true"],
+    ],
+)
+def test_a_closed_stdout_is_a_fatal_line(env, make_repo, args: list[str]) -> None:
+    """Started with its stdout closed (``>&-``), what has a result to
+    write says so in one ``fatal:`` line, 128, no traceback."""
+    from repo_helpers import ISOPATCH
+
+    repo = make_repo()
+    done = subprocess.run(
+        [ISOPATCH, *args],
+        cwd=repo,
+        env=env,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),
+        check=False,
+    )
+    assert done.returncode == 128, done.stderr
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fatal: stdout is closed"), lines
+
+
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_output_file_follows_the_umask(env, make_repo, umask: int, mode: int) -> None:
     """As ``--stdout > FILE`` would create it."""
