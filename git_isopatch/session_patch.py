@@ -5,8 +5,11 @@ state before the step), the worktree is recorded as a commit in the
 session's object store (:func:`.git.snapshot.snapshot_worktree`: what
 ``git add --all`` would stage, without the linked and copied paths); the
 objects reachable from it and from the worktree's ``HEAD`` (a commit the
-command made) that its last state and its base do not reach are packed
-into that store (:func:`.git.keep_objects.pack_reachable`): the command's
+command made) that its last state, its base and the ``HEAD`` it had
+before the step do not reach (earlier steps packed those) are packed
+into that store (:func:`.git.keep_objects.pack_reachable`), with the
+blobs the command staged and did not commit (the worktree's index, as the
+command left it, names them; the next step's git reads them): the command's
 git wrote them where it works, under the sandbox into a copy-on-write
 view of the repository's store that the run discards.  ``git diff
 --binary <base> <state>`` (the pinned options) is the session's
@@ -61,7 +64,7 @@ def take(
                 return known_failure("could not record the session's state", error)
             case Ok(state_id):
                 pass
-        kept = git.keep_objects([state_id, "HEAD"], [step.since, step.base])
+        kept = git.keep_objects([state_id, "HEAD"], step.known, index)
         if isinstance(kept, Err):
             return known_failure("could not keep the session's objects", kept.error)
         path = os.path.join(private_dir, SESSION_PATCH_NAME)

@@ -111,7 +111,9 @@ def _make(
 
 def _step(isolation: Isolation, record: sessions.SessionRecord) -> Step:
     objects = sessions.objects_env(isolation.admin_dir, isolation.repository.common_dir)
-    return Step(record.name, CommitId(record.base), CommitId(record.state), objects, record.steps)
+    head = sessions.head_commit(isolation.admin_dir)
+    base, state = CommitId(record.base), CommitId(record.state)
+    return Step(record.name, base, state, objects, record.steps, head)
 
 
 def _resume(

@@ -113,6 +113,9 @@ class Step(NamedTuple):
         objects: the variables naming its object store
             (:func:`objects_env`), for git in its worktree.
         steps: how many steps finished before this one.
+        head: the commit its worktree's ``HEAD`` named before this step
+            (in its store already: a commit an earlier step made), or
+            ``None`` (not a commit id: a branch, unborn).
     """
 
     name: str
@@ -120,6 +123,13 @@ class Step(NamedTuple):
     since: CommitId
     objects: Mapping[str, str]
     steps: int
+    head: CommitId | None = None
+
+    @property
+    def known(self) -> list[CommitId]:
+        """What the session's store holds already with all it reaches:
+        the step packs only what these do not reach."""
+        return [self.since, self.base, *([self.head] if self.head else [])]
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` for git-isopatch's own git in the session's worktree."""
@@ -301,6 +311,19 @@ def objects_env(admin_dir: str, common_dir: str) -> Mapping[str, str]:
         "GIT_OBJECT_DIRECTORY": os.path.join(admin_dir, OBJECTS),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": quoted_path_entry(os.path.join(common_dir, "objects")),
     }
+
+
+def head_commit(admin_dir: str) -> CommitId | None:
+    """The commit the worktree's ``HEAD`` file names directly, or ``None``
+    (a symbolic ``HEAD``, none, unreadable)."""
+    try:
+        named = read_admin_file(os.path.join(admin_dir, "HEAD")).strip()
+    except OSError:
+        return None
+    hexdigits = b"0123456789abcdef"
+    if len(named) in (40, 64) and all(byte in hexdigits for byte in named):
+        return CommitId(named.decode("ascii"))
+    return None
 
 
 def new_record(name: str, base: CommitId) -> SessionRecord:

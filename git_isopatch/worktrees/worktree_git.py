@@ -144,13 +144,15 @@ class WorktreeGit(NamedTuple):
             spawn=self.confinement.spawn,
         )
 
-    def keep_objects(self, tips: Sequence[str], known: Sequence[CommitId]) -> GitResult[None]:
+    def keep_objects(
+        self, tips: Sequence[str], known: Sequence[CommitId], index: str | None
+    ) -> GitResult[None]:
         """:func:`.git.keep_objects.pack_reachable` into the store :attr:`env`
         names (a session's own), not the run's."""
         from ..git.keep_objects import pack_reachable  # a session's alone
 
         return pack_reachable(
-            self.admin_dir, tips, known, env=self.env, spawn=self.confinement.spawn
+            self.admin_dir, tips, known, env=self.env, index=index, spawn=self.confinement.spawn
         )
 
     def write_commit_diff(self, old: CommitId, new: CommitId, out: IO[bytes]) -> GitResult[None]:
