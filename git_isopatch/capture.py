@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .values import Extracted, Ran, SessionPatch, Start
     from .worktrees.lease import Lease
     from .worktrees.provider import WorktreeProvider
+    from .worktrees.sessions import SessionRun
     from .worktrees.worktree_git import WorktreeGit
 
 log = logging.getLogger("git_isopatch")
@@ -136,7 +137,7 @@ def run(
             command=list(plan.command),
             private=private,
             places=(plan.tmp_root, plan.worktree_root),
-            session=plan.session,
+            session=_session_run(plan),
             over=_over(plan),
         ) as lease:
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
@@ -210,6 +211,15 @@ def _expire(provider: WorktreeProvider, plan: Start) -> None:
         provider.base_trees_of(plan.repository).trim(unused_since=unused_since)
     except Exception as exc:  # clean-up never raises
         log.debug("could not expire base trees: %s", exc)
+
+
+def _session_run(plan: Start) -> SessionRun | None:
+    """A session's run: its name and confinement (a new session keeps it)."""
+    if plan.session is None:
+        return None
+    from .worktrees.sessions import SessionRun
+
+    return SessionRun(plan.session, plan.sandbox.confined)
 
 
 def _over(plan: Start) -> CommitId | None:

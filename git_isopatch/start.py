@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from .errors import (
     IsopatchError,
@@ -28,13 +29,16 @@ from .git.repo import UserRepository, resolve_commit
 from .git.result import Err, Ok
 from .git.run import own_git_environment
 from .git.types import CommitId, Ref
-from .request import CaptureRequest, UsageConflict, conflicts
+from .request import CaptureRequest, conflicts
 from .sandbox import plan as sandbox_plan
 from .sandbox.limits import Limits
 from .sandbox.plan import CacheSettings, ConfinementPlan
 from .settings import AUTO, ConfigError, complete_request, default_tmpdir
 from .values import Start
 from .worktrees.include import COPY, LINK, IncludeRequest, refuse_tracked, resolve_includes
+
+if TYPE_CHECKING:
+    from .worktrees.sessions import SessionRecord
 
 #: The error-code of a sandbox the machine cannot give
 #: (:func:`.sandbox.plan.plan`).
@@ -69,6 +73,19 @@ def _confinement(
         return sandbox_plan.UNCONFINED, False
 
 
+def _warn_loosened(
+    loosened: list[str],
+    request: CaptureRequest,
+    sandbox: ConfinementPlan,
+    warn: Callable[[str], None],
+) -> None:
+    """Each loosening flag given has no effect unconfined: say so."""
+    if not sandbox.confined:
+        for name in loosened:  # AUTO: unconfined by the fallback, not by choice
+            why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"
+            warn(f"{name} has no effect{why}")
+
+
 def _bounded(sandbox: ConfinementPlan, request: CaptureRequest) -> ConfinementPlan:
     """``sandbox`` with the bounds and the cache layer ``request`` asks for."""
     bounds = Limits(request.max_processes or 0, request.max_memory or 0)
@@ -91,6 +108,7 @@ def check(
         raise ValueError(problem)
     request = _absolute_paths(request)
     repository = open_repository(request.repo_path, environ)
+    request, session = _existing_session(repository, request)
     output_folder = output_identity = None
     if request.output is not None:
         output_folder, output_identity = check_output_target(request.output, repository)
@@ -104,12 +122,9 @@ def check(
         request = _existing_allowed_writes(request, warn)
     sandbox, by_default = _confinement(request, repository.top, warn)
     sandbox = _bounded(sandbox, request) if sandbox.confined else sandbox
-    if not sandbox.confined:
-        for name in loosened:  # AUTO: unconfined by the fallback, not by choice
-            why = ": no sandbox here" if request.sandbox == AUTO else " without --sandbox"
-            warn(f"{name} has no effect{why}")
+    _warn_loosened(loosened, request, sandbox, warn)
     tmp_root = request.tmpdir or "/tmp"
-    commit = _start_commit(repository, request, environ)  # None: a snapshot's, below
+    commit = _start_commit(repository, request, environ, session)  # None: a snapshot's
     git_env = own_git_environment(environ)
     requested = include_requests(repository, request, env=git_env)
     includes = resolve_includes(repository, requested, warn=warn)
@@ -157,44 +172,33 @@ def check(
     )
 
 
+def _existing_session(
+    repository: UserRepository, request: CaptureRequest
+) -> tuple[CaptureRequest, SessionRecord | None]:
+    """:func:`.session_start.existing_session`, loaded for a session's run alone."""
+    if not request.session:
+        return request, None
+    from .session_start import existing_session
+
+    return existing_session(repository, request)
+
+
 def _start_commit(
-    repository: UserRepository, request: CaptureRequest, environ: Mapping[str, str]
+    repository: UserRepository,
+    request: CaptureRequest,
+    environ: Mapping[str, str],
+    session: SessionRecord | None,
 ) -> CommitId | None:
-    """The commit the run starts at: an existing session's base, the base
-    resolved, or ``None`` for a snapshot (``--staged``,
+    """The commit the run starts at: an existing ``session``'s base, the
+    base resolved, or ``None`` for a snapshot (``--staged``,
     ``--include-uncommitted``), made once the includes are checked."""
-    commit = _session_base(repository, request, environ) if request.session else None
-    if commit is None and not (request.include_uncommitted or request.staged):
-        commit = resolve_base(repository, request.base, environ)
-    return commit
+    if session is not None:
+        from .session_start import session_base
 
-
-def _session_base(
-    repository: UserRepository, request: CaptureRequest, environ: Mapping[str, str]
-) -> CommitId | None:
-    """The base of the existing session ``request.session``, or ``None``
-    when there is none yet.  A later run keeps the session's base: a
-    snapshot option, or a ``--base`` naming another commit, contradicts it.
-
-    Raises:
-        UsageConflict: a base option contradicts the session's base.
-    """
-    from .worktrees.sessions import find
-    from .worktrees.store import GitMetadataStore
-
-    name = request.session or ""
-    found = find(repository, GitMetadataStore(), name)
-    if found is None:
+        return session_base(request, session, lambda rev: resolve_base(repository, rev, environ))
+    if request.include_uncommitted or request.staged:
         return None
-    given = "--staged" if request.staged else "--include-uncommitted"
-    if request.staged or request.include_uncommitted:
-        raise UsageConflict(f"option '{given}' cannot be used with the existing session '{name}'")
-    base = CommitId(found.record.base)
-    if request.base != "HEAD" and resolve_base(repository, request.base, environ) != base:
-        raise UsageConflict(
-            f"session '{name}' started at {base}: '--base {request.base}' contradicts it"
-        )
-    return base
+    return resolve_base(repository, request.base, environ)
 
 
 def _loosening_flags(request: CaptureRequest) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ..git.repo import UserRepository
 from ..git.types import CommitId
@@ -20,6 +21,9 @@ from . import kept
 from .lease import Lease
 from .provider import WorktreeProvider
 from .results import PrivateFolder
+
+if TYPE_CHECKING:  # a session's run alone loads its machinery
+    from .sessions import SessionRun
 
 
 @contextlib.contextmanager
@@ -31,7 +35,7 @@ def worktree_for_run(
     command: list[str],
     private: PrivateFolder,
     places: tuple[str | None, str | None],
-    session: str | None = None,
+    session: SessionRun | None = None,
     over: CommitId | None = None,
 ) -> Iterator[Lease]:
     """Steps 3 and 7 of the procedure as one life cycle: a worktree at

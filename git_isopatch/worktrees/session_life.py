@@ -35,15 +35,16 @@ def session_for_run(
     provider: WorktreeProvider,
     repository: UserRepository,
     base: CommitId,
-    name: str,
+    session: sessions.SessionRun,
     *,
     command: list[str],
     private: PrivateFolder,
     places: tuple[str | None, str | None],
 ) -> Iterator[Lease]:
-    """The worktree of session ``name`` for one step, held under the
-    session's lock: made at ``base`` when the session does not exist yet,
-    else found, checked (not broken, at ``base``) and its git state put
+    """The worktree of ``session`` for one step, held under the session's
+    lock: made at ``base`` when the session does not exist yet (it
+    remembers the run's confinement), else found, checked (not broken, at
+    ``base``, confined as the run is) and its git state put
     back (:func:`.sessions.unstow`).  When the step ends, however it ends,
     its administrative files are put right and its git state put away
     (:func:`.sessions.stow`), the session at the state the step left
@@ -53,16 +54,18 @@ def session_for_run(
 
     Raises:
         IsopatchError: ``session-busy``, ``session-broken``,
-            ``session-base-differs``; as :meth:`WorktreeProvider.create`.
+            ``session-base-differs``, ``session-confinement-differs``; as
+            :meth:`WorktreeProvider.create`.
     """
-    lock = provider.lock
+    lock, name = provider.lock, session.name
     common = repository.common_dir
     with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
         found = sessions.find(repository, provider.store, name)
         if found is None:
-            isolation, record = _make(provider, repository, base, name, command, private, places)
+            isolation, record = _make(provider, repository, base, session, command, private, places)
         else:
-            isolation, record = _resume(provider, repository, found, base, (command, private))
+            run = (command, private, session.confined)
+            isolation, record = _resume(provider, repository, found, base, run)
         private.mark()
         lease = Lease(isolation)
         try:
@@ -81,13 +84,14 @@ def _make(
     provider: WorktreeProvider,
     repository: UserRepository,
     base: CommitId,
-    name: str,
+    session: sessions.SessionRun,
     command: list[str],
     private: PrivateFolder,
     places: tuple[str | None, str | None],
 ) -> tuple[Isolation, sessions.SessionRecord]:
     """A new session's worktree at ``base``, its records written."""
     tmp_root, worktree_root = places
+    name = session.name
     isolation = provider.create(
         repository,
         base,
@@ -96,7 +100,7 @@ def _make(
         tmp_root=tmp_root,
         worktree_root=worktree_root,
     )
-    record = replace(sessions.new_record(name, base), stepping=True)
+    record = replace(sessions.new_record(name, base, session.confined), stepping=True)
     try:
         isolation.record.session = name
         provider.store.save(isolation.admin_dir, isolation.record)
@@ -121,13 +125,16 @@ def _resume(
     repository: UserRepository,
     found: Session,
     base: CommitId,
-    run: tuple[list[str], PrivateFolder],
+    run: tuple[list[str], PrivateFolder, bool],
 ) -> tuple[Isolation, sessions.SessionRecord]:
     """The worktree of session ``found``, its git state put back and
-    locked for this run.
+    locked for this run (``run``: its command, private folder and whether
+    it is confined).
 
     Raises:
-        IsopatchError: ``session-broken``, ``session-base-differs``.
+        IsopatchError: ``session-broken``, ``session-base-differs``,
+            ``session-confinement-differs`` (another run made the session
+            meanwhile, confined otherwise).
     """
     record, name = found.record, found.record.name
     if record.broken is not None:
@@ -140,7 +147,9 @@ def _resume(
             f"session '{name}' started at {record.base}, not at {base}",
             hint="a session keeps its base; end it to start again elsewhere",
         )
-    command, private = run
+    command, private, confined = run
+    if record.sandboxed is not None and record.sandboxed != confined:
+        raise sessions.confinement_differs(name, record.sandboxed, confined)
     owner = WorktreeRecord.for_this_process(container=found.container, base=base, command=command)
     owner.session = name
     stepping = replace(record, stepping=True)

@@ -89,6 +89,8 @@ class SessionRecord:
         stepping: a step is under way; found so by the next run, the step
             never finished: the session is broken.
         broken: why the session can only be ended, or ``None``.
+        sandboxed: its first step ran confined: so do the later ones
+            (``None``: a record from before this was kept).
     """
 
     name: str
@@ -100,6 +102,7 @@ class SessionRecord:
     stepping: bool = False
     broken: str | None = None
     version: int = 1
+    sandboxed: bool | None = None
 
 
 class Step(NamedTuple):
@@ -273,6 +276,18 @@ def broken(name: str, why: str) -> IsopatchError:
     )
 
 
+def confinement_differs(name: str, sandboxed: bool, confined: bool) -> IsopatchError:
+    """A run confined otherwise (``confined``) than session ``name``
+    (``sandboxed``) is refused: a session keeps its first step's."""
+    asked = "--sandbox" if confined else "--no-sandbox"
+    runs = "sandboxed" if sandboxed else "unconfined"
+    return IsopatchError(
+        "session-confinement-differs",
+        f"session '{name}' runs {runs}: '{asked}' contradicts it",
+        hint="a session keeps the confinement of its first step; end it to start again",
+    )
+
+
 def stow(admin_dir: GitDirPath, container: str, base: CommitId, reason: str) -> None:
     """Move what git wrote into the worktree's private folder (index,
     ``HEAD``, reflogs, refs, the session's objects) into the session's
@@ -326,9 +341,19 @@ def head_commit(admin_dir: str) -> CommitId | None:
     return None
 
 
-def new_record(name: str, base: CommitId) -> SessionRecord:
+class SessionRun(NamedTuple):
+    """A run's ask of a session: its name, and whether the run is
+    confined (a new session remembers it)."""
+
+    name: str
+    confined: bool
+
+
+def new_record(name: str, base: CommitId, sandboxed: bool) -> SessionRecord:
     now = time.time()
-    return SessionRecord(name=name, base=base, state=base, created=now, used=now)
+    return SessionRecord(
+        name=name, base=base, state=base, created=now, used=now, sandboxed=sandboxed
+    )
 
 
 def finished(record: SessionRecord, state: CommitId | None) -> SessionRecord:
