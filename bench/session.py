@@ -8,6 +8,10 @@ a session made before the rounds (``git isopatch --session <name> -q -o
 file, so that every step has a patch and the session grows by a line.  It
 prints each way's median wall time, quartiles and median CPU time, the ratio of
 a step to a fresh capture, and the 1-minute load average over the rounds.
+With ``--before <git-isopatch>`` (another installation, say of the commit
+before a change) its ways run in the same rounds too, with sessions of
+their own, and each way's row says which tool ran it, with the ratio of
+this tool's median (wall and CPU) to the other's.
 
     python bench/session.py --size small --rounds 20 --workdir /dev/shm/isopatch-session
 
@@ -58,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--tool", type=Path, default=None)
+    parser.add_argument("--before", type=Path, default=None, help="another git-isopatch")
     parser.add_argument(
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "isopatch-session"
     )
@@ -71,18 +76,24 @@ def main(argv: list[str] | None = None) -> int:
     repo = bench.prepare_repository(bench.SPECS[args.size], workdir, env)
     edit = ["sh", "-c", f"echo step >> '{first_file(repo, env)}'"]
     patch = workdir / "step.patch"
+    tools = {"": tool, **({"before ": args.before} if args.before is not None else {})}
+    ways = [(label, *way) for label in tools for way in WAYS]
 
-    def argv_of(what: str, confinement: str) -> list[str]:
-        session = ["--session", f"bench{confinement.replace('-', '_')}"] if what == "step" else []
-        return [str(tool), *session, confinement, "-q", "-o", str(patch), "--", *edit]
+    def session_of(label: str, confinement: str) -> str:
+        return f"bench{label.strip()}{confinement.replace('-', '_')}"
 
-    for confinement in ("--no-sandbox", "--sandbox"):  # each session's first step
-        made = timing.measure(argv_of("step", confinement), cwd=repo, env=env)
-        if made.exit_code != 0:
-            sys.stderr.write(made.stderr)
-            return 1
+    def argv_of(label: str, what: str, confinement: str) -> list[str]:
+        session = ["--session", session_of(label, confinement)] if what == "step" else []
+        return [str(tools[label]), *session, confinement, "-q", "-o", str(patch), "--", *edit]
 
-    def once(way: tuple[str, str]) -> timing.Measurement | None:
+    for label in tools:  # each session's first step
+        for confinement in ("--no-sandbox", "--sandbox"):
+            made = timing.measure(argv_of(label, "step", confinement), cwd=repo, env=env)
+            if made.exit_code != 0:
+                sys.stderr.write(made.stderr)
+                return 1
+
+    def once(way: tuple[str, str, str]) -> timing.Measurement | None:
         measured = timing.measure(argv_of(*way), cwd=repo, env=env)
         if measured.exit_code != 0:
             sys.stderr.write(f"{way}: exit {measured.exit_code}\n{measured.stderr}")
@@ -91,39 +102,46 @@ def main(argv: list[str] | None = None) -> int:
 
     loads: list[float] = []
     try:
-        samples = timing.interleaved(WAYS, args.rounds, once, warmup=args.warmup, loads=loads)
+        samples = timing.interleaved(ways, args.rounds, once, warmup=args.warmup, loads=loads)
     finally:
-        for confinement in ("--no-sandbox", "--sandbox"):
-            name = f"bench{confinement.replace('-', '_')}"
-            subprocess.run([str(tool), "--session", name, "--end"], cwd=repo, env=env, check=False)
+        for label, path in tools.items():
+            for confinement in ("--no-sandbox", "--sandbox"):
+                ending = [str(path), "--session", session_of(label, confinement), "--end"]
+                subprocess.run(ending, cwd=repo, env=env, check=False)
     report(samples, loads, args)
     return 0 if all(len(s) == args.rounds for s in samples.values()) else 1
 
 
 def report(
-    samples: dict[tuple[str, str], list[timing.Measurement]],
+    samples: dict[tuple[str, str, str], list[timing.Measurement]],
     loads: list[float],
     args: argparse.Namespace,
 ) -> None:
-    """The table: each way's median, quartiles, CPU time, and a step's ratio."""
+    """The table: each way's median, quartiles, CPU time, a step's ratio
+    to a fresh capture, and with ``--before`` this tool's to the other's."""
     print(f"size {args.size}, {args.rounds} rounds, load average (1 min) ", end="")
     print(f"{min(loads):.2f}-{max(loads):.2f}, median {statistics.median(loads):.2f}")
-    print("| way | median | quartiles | CPU median | step / fresh |")
-    print("|---|---|---|---|---|")
-    for what, confinement in WAYS:
-        walls = [m.seconds for m in samples[(what, confinement)]]
-        cpus = [m.cpu_seconds for m in samples[(what, confinement)]]
+    print("| way | median | quartiles | CPU median | step / fresh | wall, CPU / before |")
+    print("|---|---|---|---|---|---|")
+    for label, what, confinement in samples:
+        walls = [m.seconds for m in samples[(label, what, confinement)]]
+        cpus = [m.cpu_seconds for m in samples[(label, what, confinement)]]
         if len(walls) < 2:
             continue
         low, _, high = statistics.quantiles(walls, n=4)
-        ratio = ""
+        ratio = against = ""
         if what == "step":
-            fresh = statistics.median(m.seconds for m in samples[("fresh", confinement)])
+            fresh = statistics.median(m.seconds for m in samples[(label, "fresh", confinement)])
             ratio = f"{statistics.median(walls) / fresh:.2f}x"
+        before = samples.get(("before ", what, confinement), [])
+        if not label and len(before) >= 2:
+            wall = statistics.median(walls) / statistics.median(m.seconds for m in before)
+            cpu = statistics.median(cpus) / statistics.median(m.cpu_seconds for m in before)
+            against = f"{wall:.2f}x, {cpu:.2f}x"
         print(
-            f"| {what} {confinement} | {statistics.median(walls) * 1000:.0f} ms "
+            f"| {label}{what} {confinement} | {statistics.median(walls) * 1000:.0f} ms "
             f"| {low * 1000:.0f}-{high * 1000:.0f} ms | {statistics.median(cpus) * 1000:.0f} ms "
-            f"| {ratio} |"
+            f"| {ratio} | {against} |"
         )
 
 
