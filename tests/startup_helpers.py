@@ -62,6 +62,30 @@ def imported_before_the_first_git(
     return names
 
 
+_DATACLASSES_PROBE = """
+import dataclasses, importlib, sys
+for name in sys.argv[1:]:
+    module = importlib.import_module(name)
+    for value in list(vars(module).values()):
+        if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value):
+            print(f"{name}.{value.__qualname__}")
+"""
+
+
+def dataclasses_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
+    """The dataclasses (``module.Class``) the package's ``modules`` define."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DATACLASSES_PROBE, *modules],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(done.stdout.split())
+
+
 def imported_by_the_libraries(cwd: Path, env: dict[str, str]) -> set[str]:
     """The modules ``import typer, pygit2`` imports (and the interpreter's
     own start): the floor every run stands on."""

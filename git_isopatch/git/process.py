@@ -14,7 +14,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -112,15 +111,19 @@ def _stop_after(process: Spawned, after: float) -> None:
     timer.start()
 
 
-@dataclass
 class Ended:
-    """How one git ended (:func:`execute`)."""
+    """How one git ended (:func:`execute`), filled in as it ends.  A plain
+    class: a dataclass compiles its methods as the module loads, on every
+    run."""
 
-    returncode: int = 0
-    stderr: bytes = b""
-    timed_out: bool = False
-    stopped: bool = False
-    write_error: OSError | None = None
+    __slots__ = ("returncode", "stderr", "timed_out", "stopped", "write_error")
+
+    def __init__(self) -> None:
+        self.returncode = 0
+        self.stderr = b""
+        self.timed_out = False
+        self.stopped = False
+        self.write_error: OSError | None = None
 
 
 def execute(

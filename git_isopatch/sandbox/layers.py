@@ -30,7 +30,6 @@ import os
 import select
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
 #: A layer that is an overlay of its folder (reads go through to it).
@@ -300,19 +299,26 @@ def is_whiteout(st: os.stat_result) -> bool:
 LISTED_AT_MOST = 100_000
 
 
-@dataclass
 class _Folder:
     """A folder of a layer :func:`layer_writes` is in: where it is, its
     entries left, where its own path goes in the listing, what it is (and
-    was, in the lower folder), and whether something below it was named."""
+    was, in the lower folder), and whether something below it was named.
+    A plain class: a dataclass compiles its methods as the module loads."""
 
-    relative: str
-    entries: list[os.DirEntry[str]]
-    position: int = 0
-    st: os.stat_result | None = None
-    old: os.stat_result | None = None
-    path: str = ""
-    named: bool = False
+    __slots__ = ("relative", "entries", "position", "st", "old", "path", "named")
+
+    def __init__(
+        self,
+        relative: str,
+        entries: list[os.DirEntry[str]],
+        position: int = 0,
+        st: os.stat_result | None = None,
+        old: os.stat_result | None = None,
+        path: str = "",
+    ) -> None:
+        self.relative, self.entries, self.position = relative, entries, position
+        self.st, self.old, self.path = st, old, path
+        self.named = False
 
 
 def _listed(here: str) -> list[os.DirEntry[str]]:

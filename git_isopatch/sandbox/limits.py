@@ -40,7 +40,6 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 #: The names a reached bound has in the result (``limit-reached``).
@@ -59,26 +58,30 @@ class Limits(NamedTuple):
 NONE = Limits(0, 0)
 
 
-@dataclass
 class _Group:
     """One cgroup made for the run: its folder, its version, the
-    controllers it bounds, and the descriptor of its ``cgroup.procs``."""
+    controllers it bounds, and the descriptor of its ``cgroup.procs``
+    (set once it is open).  Plain classes here: a dataclass compiles its
+    methods as the module loads, on every run."""
 
-    path: str
-    version: int
-    controllers: tuple[str, ...]
-    procs: int = -1
+    __slots__ = ("path", "version", "controllers", "procs")
+
+    def __init__(self, path: str, version: int, controllers: tuple[str, ...]) -> None:
+        self.path, self.version, self.controllers = path, version, controllers
+        self.procs = -1
 
 
-@dataclass
 class Bound:
     """The bounds of one run: the cgroups the launcher moves into
     (:attr:`fds`), the rlimits it sets where none could be had
     (:attr:`rlimits`), and what was reached."""
 
-    limits: Limits
-    groups: list[_Group] = field(default_factory=list)
-    rlimits: dict[int, int] = field(default_factory=dict)
+    __slots__ = ("limits", "groups", "rlimits")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.groups: list[_Group] = []
+        self.rlimits: dict[int, int] = {}
 
     @property
     def fds(self) -> tuple[int, ...]:

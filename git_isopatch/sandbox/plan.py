@@ -2,10 +2,10 @@
 :class:`ConfinementPlan` (:data:`UNCONFINED` without ``--sandbox``), which
 :func:`.confinement.confine` enters once the worktree is there.  Apart
 from the confinement itself, so that the checks of a run that is not
-confined load nothing of it.
+confined load nothing of it.  Annotations here are evaluated as the module
+loads (``NamedTuple`` compiles each string annotation as it makes the
+class); only names imported for type checking are strings.
 """
-
-from __future__ import annotations
 
 import os
 from collections.abc import Sequence
@@ -49,7 +49,7 @@ class ConfinementPlan(NamedTuple):
     mechanism: str = NO_MECHANISM
     allow_write: tuple[str, ...] = ()
     allow_network: bool = False
-    bwrap: Bwrap | None = None
+    bwrap: "Bwrap | None" = None
     limits: Limits = NO_LIMITS
     cache: CacheSettings = CacheSettings()
 

@@ -1,8 +1,11 @@
 """A run's worktree as the life cycle holds it (:mod:`.provider`,
 :mod:`.lifecycle`): the value the procedure's steps read.
-"""
 
-from __future__ import annotations
+Annotations here are evaluated as the module loads (no ``from __future__
+import annotations``): ``NamedTuple`` compiles each string annotation as it
+makes the class, on every run; only names imported for type checking are
+strings.
+"""
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
@@ -73,8 +76,8 @@ class Isolation(NamedTuple):
     tracks_attributes: bool = True
     conversions: bytes | None = None
     index_copy: str | None = None
-    session: Step | None = None
-    layer: RunLayer | None = None
+    session: "Step | None" = None
+    layer: "RunLayer | None" = None
 
     @property
     def files(self) -> WorktreeFiles:

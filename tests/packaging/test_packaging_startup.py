@@ -12,7 +12,12 @@ asserted."""
 from __future__ import annotations
 
 import pytest
-from startup_helpers import imported, imported_before_the_first_git, imported_by_the_libraries
+from startup_helpers import (
+    dataclasses_of,
+    imported,
+    imported_before_the_first_git,
+    imported_by_the_libraries,
+)
 
 #: Modules only some paths need.
 PATH_ONLY = {
@@ -187,6 +192,31 @@ def test_a_plain_run_imports_nothing_beyond_its_lists(env, make_repo) -> None:
     others = loaded - ours - imported_by_the_libraries(repo, env)
     assert others - STDLIB_OF_A_PLAIN_RUN == set(), "a plain run imports more"
     assert "pygit2" in loaded and "typer" in loaded
+
+
+#: The dataclasses a run loads before its first git: each compiles its
+#: methods as its module loads (2-4 M instructions each, more than a
+#: NamedTuple or a plain class), on every run.
+DATACLASSES_BEFORE_THE_FIRST_GIT = {
+    "git_isopatch.worktrees.store.WorktreeRecord",  # mutable, 12 fields, asdict for JSON
+}
+
+
+def test_the_modules_of_a_run_build_no_dataclass_beyond_the_list(env, make_repo) -> None:
+    """By class, in the modules a plain and a sandboxed run (its sandbox
+    check's answer kept) load before their first git: no dataclass joins
+    them unlisted."""
+    repo = make_repo()
+    sandboxed = ["-q", "--sandbox", "--", "true"]
+    imported_before_the_first_git(sandboxed, repo, env)  # keeps the sandbox check's answer
+    loaded = imported_before_the_first_git(sandboxed, repo, env)
+    loaded |= imported_before_the_first_git(["-q", "--no-sandbox", "--", "true"], repo, env)
+    ours = sorted(name for name in loaded if name.split(".")[0] == "git_isopatch")
+    found = dataclasses_of(ours, repo, env)
+    assert found - DATACLASSES_BEFORE_THE_FIRST_GIT == set(), "a dataclass joins a run's start"
+    assert dataclasses_of(["git_isopatch.worktrees.sessions"], repo, env) == {
+        "git_isopatch.worktrees.sessions.SessionRecord"
+    }, "the check can fail"
 
 
 def test_the_paths_that_need_them_load_them(env, make_repo) -> None:
