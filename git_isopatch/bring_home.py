@@ -9,7 +9,6 @@ applies with :func:`.git.apply.apply_to_work_tree`.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 from collections.abc import Callable, Mapping
@@ -19,10 +18,9 @@ from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
 from .git.quote import quoted
 from .git.repo import UserRepository
 from .git.result import Err, GitError, Ok
+from .logger import warning
 from .result import CaptureResult
 from .worktrees.lock import APPLY_LOCK_FILE, LockTimeout, LockWaitInterrupted, held_within
-
-log = logging.getLogger("git_isopatch")
 
 #: Said when the fix does not merge with unstaged edits: the commit is
 #: stopped, and this is the way on.
@@ -138,7 +136,7 @@ def apply_result(
     environ: Mapping[str, str],
     staged: bool,
     signal_state: Mapping[str, int | None] | None = None,
-    warn: Callable[[str], None] = log.warning,
+    warn: Callable[[str], None] = warning,
 ) -> CaptureResult:
     """The report step's ``--apply``: ``result`` once its patch is brought
     home (:func:`bring_home`; with ``staged``, into the index git names in

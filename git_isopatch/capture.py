@@ -16,7 +16,6 @@ look: it loads them when it comes to the command, after its worktree.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import start
 from .checkout import CheckoutLook
 from .errors import IsopatchError
+from .logger import log, warning
 from .request import CaptureRequest
 
 if TYPE_CHECKING:
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from .worktrees.provider import WorktreeProvider
     from .worktrees.sessions import SessionRun
     from .worktrees.worktree_git import WorktreeGit
-
-log = logging.getLogger("git_isopatch")
 
 
 #: Fields of a sequence type, which the API also takes as lists.
@@ -116,7 +114,7 @@ def run(
             (``too-many-worktrees``), no sandbox here, a worktree that could
             not be made (:func:`.start.check`); no worktree was created.
     """
-    started, warn = time.monotonic(), warn or log.warning
+    started, warn = time.monotonic(), warn or warning
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
     plan = start.check(request, os.environ if environ is None else environ, warn)
     look = _look(plan)  # the user's checkout, looked at while the worktree is got

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import usage
+from .logger import configure_logging, configure_logging_on_first_use
 from .request import CaptureRequest, OutputMode, conflicts
 from .usage import (
     RepoPathOption,
     ShortHelpOption,
     UsageFailure,
-    configure_logging,
     main,
     option_rows,
     short_usage,
@@ -257,7 +257,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
     from .errors import IsopatchError
 
     usage.modules_loaded()
-    configure_logging()
+    configure_logging_on_first_use()
     if sys.stdout is None and (mode.stdout or mode.machine):
         stderr_line("fatal: stdout is closed: nowhere to write the result")
         return usage.FATAL_STATUS

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import shutil
 import stat
@@ -31,13 +30,12 @@ from .git.patch.paths import PatchContents, read_patch
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
+from .logger import log
 from .values import Extracted, Start
 from .worktrees.diff_index import prepare_index
 from .worktrees.fidelity import Fidelity
 from .worktrees.results import open_private
 from .worktrees.worktree_git import WorktreeGit
-
-log = logging.getLogger("git_isopatch")
 
 PATCH_NAME = "isopatch.patch"
 

@@ -13,7 +13,8 @@ from typing import Annotated
 import typer
 
 from . import usage
-from .usage import RepoPathOption, ShortHelpOption, UsageFailure, configure_logging, write_stdout
+from .logger import configure_logging_on_first_use
+from .usage import RepoPathOption, ShortHelpOption, UsageFailure, write_stdout
 
 list_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 prune_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -43,7 +44,7 @@ def list_command(
         raise UsageFailure("the option '-z' requires '--porcelain'")
     if porcelain_output and json_output:
         raise UsageFailure("options '--porcelain' and '--json' cannot be used together")
-    configure_logging()
+    configure_logging_on_first_use()
     try:
         worktrees = list_worktrees(repo_path)
     except IsopatchError as failure:
@@ -85,7 +86,7 @@ def prune_command(
     from .manage import prune_folders, prune_worktrees
     from .render import prune_lines
 
-    configure_logging()
+    configure_logging_on_first_use()
     try:
         pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
         folders = prune_folders(repo_path, expire=expire, dry_run=dry_run)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import usage
+from .logger import configure_logging_on_first_use
 
 
 def end_session(params: Mapping[str, Any]) -> int:
@@ -24,7 +25,7 @@ def end_session(params: Mapping[str, Any]) -> int:
         raise usage.UsageFailure("option '--end' takes no command")
     if (why := session_name_refusal(name)) is not None:
         raise usage.UsageFailure(why)
-    usage.configure_logging()
+    configure_logging_on_first_use()
     try:
         ended = end(params["repo_path"], name)
     except IsopatchError as failure:

@@ -13,12 +13,9 @@ import gc
 import os
 import shutil
 import sys
-from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
+from typing import Annotated, NoReturn
 
 import typer
-
-if TYPE_CHECKING:
-    import logging
 
 from . import __version__
 from .outcome import FATAL_STATUS, USAGE_STATUS
@@ -325,33 +322,6 @@ def usage_message(exc: Exception) -> str:
         return f"too many arguments: '{message[message.index(' (') + 2 : -1]}'"
     message = message.rstrip(".")
     return message[0].lower() + message[1:] if message else "bad usage"
-
-
-def configure_logging(stream: TextIO | None = None) -> logging.Handler:
-    """Send the ``git_isopatch`` logger's warnings and errors to ``stream``
-    (default: stderr) as one ``warning: ...`` / ``error: ...`` line each, as
-    git prints them; without this, Python would print them bare.  Called
-    before a capture, not for ``-h``/``--version`` (``logging`` costs a few
-    milliseconds to import).  Returns the handler."""
-    import logging
-
-    from .git.quote import terminal_safe
-
-    class GitStyleFormatter(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            prefix = "error" if record.levelno >= logging.ERROR else "warning"
-            return terminal_safe(f"{prefix}: {record.getMessage()}")
-
-    logger = logging.getLogger("git_isopatch")
-    for old in [h for h in logger.handlers if getattr(h, "git_style", False)]:
-        logger.removeHandler(old)
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(GitStyleFormatter())
-    handler.setLevel(logging.WARNING)
-    handler.git_style = True  # type: ignore[attr-defined]
-    logger.addHandler(handler)
-    logger.propagate = False
-    return handler
 
 
 def fatal(failure: Exception) -> NoReturn:

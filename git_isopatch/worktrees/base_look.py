@@ -13,7 +13,6 @@ found for.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -22,8 +21,7 @@ from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.index_entries import index_entries
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
-
-log = logging.getLogger("git_isopatch")
+from ..logger import log
 
 #: The file of a base tree's private folder that holds what its look found:
 #: each path ended by NUL, after a kind byte (``b``: differs after

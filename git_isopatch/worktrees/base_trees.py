@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import struct
 import tempfile
@@ -48,6 +47,7 @@ from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
+from ..logger import log, warning
 from .base_look import look_once
 from .lock import PIN_FILE, POLL_SECONDS, AdminLock, LockWaitInterrupted, open_pin, try_flock
 from .placement import (
@@ -60,8 +60,6 @@ from .placement import (
 from .removal import remove_ours
 from .space import no_space
 from .store import BASE_LOCK_REASON, BaseRecord, GitMetadataStore
-
-log = logging.getLogger("git_isopatch")
 
 #: The folder of the common git directory that holds the base trees.
 FOLDER = BASE_TREES_FOLDER
@@ -182,7 +180,7 @@ class BaseTrees:
         lock: AdminLock,
         limit: int,
         progress: bool = False,
-        warn: Callable[[str], None] = log.warning,
+        warn: Callable[[str], None] = warning,
         store: GitMetadataStore | None = None,
         root: str | None = None,
     ) -> None:

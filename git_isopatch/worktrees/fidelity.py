@@ -10,7 +10,6 @@ and :func:`settle_attributes`.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -46,10 +45,9 @@ from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.submodule import list_gitlinks
 from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..logger import log
 from .conversions import encode, kept_answer
 from .hooks import missing_hooks_warning
-
-log = logging.getLogger("git_isopatch")
 
 Pairs = tuple[tuple[str, str], ...]
 

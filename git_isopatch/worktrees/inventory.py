@@ -39,7 +39,6 @@ records from the store.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -64,7 +63,6 @@ __all__ = [
     "owned_worktrees",
 ]
 
-log = logging.getLogger("git_isopatch")
 
 RUNNING = "running"
 KEPT = "kept"

@@ -9,15 +9,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 
 from ..errors import IsopatchError
 from ..git.types import GitDirPath
-
-log = logging.getLogger("git_isopatch")
+from ..logger import log
 
 #: File in the common git directory that holds the lock.
 LOCK_FILE = "isopatch.lock"

@@ -8,7 +8,6 @@ vouch for is removed there, never used.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shutil
 from typing import NamedTuple
@@ -18,12 +17,11 @@ from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dir, worktree_admin_dirs
+from ..logger import log
 from .conversions import ANSWER_FILE
 from .lock import AdminLock
 from .removal import registered_inside
 from .store import POOL_LOCK_REASON, GitMetadataStore, WorktreeRecord
-
-log = logging.getLogger("git_isopatch")
 
 
 def write_lock_reason(admin_dir: GitDirPath, reason: str) -> None:

@@ -12,7 +12,6 @@ Design: procedure steps 3 and 7, Architecture.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +28,7 @@ from ..git.worktree import (
     unlock_worktree,
     worktree_admin_dir,
 )
+from ..logger import log, warning
 from . import kept, pool
 from .isolation import Isolation
 from .lock import AdminLock, LockWaitInterrupted
@@ -40,8 +40,6 @@ from .store import GitMetadataStore, WorktreeRecord
 
 if TYPE_CHECKING:  # over base trees: sandboxed runs alone load them
     from .base_trees import BaseTrees
-
-log = logging.getLogger("git_isopatch")
 
 
 def _as_added(admin_dir: GitDirPath) -> bool:
@@ -97,7 +95,7 @@ class WorktreeProvider:
         self.lock = lock or AdminLock()
         self.store = store or GitMetadataStore()
         self.max_worktrees = max_worktrees
-        self.warn = warn or log.warning
+        self.warn = warn or warning
         self.pool = max(0, pool)
         self.progress = progress
 

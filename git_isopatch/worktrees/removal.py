@@ -11,7 +11,6 @@ Design: procedure step 7, Architecture.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -22,6 +21,7 @@ from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
 from ..git.worktree import list_worktrees, worktree_admin_dirs
+from ..logger import log, warning
 from .deletion import delete_tree
 from .inventory import (
     BASE,
@@ -37,8 +37,6 @@ from .lock import AdminLock, open_pin, try_flock
 from .mounts import mount_points_under
 from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
 from .store import GitMetadataStore
-
-log = logging.getLogger("git_isopatch")
 
 
 def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> None:
@@ -136,7 +134,7 @@ def remove_ours(
     *,
     env: Mapping[str, str],
     also: Sequence[str | None] = (),
-    warn: Callable[[str], None] = log.warning,
+    warn: Callable[[str], None] = warning,
     folder_counts: bool = True,
 ) -> str | None:
     """Remove one of our worktrees (running, kept, pooled or orphaned), the

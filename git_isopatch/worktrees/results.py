@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import shutil
 import stat
@@ -30,9 +29,8 @@ from collections.abc import Iterable, Iterator
 from typing import IO, NamedTuple
 
 from ..errors import known_os_failure
+from ..logger import log
 from .lock import LOCK_FILE
-
-log = logging.getLogger("git_isopatch")
 
 #: Prefix of every private folder a run makes (``tempfile.mkdtemp``).
 PRIVATE_PREFIX = "git-isopatch-"
@@ -260,6 +258,8 @@ def discard(tmpdir: str) -> bool:
     """
     if not os.path.basename(os.path.normpath(tmpdir)).startswith(PRIVATE_PREFIX):
         return False
+    if not os.path.lexists(tmpdir):  # settled already (-o without captured output)
+        return True
     if _marked_for(tmpdir) is None or _holds_a_worktree(tmpdir):
         log.debug("not deleting '%s': not a result folder of ours", tmpdir)
         return False

@@ -11,7 +11,6 @@ worktree, and a worktree without the file was not made by git-isopatch.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import socket
@@ -21,8 +20,7 @@ from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.types import GitDirPath
-
-log = logging.getLogger("git_isopatch")
+from ..logger import log
 
 RECORD_FILE = "isopatch.json"
 #: The record of a base tree (:class:`BaseRecord`).

@@ -132,6 +132,7 @@ LAYERS: dict[str, frozenset[str]] = {
 #: Modules by layer where the name alone does not say it.
 NAMED_LAYERS = {
     f"{PACKAGE}.errors": "errors",
+    f"{PACKAGE}.logger": "errors",  # the warnings' logger, made on first use
     f"{PACKAGE}.settings": "settings",
     f"{PACKAGE}.manage": "manage",
     f"{PACKAGE}.render": "render",

@@ -12,6 +12,7 @@ asserted."""
 from __future__ import annotations
 
 import pytest
+from repo_helpers import isopatch
 from startup_helpers import (
     dataclasses_of,
     imported,
@@ -79,6 +80,7 @@ PLAIN_RUN = {
     "git_isopatch.git.types",
     "git_isopatch.git.worktree",
     "git_isopatch.hints",
+    "git_isopatch.logger",
     "git_isopatch.outcome",
     "git_isopatch.populate",
     "git_isopatch.report",
@@ -135,7 +137,6 @@ STDLIB_OF_A_PLAIN_RUN = {
     "json.encoder",
     "json.scanner",
     "_json",
-    "logging",  # warnings
     "tempfile",  # the run's private folder
     "random",  # tempfile's names
     "_random",
@@ -192,6 +193,26 @@ def test_a_plain_run_imports_nothing_beyond_its_lists(env, make_repo) -> None:
     others = loaded - ours - imported_by_the_libraries(repo, env)
     assert others - STDLIB_OF_A_PLAIN_RUN == set(), "a plain run imports more"
     assert "pygit2" in loaded and "typer" in loaded
+
+
+def test_a_run_with_nothing_to_warn_of_never_loads_logging(env, make_repo) -> None:
+    """The package's logger is made on its first use (:mod:`git_isopatch.logger`):
+    a run that warns of nothing, sandboxed or not, never imports ``logging``."""
+    repo = make_repo()
+    for mode in ("--sandbox", "--no-sandbox"):
+        assert "logging" not in imported(["-q", mode, "--", "true"], repo, env)
+
+
+def test_a_warning_loads_logging_and_reads_as_git_s(env, make_repo) -> None:
+    """The check above can fail: a run that warns loads it, and its
+    warning still reads ``warning: ...`` (the command line's handler is
+    set up as the logger is made)."""
+    repo = make_repo()
+    args = ["-q", "--no-sandbox", "--allow-network", "--", "true"]
+    assert "logging" in imported(args, repo, env)
+    done = isopatch(*args, cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b"warning: --allow-network has no effect without --sandbox\n"
 
 
 #: The dataclasses a run loads before its first git: each compiles its
