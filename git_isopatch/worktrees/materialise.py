@@ -130,21 +130,37 @@ def _move(folder: int, name: str, into: str) -> None:
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-    if stat.S_ISLNK(info.st_mode):
-        os.symlink(os.readlink(name, dir_fd=folder), into)
-    elif stat.S_ISREG(info.st_mode):
-        _copy_sparse(folder, name, into, stat.S_IMODE(info.st_mode))
-    elif stat.S_ISDIR(info.st_mode):
-        os.mkdir(into, stat.S_IMODE(info.st_mode) | 0o700)
-        inner = os.open(name, _FOLDER, dir_fd=folder)
-        try:
-            for entry in os.listdir(inner):
-                _move(inner, entry, os.path.join(into, entry))
-        finally:
-            os.close(inner)
-        os.chmod(into, stat.S_IMODE(info.st_mode))
-    elif stat.S_ISFIFO(info.st_mode):
-        os.mkfifo(into, stat.S_IMODE(info.st_mode))
+    _copy_across(folder, name, into)
+
+
+def _copy_across(folder: int, name: str, into: str) -> None:
+    """:func:`_move` across file systems: copy ``name`` of ``folder`` to
+    ``into``, folder by folder without recursion (a command may nest
+    thousands), each folder's mode set once its entries are in.  Nothing
+    in the layer changes any more (its command has ended): a path below
+    ``folder`` leads where the walk found it."""
+    stack, modes = [(name, into)], []
+    while stack:
+        relative, target = stack.pop()
+        info = os.stat(relative, dir_fd=folder, follow_symlinks=False)
+        mode = stat.S_IMODE(info.st_mode)
+        if stat.S_ISLNK(info.st_mode):
+            os.symlink(os.readlink(relative, dir_fd=folder), target)
+        elif stat.S_ISREG(info.st_mode):
+            _copy_sparse(folder, relative, target, mode)
+        elif stat.S_ISDIR(info.st_mode):
+            os.mkdir(target, mode | 0o700)
+            inner = os.open(relative, _FOLDER, dir_fd=folder)
+            try:
+                entries = os.listdir(inner)
+            finally:
+                os.close(inner)
+            stack += [(os.path.join(relative, e), os.path.join(target, e)) for e in entries]
+            modes.append((target, mode))
+        elif stat.S_ISFIFO(info.st_mode):
+            os.mkfifo(target, mode)
+    for target, mode in reversed(modes):  # the innermost first
+        os.chmod(target, mode)
 
 
 def _copy_sparse(folder: int, name: str, into: str, mode: int) -> None:
@@ -166,7 +182,7 @@ def _copy_sparse(folder: int, name: str, into: str, mode: int) -> None:
                     raise
                 end = os.lseek(source, at, os.SEEK_HOLE)
                 while at < end:
-                    copied = os.copy_file_range(source, out, end - at, at, at)
+                    copied = _copy_range(source, out, end - at, at)
                     if not copied:
                         break
                     at += copied
@@ -176,6 +192,19 @@ def _copy_sparse(folder: int, name: str, into: str, mode: int) -> None:
             os.close(out)
     finally:
         os.close(source)
+
+
+def _copy_range(source: int, out: int, count: int, at: int) -> int:
+    """Copy up to ``count`` bytes at offset ``at`` of ``source`` to the
+    same offset of ``out``; the bytes copied.  ``copy_file_range`` refuses
+    two file systems of different types (``EXDEV``, Linux 5.19 and later:
+    a tmpfs ``$TMPDIR``, the checkout on ext4): read and write then."""
+    try:
+        return os.copy_file_range(source, out, count, at, at)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+    return os.pwrite(out, os.pread(source, min(count, 1 << 20), at), at)
 
 
 def _is_folder(path: str) -> bool:

@@ -351,3 +351,76 @@ def test_worktrees_of_one_repository_with_other_sparse_patterns_get_their_own_ba
     change = isopatch("--porcelain", "--", "sh", "-c", "echo w > b/y", cwd=linked, env=env)
     assert change.returncode == 0, change.err
     assert change.fields()["files"] == "1"
+
+
+@pytest.mark.hostile
+def test_a_layer_of_deep_folders_moves_across_file_systems(tmp_path) -> None:
+    """``$TMPDIR`` on a tmpfs, the checkout on another file system (a
+    common set-up): a kept worktree's layer cannot be renamed into it and
+    is copied (:func:`git_isopatch.worktrees.materialise._move`), folder by
+    folder; 1,200 nested folders a command made, their modes, links and
+    FIFOs, are no reason for a RecursionError (a traceback, the result lost)."""
+    from repo_helpers import tmpfs
+
+    from git_isopatch.worktrees.deletion import delete_tree
+    from git_isopatch.worktrees.materialise import _move
+
+    with tmpfs(tmp_path / "tmpfs", "16m") as layer:
+        (layer / "top").mkdir()
+        fd = os.open(layer / "top", os.O_RDONLY | os.O_DIRECTORY)
+        for _ in range(1200):  # os.makedirs recurses too
+            os.mkdir("d", dir_fd=fd)
+            fd, parent = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(parent)
+        with os.fdopen(os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as out:
+            out.write("x\n")
+        os.symlink("f", "ln", dir_fd=fd)
+        os.mkfifo("fifo", dir_fd=fd)
+        os.close(fd)
+        (layer / "top" / "d").chmod(0o555)
+        folder = os.open(layer, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            _move(folder, "top", str(tmp_path / "kept"))
+            _assert_deep(tmp_path / "kept")
+        finally:
+            os.close(folder)
+            delete_tree(str(tmp_path / "kept"))  # pytest's own clean-up recurses
+
+
+def _assert_deep(kept: Path) -> None:
+    deepest = os.path.join(*["d"] * 1200)
+    fd = os.open(kept, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        inner = os.open(deepest, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        try:
+            assert sorted(os.listdir(inner)) == ["f", "fifo", "ln"]
+            assert os.readlink("ln", dir_fd=inner) == "f"
+            assert stat.S_ISFIFO(os.stat("fifo", dir_fd=inner, follow_symlinks=False).st_mode)
+        finally:
+            os.close(inner)
+    finally:
+        os.close(fd)
+    assert stat.S_IMODE((kept / "d").stat().st_mode) == 0o555
+
+
+def test_a_kept_worktree_with_tmpdir_on_another_file_system(env, make_repo, tmp_path) -> None:
+    """``$TMPDIR`` a tmpfs (the default of several distributions), the
+    checkout on another file system: the kept worktree holds what the
+    command left, not only its ``.git`` (copy_file_range refuses two file
+    systems of different types)."""
+    from repo_helpers import tmpfs
+
+    repo = make_repo({"README": "hello\n", "src/a.c": "a\n"})
+    with tmpfs(tmp_path / "tmpfs", "64m") as tmp:
+        env["TMPDIR"] = str(tmp)
+        script = "echo more >> README; mkdir -p new/deep && echo n > new/deep/n"
+        run = isopatch("--porcelain", "--keep", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        assert "warning" not in run.err, run.err
+        kept = Path(run.fields()["worktree"])
+        assert (kept / "README").read_text() == "hello\nmore\n"
+        assert (kept / "new" / "deep" / "n").read_text() == "n\n"
+        assert (kept / "src" / "a.c").read_text() == "a\n"
+        status = git("status", "--porcelain", cwd=kept, env=env).decode().splitlines()
+        assert sorted(status) == [" M README", "?? new/"]
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
