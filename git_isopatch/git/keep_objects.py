@@ -6,8 +6,8 @@ works in (under the sandbox a copy-on-write view, discarded when the run
 ends).  :func:`pack_reachable` packs, into the store ``GIT_OBJECT_DIRECTORY``
 names, the objects reachable from some commits and not from others
 (``git pack-objects --revs``), read from that store and its alternates,
-and with them the blobs and trees an index names (``--indexed-objects``:
-what the command staged and did not commit).
+and with them the blobs an index names (what the command staged and did
+not commit).
 """
 
 from __future__ import annotations
@@ -47,14 +47,39 @@ def pack_reachable(
                 wanted.append(output.decode("ascii").strip())
             case Err():
                 continue
+    if index is not None:
+        match _index_objects(git_dir, index, env=env, spawn=spawn):
+            case Ok(named):
+                wanted += named
+            case Err() as err:
+                return err
     revisions = "".join(f"{rev}\n" for rev in wanted) + "".join(f"^{rev}\n" for rev in known)
     base_name = os.path.join(env["GIT_OBJECT_DIRECTORY"], "pack", "pack")
-    indexed = [] if index is None else ["--indexed-objects"]
     packed = run_git(
-        [f"--git-dir={git_dir}", "pack-objects", "-q", "--revs", *indexed, base_name],
-        env=env if index is None else {**env, "GIT_INDEX_FILE": index},
+        [f"--git-dir={git_dir}", "pack-objects", "-q", "--revs", base_name],
+        env=env,
         config=SNAPSHOT_CONFIG,
         input=revisions.encode("ascii"),
         spawn=spawn,
     )
     return packed if isinstance(packed, Err) else Ok(None)
+
+
+def _index_objects(
+    git_dir: GitDirPath, index: str, *, env: Mapping[str, str], spawn: Spawn | None
+) -> GitResult[list[str]]:
+    """The blobs the ``index`` file names (every stage; not its gitlinks).
+    Not ``pack-objects --indexed-objects``: that reads the index of every
+    worktree of the repository too, and another sandboxed run's names
+    blobs that only its own copy-on-write store holds."""
+    match run_git(
+        [f"--git-dir={git_dir}", "ls-files", "-s", "-z"],
+        env={**env, "GIT_INDEX_FILE": index},
+        config=SNAPSHOT_CONFIG,
+        spawn=spawn,
+    ):
+        case Ok(output):
+            entries = [e.split(b" ", 2) for e in output.split(b"\0") if e]
+            return Ok(sorted({e[1].decode("ascii") for e in entries if e[0] != b"160000"}))
+        case Err() as err:
+            return err
