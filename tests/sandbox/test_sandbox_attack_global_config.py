@@ -7,7 +7,8 @@ change as the user's git sees it, with the global configuration as it was
 before the command: a new file a planted ignore rule hides, and an edit a
 planted clean filter turns back into the base's content, are in it; what
 the user's own global configuration says still holds.  A tool that runs
-``git config --global`` (not an attack) changes the patch no more."""
+``git config --global`` (not an attack) changes the patch no more.  The
+repository's own configuration files are another matter, shown last."""
 
 from __future__ import annotations
 
@@ -162,3 +163,36 @@ def test_the_real_global_configuration_inside_cannot_be_replaced(env, make_repo)
     fields = run.fields()
     assert Path(fields["stdout"]).read_text() == "", "the command changed the real folders' place"
     assert b"+++ b/new.txt" in Path(fields["patch"]).read_bytes()
+
+
+#: The repository's own files, written by the command in its view.
+PLANT_IN_REPOSITORY = (
+    'c="$(git rev-parse --git-common-dir)"; mkdir -p "$c/info"'
+    ' && echo new.txt >> "$c/info/exclude" && echo "a.txt filter=hide" > "$c/info/attributes"'
+    " && git config filter.hide.clean 'printf \"hi\\n\"' && echo n > new.txt && echo evil >> a.txt"
+)
+
+
+@pytest.mark.hostile
+def test_the_repositorys_own_configuration_is_read_as_the_command_left_it(env, make_repo) -> None:
+    """Unlike the global files, the repository's ``config``,
+    ``info/exclude`` and ``info/attributes`` are read as the command left
+    them in its view, as an unconfined run reads what it really wrote (a
+    tool that excludes its own scratch files there keeps them out of the
+    patch); the writes are discarded and each is named as a shared write."""
+    repo = make_repo({"a.txt": "hi\n"})
+    twin = make_repo({"a.txt": "hi\n"}, name="twin")
+    run = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", "-c", PLANT_IN_REPOSITORY, cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    own = isopatch(
+        "--porcelain", "--no-sandbox", "--", "sh", "-c", PLANT_IN_REPOSITORY, cwd=twin, env=env
+    )
+    assert own.returncode == 0, own.err
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert patch == Path(own.fields()["patch"]).read_bytes()
+    for said in ("config changed", "info/attributes created", "info/exclude changed"):
+        assert f"shared-write {said} discarded\n" in run.out, run.out
+    assert not (repo / ".git" / "info" / "attributes").exists()
+    assert b"hide" not in (repo / ".git" / "config").read_bytes()
