@@ -17,8 +17,9 @@ folder of it, each a mount point), and the environment of every git
 git-isopatch runs inside names them (:meth:`GlobalConfig.environment`):
 ``$HOME`` (where ``~/.gitconfig`` is, and what ``~/`` in a configured path
 expands to), ``$XDG_CONFIG_HOME`` (``git/config``, the default
-``core.attributesFile`` and ``core.excludesFile``) and the folder of
-``$GIT_CONFIG_GLOBAL``.  A folder that does not exist stays absent there:
+``core.attributesFile`` and ``core.excludesFile``), the folder of
+``$GIT_CONFIG_GLOBAL``, and the folders of ``PATH`` inside them, where
+the programs a filter names are found.  A folder that does not exist stays absent there:
 git reads no file, as the user's git would not.
 
 Layering: knows nothing of the command line or of git.
@@ -73,13 +74,24 @@ class GlobalConfig(NamedTuple):
             args += ["--ro-bind-try", folder, f"{PLACE}/{n}"]
         return [*args, "--remount-ro", PLACE]
 
+    def real(self, path: str) -> str:
+        """``path`` (absolute) in the real folders, where one holds it."""
+        value = os.path.normpath(path)
+        for n, folder in enumerate(self.folders):
+            if inside(value, folder):
+                return f"{PLACE}/{n}" + value[len(folder.rstrip("/")) :]
+        return path
+
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        """``env`` whose :data:`VARIABLES` lead to the real folders."""
+        """``env`` whose :data:`VARIABLES`, and the folders of ``PATH``
+        (a program a filter names, planted in ``~/.local/bin``), lead to
+        the real folders."""
         made = dict(env)
         for name in VARIABLES:
-            value = _absolute(env.get(name))
-            for n, folder in enumerate(self.folders if value else ()):
-                if value and inside(value, folder):
-                    made[name] = f"{PLACE}/{n}" + value[len(folder.rstrip("/")) :]
-                    break
+            value = env.get(name)
+            if value and os.path.isabs(value):
+                made[name] = self.real(value)
+        if env.get("PATH"):
+            folders = env["PATH"].split(os.pathsep)
+            made["PATH"] = os.pathsep.join(self.real(f) if os.path.isabs(f) else f for f in folders)
         return made

@@ -196,3 +196,23 @@ def test_the_repositorys_own_configuration_is_read_as_the_command_left_it(env, m
         assert f"shared-write {said} discarded\n" in run.out, run.out
     assert not (repo / ".git" / "info" / "attributes").exists()
     assert b"hide" not in (repo / ".git" / "config").read_bytes()
+
+
+@pytest.mark.hostile
+def test_a_program_planted_in_a_home_folder_of_path_does_not_run_as_a_filter(
+    env, make_repo
+) -> None:
+    """The user's filter names a program of ``~/bin``, a folder of ``PATH``;
+    the command plants its own there, which turns the edit back into the
+    base's content: git-isopatch's own git still runs the user's."""
+    bin_dir = Path(env["HOME"]) / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "myclean").write_text("#!/bin/sh\nexec cat\n")
+    (bin_dir / "myclean").chmod(0o755)
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    git("config", "--global", "filter.mine.clean", "myclean", cwd=bin_dir, env=env)
+    repo = make_repo({"a.txt": "hi\n", ".gitattributes": "a.txt filter=mine\n"})
+    script = "printf '#!/bin/sh\\nprintf \"hi\\\\n\"\\n' > ~/bin/myclean && echo evil >> a.txt"
+    patch = _patch(repo, env, script)
+    assert b"+evil" in patch, patch
+    assert (bin_dir / "myclean").read_text() == "#!/bin/sh\nexec cat\n"
