@@ -6,8 +6,8 @@ works in (under the sandbox a copy-on-write view, discarded when the run
 ends).  :func:`pack_reachable` packs, into the store ``GIT_OBJECT_DIRECTORY``
 names, the objects reachable from some commits and not from others
 (``git pack-objects --revs``), read from that store and its alternates,
-and with them the blobs an index names (what the command staged and did
-not commit).
+and with them the blobs an index holds that the first tip does not
+(what the command staged and did not commit).
 """
 
 from __future__ import annotations
@@ -21,6 +21,15 @@ from .run import run_git
 from .snapshot import SNAPSHOT_CONFIG
 from .types import CommitId, GitDirPath
 
+#: The empty blob (SHA-1, SHA-256): what an intent-to-add entry names,
+#: often never written; left out.
+EMPTY_BLOBS = frozenset(
+    {
+        "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+        "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+    }
+)
+
 
 def pack_reachable(
     git_dir: GitDirPath,
@@ -33,8 +42,9 @@ def pack_reachable(
 ) -> GitResult[None]:
     """Pack into ``env``'s ``GIT_OBJECT_DIRECTORY`` the objects reachable
     from ``tips`` (revisions of ``git_dir``; one that does not name a
-    commit, an unborn ``HEAD``, is left out), and those the ``index`` file
-    names, that ``known`` does not reach."""
+    commit, an unborn ``HEAD``, is left out), and the blobs the ``index``
+    file holds where it differs from the first tip (:func:`_staged`), that
+    ``known`` does not reach."""
     wanted = []
     for tip in tips:
         match run_git(
@@ -47,12 +57,12 @@ def pack_reachable(
                 wanted.append(output.decode("ascii").strip())
             case Err():
                 continue
-    if index is not None:
-        match _index_objects(git_dir, index, env=env, spawn=spawn):
-            case Ok(named):
-                wanted += named
-            case Err() as err:
-                return err
+    if index is not None and wanted:
+        match _staged(git_dir, wanted[0], index, env, spawn):
+            case Err() as failed:
+                return failed
+            case Ok(blobs):
+                wanted += blobs
     revisions = "".join(f"{rev}\n" for rev in wanted) + "".join(f"^{rev}\n" for rev in known)
     base_name = os.path.join(env["GIT_OBJECT_DIRECTORY"], "pack", "pack")
     packed = run_git(
@@ -65,21 +75,28 @@ def pack_reachable(
     return packed if isinstance(packed, Err) else Ok(None)
 
 
-def _index_objects(
-    git_dir: GitDirPath, index: str, *, env: Mapping[str, str], spawn: Spawn | None
+def _staged(
+    git_dir: GitDirPath, tree: str, index: str, env: Mapping[str, str], spawn: Spawn | None
 ) -> GitResult[list[str]]:
-    """The blobs the ``index`` file names (every stage; not its gitlinks).
-    Not ``pack-objects --indexed-objects``: that reads the index of every
-    worktree of the repository too, and another sandboxed run's names
-    blobs that only its own copy-on-write store holds."""
-    match run_git(
-        [f"--git-dir={git_dir}", "ls-files", "-s", "-z"],
+    """The blobs of ``index`` whose entries differ from ``tree``'s (``git
+    diff-index --cached``: what was staged and not committed; gitlinks,
+    removals and intent-to-add entries left out).  Cheaper than ``pack-objects --indexed-objects``,
+    which walks every entry of the index (a quarter of a second of CPU at
+    5,000 files)."""
+    listed = run_git(
+        [f"--git-dir={git_dir}", "diff-index", "--cached", "-z", "--no-abbrev", "--no-renames"]
+        + [tree, "--"],
         env={**env, "GIT_INDEX_FILE": index},
         config=SNAPSHOT_CONFIG,
         spawn=spawn,
-    ):
-        case Ok(output):
-            entries = [e.split(b" ", 2) for e in output.split(b"\0") if e]
-            return Ok(sorted({e[1].decode("ascii") for e in entries if e[0] != b"160000"}))
-        case Err() as err:
-            return err
+    )
+    if isinstance(listed, Err):
+        return listed
+    blobs = []
+    for record in listed.value.split(b"\0")[::2]:
+        fields = record.lstrip(b":").split(b" ")
+        if len(fields) == 5 and fields[1] not in (b"000000", b"160000"):
+            blob = fields[3].decode("ascii")
+            if blob.strip("0") and blob not in EMPTY_BLOBS:
+                blobs.append(blob)
+    return Ok(blobs)

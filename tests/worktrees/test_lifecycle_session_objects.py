@@ -70,3 +70,20 @@ def test_a_step_packs_only_what_is_new(make_repo, env, sandbox) -> None:
     commits = [commit for pack in packs for commit in _commits(pack)]
     assert len(commits) == len(set(commits)) == 4  # the command's, and three states
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_an_intent_to_add_entry_a_step_leaves_keeps_the_session_whole(
+    make_repo, env, sandbox
+) -> None:
+    """``git add -N`` names the empty blob, which the command's git may
+    never have written where the session's store can read it: the step
+    still records the session, and the next step sees the entry."""
+    repo = make_repo({"a.txt": "one\n"})
+    made = _step(repo, env, "sh", "-c", "touch n && git add -N n", options=(sandbox,))
+    assert "error" not in made, made
+    seen = _step(repo, env, "sh", "-c", "git diff --name-only > seen.txt", options=(sandbox,))
+    assert seen["exit"] == 0 and "error" not in seen, seen
+    assert "+n" in Path(seen["patch"]).read_text()
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
