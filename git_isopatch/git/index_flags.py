@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from .diff import DIFF_CONFIG, only_pathspecs, worktree_args
 from .files import HOST_FILES, WorktreeFiles
@@ -15,6 +16,24 @@ from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath, WorktreePath
+
+
+class Listed(NamedTuple):
+    """What a listing of the index said, for
+    :func:`.intent_to_add.mark_untracked_intent_to_add`.
+
+    Attributes:
+        tracked: the index's paths, each ended by NUL.
+        new: the untracked, not ignored files, each ended by NUL, when the
+            same ``git ls-files`` listed them (``--others
+            --exclude-standard``); ``None``: not listed.
+        warnings: what that git said while listing them (a folder it
+            could not open).
+    """
+
+    tracked: bytes
+    new: bytes | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def clear_hiding_flags(
@@ -26,7 +45,8 @@ def clear_hiding_flags(
     hash_size: int | None = None,
     only: Sequence[bytes] | None = None,
     files: WorktreeFiles = HOST_FILES,
-) -> GitResult[bytes]:
+    new_files: bool = False,
+) -> GitResult[Listed]:
     """Clear the index flags with which a command could hide a change from
     ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
     whose file is in the work tree (git-update-index(1), "USING ASSUME
@@ -39,35 +59,24 @@ def clear_hiding_flags(
     The index is listed by ``git ls-files -v``, or read in process when
     the object ids' ``hash_size`` is given and the index is one
     :func:`.index_entries.index_listing` reads (the caller gives it only
-    where git-isopatch may read what the command left: unconfined).
+    where git-isopatch may read what the command left: unconfined).  With
+    ``new_files``, the same ``git ls-files`` lists the new files too
+    (``--others --exclude-standard``, tagged ``?``): one read of the index
+    where two would grow with the repository.
 
     Returns:
-        ``Ok(the index's paths, each ended by NUL)`` (what
-        :func:`.intent_to_add.mark_untracked_intent_to_add` takes as ``tracked``), or
-        ``Err(GitError)``.
+        ``Ok(Listed)``, or ``Err(GitError)``.
     """
     in_process = hash_size is not None and "GIT_INDEX_FILE" not in env and only is None
     listing = index_listing(git_dir, hash_size) if in_process and hash_size else None
+    new: bytes | None = None
+    warnings: tuple[str, ...] = ()
     if listing is None:
-        match run_git(
-            [
-                *worktree_args(worktree, git_dir),
-                "ls-files",
-                "-z",
-                "-v",
-                "--full-name",
-                "--",
-                *only_pathspecs(only),
-            ],
-            env=env,
-            config=DIFF_CONFIG,
-            spawn=spawn,
-        ):
+        match _listed_by_git(worktree, git_dir, env, spawn, only, new_files):
             case Err() as err:
                 return err
-            case Ok(output):
-                records = (record.partition(b" ") for record in output.split(b"\0"))
-                listing = [(tag, b"", path) for tag, _, path in records if path]
+            case Ok((listing, new, warnings)):
+                pass
     assumed, skipped, paths = [], [], []
     for tag, _, path in listing:
         paths.append(path)
@@ -90,4 +99,47 @@ def clear_hiding_flags(
                 return err
             case Ok():
                 pass
-    return Ok(b"".join(path + b"\0" for path in paths))
+    return Ok(Listed(b"".join(path + b"\0" for path in paths), new, warnings))
+
+
+def _listed_by_git(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    env: Mapping[str, str],
+    spawn: Spawn | None,
+    only: Sequence[bytes] | None,
+    new_files: bool,
+) -> GitResult[tuple[list[tuple[bytes, bytes, bytes]], bytes | None, tuple[str, ...]]]:
+    """``git ls-files -v`` of ``only``: its ``(tag, b"", path)`` records,
+    as :func:`.index_entries.index_listing` gives them; with ``new_files``,
+    ``--cached --others --exclude-standard`` too: the new files (tagged
+    ``?``) apart, each ended by NUL, and the warnings git gave."""
+    warnings: list[str] = []
+    others = ["--cached", "--others", "--exclude-standard"] if new_files else []
+    match run_git(
+        [
+            *worktree_args(worktree, git_dir),
+            "ls-files",
+            "-z",
+            "-v",
+            *others,
+            "--full-name",
+            "--",
+            *only_pathspecs(only),
+        ],
+        env=env,
+        config=DIFF_CONFIG,
+        spawn=spawn,
+        warnings=warnings,
+    ):
+        case Err() as err:
+            return err
+        case Ok(output):
+            pass
+    listing, found = [], []
+    for record in output.split(b"\0"):
+        tag, _, path = record.partition(b" ")
+        if path:
+            (found if tag == b"?" else listing).append((tag, b"", path))
+    new = b"".join(path + b"\0" for _, _, path in found) if new_files else None
+    return Ok((listing, new, tuple(warnings)))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .attributes import is_attributes_file
 from .diff import DIFF_CONFIG, EVERY_PATH, Paths, only_pathspecs, worktree_args
 from .files import HOST_FILES, WorktreeFiles
+from .index_flags import Listed
 from .process import Spawn
 from .result import Err, GitResult, Ok
 from .run import run_git
@@ -74,7 +75,7 @@ def mark_untracked_intent_to_add(
     env: Mapping[str, str],
     paths: Paths = EVERY_PATH,
     spawn: Spawn | None = None,
-    tracked: bytes | None = None,
+    listed: Listed | None = None,
     found: Found | None = None,
     files: WorktreeFiles = HOST_FILES,
 ) -> GitResult[int]:
@@ -96,9 +97,10 @@ def mark_untracked_intent_to_add(
 
     ``git_dir`` is the worktree's private folder
     (``$GIT_COMMON_DIR/worktrees/<id>``).  ``spawn`` confines git
-    (:func:`.run.run_git`).  ``tracked``: the index's paths, each ended by
-    NUL, when the caller has just listed them
-    (:func:`.index_flags.clear_hiding_flags`); else they are listed here.
+    (:func:`.run.run_git`).  ``listed``: what the caller has just listed
+    (:func:`.index_flags.clear_hiding_flags`): the index's paths, and the
+    new files when the same git listed them; what it did not list is
+    listed here.
     ``found``, when given, gets what git leaves out without a word (see
     :class:`Found`).
 
@@ -106,17 +108,20 @@ def mark_untracked_intent_to_add(
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
     git = _bound_git(worktree, git_dir, env, spawn)
-    warnings: list[str] = []
-    listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--"]
-    match git([*listing, *paths.pathspecs()], warnings=warnings):
-        case Err() as err:
-            return err
-        case Ok(new):
-            pass
+    warnings: list[str] = [] if listed is None else list(listed.warnings)
+    new = None if listed is None else listed.new
+    if new is None:
+        listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--"]
+        match git([*listing, *paths.pathspecs()], warnings=warnings):
+            case Err() as err:
+                return err
+            case Ok(new):
+                pass
     if found is not None:
         _note_listing(found, new, warnings)
     if not new and found is None:
         return Ok(0)
+    tracked = None if listed is None else listed.tracked
     if tracked is None:
         match git(["ls-files", "-z", "--full-name", "--", *only_pathspecs(paths.only)]):
             case Err() as err:

@@ -78,12 +78,12 @@ def _mark_new_files(git: WorktreeGit, base: CommitId, paths: Paths) -> Found:
     found = Found()
     if paths.only == []:
         return found
-    match git.clear_hiding_flags(base, paths.only):
+    match git.clear_hiding_flags(base, paths):
         case Err(error):
             raise known_failure(f"could not read the index of '{worktree}'", error)
-        case Ok(tracked):
+        case Ok(listed):
             pass
-    match git.mark_untracked_intent_to_add(paths=paths, tracked=tracked, found=found):
+    match git.mark_untracked_intent_to_add(paths=paths, listed=listed, found=found):
         case Err(error):
             raise known_failure(f"could not mark new files intent-to-add in '{worktree}'", error)
         case Ok():

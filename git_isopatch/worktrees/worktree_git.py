@@ -49,30 +49,37 @@ class WorktreeGit(NamedTuple):
         return self.confinement.planted(self.admin_dir)
 
     def clear_hiding_flags(
-        self, base: CommitId, only: Sequence[bytes] | None = None
-    ) -> GitResult[bytes]:
+        self, base: CommitId, paths: diff.Paths
+    ) -> GitResult[index_flags.Listed]:
         """:func:`.git.index_flags.clear_hiding_flags`: the tracked paths
-        (of ``only``: :func:`.git.diff.only_pathspecs`).  Unconfined, the
-        index is read in process (the object ids of ``base``'s size): what
-        the command left is read under its rights anyway, and a git process
-        is spared."""
+        (of ``paths.only``: :func:`.git.diff.only_pathspecs`).  Unconfined,
+        the index is read in process (the object ids of ``base``'s size):
+        what the command left is read under its rights anyway, and a git
+        process is spared.  Confined, the same ``git ls-files`` lists the
+        new files too when ``paths`` leaves nothing out (its pathspecs are
+        then the listing's): the index is read once, not twice."""
         hash_size = None if self.confinement.confined else len(base) // 2
         return index_flags.clear_hiding_flags(
-            self.worktree, hash_size=hash_size, only=only, files=self.files, **self._bound()
+            self.worktree,
+            hash_size=hash_size,
+            only=paths.only,
+            files=self.files,
+            new_files=hash_size is None and not paths.exclude,
+            **self._bound(),
         )
 
     def mark_untracked_intent_to_add(
         self,
         *,
         paths: diff.Paths,
-        tracked: bytes,
+        listed: index_flags.Listed,
         found: intent_to_add.Found,
     ) -> GitResult[int]:
         """:func:`.git.intent_to_add.mark_untracked_intent_to_add`."""
         return intent_to_add.mark_untracked_intent_to_add(
             self.worktree,
             paths=paths,
-            tracked=tracked,
+            listed=listed,
             found=found,
             files=self.files,
             **self._bound(),
