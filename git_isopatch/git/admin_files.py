@@ -13,6 +13,7 @@ itself, never its target).  Reads refuse anything but a regular file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -63,6 +64,47 @@ def read_admin_file(path: str, limit: int = 1 << 20) -> bytes:
             return data
     finally:
         os.close(fd)
+
+
+def copy_admin_file(source: str, target: str) -> None:
+    """Copy the regular file ``source`` into ``target``, a file this call
+    makes (``O_EXCL``: never through a link, never over one), never
+    following a link at ``source`` nor blocking on a FIFO there.  The
+    kernel copies (``copy_file_range(2)``, Linux 4.5; a read and a write
+    where it refuses): an index that grows with the repository is never
+    read into this process.
+
+    Raises:
+        OSError: ``source`` missing, not a regular file (``EINVAL``) or
+            unreadable; ``target`` already there or not writable.
+    """
+    reading = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(reading).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", source)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        writing = os.open(target, flags, 0o666)
+        try:
+            _copy_data(reading, writing)
+        finally:
+            os.close(writing)
+    finally:
+        os.close(reading)
+
+
+def _copy_data(reading: int, writing: int) -> None:
+    """Everything left to read from ``reading`` onto ``writing``, from
+    where each stands."""
+    try:
+        while os.copy_file_range(reading, writing, 1 << 30):
+            pass
+        return
+    except OSError as exc:  # another file system, an old kernel: as it stands
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+    while data := os.read(reading, 1 << 20):
+        while data:
+            data = data[os.write(writing, data) :]
 
 
 #: The files of a linked worktree's private folder that tell git where the

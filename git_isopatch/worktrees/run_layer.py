@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import IsopatchError, known_failure, known_os_failure
-from ..git.admin_files import read_admin_file
+from ..git.admin_files import copy_admin_file, read_admin_file
 from ..git.attributes import is_attributes_file
 from ..git.checkouts import deleted_paths, read_tree_two_way
 from ..git.files import WorktreeFiles
@@ -356,9 +356,7 @@ def make_run_layer(
     tree = pin.tree
     index = os.path.join(admin_dir, "index")
     try:
-        data = read_admin_file(os.path.join(tree.admin_dir, "index"), limit=1 << 34)
-        with open(index, "xb") as handle:
-            handle.write(data)
+        copy_admin_file(os.path.join(tree.admin_dir, "index"), index)
         layer = os.path.join(private_dir, LAYER_FOLDER)
         upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
         for folder in (layer, upper, work):
