@@ -334,10 +334,10 @@ class BaseTrees:
             fd = os.open(pin, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
         except OSError as exc:
-            remove_ours(self.repository, WorktreePath(path), None, env=self.env)
+            remove_ours(self.repository, WorktreePath(path), None)
             raise known_os_failure(f"could not create the base tree '{path}'", exc) from exc
         except BaseException:
-            remove_ours(self.repository, WorktreePath(path), None, env=self.env)
+            remove_ours(self.repository, WorktreePath(path), None)
             raise
         return BaseTree(WorktreePath(path), admin_dir, record), fd
 
@@ -393,7 +393,7 @@ class BaseTrees:
     def _remove(self, tree: BaseTree) -> bool:
         """Remove ``tree`` (the caller holds the worktree lock and its pin
         exclusively) with the one removal; say why not as a warning."""
-        reason = remove_ours(self.repository, tree.path, tree.admin_dir, env=self.env)
+        reason = remove_ours(self.repository, tree.path, tree.admin_dir)
         if reason is not None:
             self.warn(f"could not remove the base tree '{tree.path}': {reason}")
         return reason is None

@@ -260,7 +260,7 @@ class WorktreeProvider:
         except BaseException:
             with contextlib.suppress(IsopatchError, LockWaitInterrupted):
                 with self.lock.held(repository.common_dir):
-                    remove_ours(repository, worktree, None, env=self.env)
+                    remove_ours(repository, worktree, None)
             remove_tree(container, warn=self.warn)
             raise
         return Isolation(
@@ -365,7 +365,6 @@ class WorktreeProvider:
                     isolation.repository,
                     isolation.worktree,
                     isolation.admin_dir,
-                    env=self.env,
                     warn=self.warn,
                     folder_counts=False,  # the worktree is gone: the run goes on
                 )

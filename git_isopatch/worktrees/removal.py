@@ -18,9 +18,8 @@ from typing import NamedTuple
 from ..errors import IsopatchError
 from ..git.admin_files import dotgit_target, pointer_leads_to, reset_commondir
 from ..git.repo import UserRepository
-from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
-from ..git.worktree import list_worktrees, worktree_admin_dirs
+from ..git.worktree import worktree_admin_dirs
 from ..logger import log, warning
 from .deletion import delete_tree
 from .inventory import (
@@ -132,7 +131,6 @@ def remove_ours(
     path: WorktreePath,
     admin_dir: GitDirPath | None,
     *,
-    env: Mapping[str, str],
     also: Sequence[str | None] = (),
     warn: Callable[[str], None] = warning,
     folder_counts: bool = True,
@@ -153,10 +151,12 @@ def remove_ours(
     even when some of the worktree's folder could not be deleted (as
     git's ``delete_git_dir`` after ``delete_git_work_tree``), and
     ``$GIT_COMMON_DIR/worktrees`` when empty, without pruning anyone
-    else's.  Last, ``git worktree list`` must no longer show it.  A folder of ours that cannot
-    be deleted (something is mounted in it) is said through ``warn``, and
-    counts as a failure only with ``folder_counts`` (prune: the user asked
-    for it to go).
+    else's.  Last, no registration may name it any more (one more the
+    command made for the same path), read as ``git worktree list`` reads
+    them (:func:`.git.worktree.worktree_admin_dirs`), without a git
+    process.  A folder of ours that cannot be deleted (something is
+    mounted in it) is said through ``warn``, and counts as a failure only
+    with ``folder_counts`` (prune: the user asked for it to go).
 
     Returns:
         ``None`` when it is gone, else why not (one line).
@@ -188,13 +188,9 @@ def remove_ours(
             return failure or f"could not delete its registration '{admin_dir}'"
     if failure is not None:
         return failure
-    match list_worktrees(repository.git_dir, env=env):
-        case Ok(records):
-            real = os.path.realpath(path)
-            if any(os.path.realpath(r.path) == real for r in records):
-                return "it is still registered"
-        case Err(error):
-            return f"cannot list worktrees: {error.message()}"
+    real = os.path.realpath(path)
+    if any(os.path.realpath(top) == real for top in worktree_admin_dirs(repository.common_dir)):
+        return "it is still registered"
     for ours in (folder, *also):
         # folder is proven ours (refusal); a run's private folder by its name
         if ours == folder and registered_inside(repository, folder, path) is not None:
@@ -207,7 +203,7 @@ def remove_ours(
     return None
 
 
-def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping[str, str]) -> bool:
+def discard(repository: UserRepository, worktree: OwnedWorktree) -> bool:
     """:func:`remove_ours` for a worktree of the inventory, its run's
     private folder with it; the reason logged as a warning.
 
@@ -215,7 +211,7 @@ def discard(repository: UserRepository, worktree: OwnedWorktree, *, env: Mapping
         True when it is gone.
     """
     path = WorktreePath(worktree.path)
-    reason = remove_ours(repository, path, worktree.admin_dir, env=env, also=(worktree.tmpdir,))
+    reason = remove_ours(repository, path, worktree.admin_dir, also=(worktree.tmpdir,))
     if reason is not None:
         log.warning("could not remove worktree '%s': %s", worktree.path, reason)
     _forget_session(repository, worktree, reason)
@@ -298,7 +294,6 @@ def prune(
                     repository,
                     WorktreePath(worktree.path),
                     worktree.admin_dir,
-                    env=env,
                     also=(worktree.tmpdir,),
                 )
                 if reason is None:
@@ -357,7 +352,7 @@ def make_room(
     for worktree in oldest_first(POOLED) + oldest_first(ORPHANED) + idle:
         if excess <= 0:
             break
-        if discard(repository, worktree, env=env):
+        if discard(repository, worktree):
             excess -= 1
             if worktree.state in (KEPT, SESSION):
                 what = "kept worktree" if worktree.state == KEPT else "idle session"

@@ -232,9 +232,7 @@ def end_session(provider: WorktreeProvider, repository: UserRepository, name: st
         why = refusal(found.worktree)
         if why is None:
             with lock.held(common):
-                why = remove_ours(
-                    repository, WorktreePath(found.worktree), found.admin_dir, env=provider.env
-                )
+                why = remove_ours(repository, WorktreePath(found.worktree), found.admin_dir)
         if why is not None:
             raise IsopatchError("session-not-removed", f"could not remove session '{name}': {why}")
         sessions.forget_lock(common, name)
