@@ -77,6 +77,11 @@ CASES: dict[str, tuple[str, bytes]] = {
         b"+++ b/x.log",
     ),
     "a new ignored file": ("echo l > y.log && echo n > n.txt", b"+++ b/n.txt"),
+    "a change hidden by the index's flags, and a new file": (
+        "git update-index --assume-unchanged a.txt && echo more >> a.txt "
+        "&& git update-index --skip-worktree keep.txt && echo k >> keep.txt && echo n > n.txt",
+        b"+++ b/keep.txt",
+    ),
     "a repository the command made": (
         "mkdir inner && cd inner && git init -q && echo i > i && git add i "
         "&& git commit -qm i && cd .. && echo t > top.txt",
