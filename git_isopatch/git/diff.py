@@ -107,6 +107,16 @@ class Paths(NamedTuple):
         """:func:`only_pathspecs` and :func:`exclude_pathspecs`."""
         return [*only_pathspecs(self.only), *exclude_pathspecs(self.exclude)]
 
+    def config(self) -> tuple[tuple[str, str], ...]:
+        """:data:`DIFF_CONFIG` for a diff of these paths; with ``only``,
+        no preloading of the index (``core.preloadIndex``): to stat the
+        few paths named, git would match every entry against the
+        pathspecs on up to 20 threads before the diff matches them again
+        (on 50,000 files, 28% of the diff's instructions)."""
+        if self.only is None:
+            return DIFF_CONFIG
+        return (*DIFF_CONFIG, ("core.preloadIndex", "false"))
+
 
 #: Every path of the worktree.
 EVERY_PATH = Paths()
@@ -213,7 +223,7 @@ def write_binary_diff(
         ],
         out,
         env=env,
-        config=DIFF_CONFIG,
+        config=paths.config(),
         spawn=spawn,
     )
     match result:
@@ -270,7 +280,7 @@ def diff_stat(
             *paths.pathspecs(),
         ],
         env=env,
-        config=DIFF_CONFIG,
+        config=paths.config(),
         spawn=spawn,
     )
 
