@@ -221,13 +221,14 @@ def _session_run(plan: Start) -> SessionRun | None:
 
 
 def _over(plan: Start) -> CommitId | None:
-    """The commit of the base tree a run goes over: a sandboxed run's, but
-    with ``--recurse-submodules`` (its submodules are populated in a
-    worktree of its own, as an unconfined run's are) or a session's (its
-    worktree is kept between steps), or a snapshot's whose ``.gitattributes``
-    differ from ``HEAD``'s (the base tree's files are converted as
-    ``HEAD``'s say, not as a checkout of the snapshot would be)."""
-    if not plan.sandbox.confined or plan.recurse_submodules or plan.session:
+    """The commit of the base tree a run goes over: a sandboxed run's
+    (a session's first step too: its layer is kept), but with
+    ``--recurse-submodules`` (its submodules are populated in a worktree
+    of its own, as an unconfined run's are), or a snapshot's whose
+    ``.gitattributes`` differ from ``HEAD``'s (the base tree's files are
+    converted as ``HEAD``'s say, not as a checkout of the snapshot would
+    be)."""
+    if not plan.sandbox.confined or plan.recurse_submodules:
         return None
     if plan.tree_commit != plan.commit:
         from .git.checkouts import attributes_differ

@@ -16,7 +16,7 @@ from .errors import config_failure, open_repository
 from .git.config import parse_expiry_date
 from .git.result import Err, Ok
 from .git.run import own_git_environment
-from .settings import ConfigError, configured_tmpdir
+from .settings import ConfigError, configured, configured_tmpdir
 from .worktrees import results
 from .worktrees.inventory import OwnedWorktree, owned_worktrees
 from .worktrees.lock import AdminLock, admin_lock_seconds
@@ -88,7 +88,12 @@ def end_session(repo_path: str, name: str, environ: Mapping[str, str] | None = N
     repository = open_repository(repo_path, environ)
     env = own_git_environment(environ)
     lock = AdminLock(admin_lock_seconds(environ))
-    return end(WorktreeProvider(env, max_worktrees=0, lock=lock), repository, name)
+    try:  # the base tree a session stood on stays as after a run
+        kept = configured(repository, environ, "base_trees")
+    except ConfigError as bad:
+        raise config_failure(bad.message, hint=bad.hint, error=bad.error) from None
+    provider = WorktreeProvider(env, max_worktrees=0, lock=lock, base_trees=kept)
+    return end(provider, repository, name)
 
 
 def _expiry(expire: str, env: Mapping[str, str]) -> float:

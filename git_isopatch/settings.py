@@ -364,8 +364,18 @@ def configured_tmpdir(repository: UserRepository, environ: Mapping[str, str]) ->
     Raises:
         ConfigError: as :func:`complete_request`.
     """
-    rows = [row for row in CONFIG_KEYS if row.field == "tmpdir"]
-    return _configured(rows, repository, environ)["tmpdir"]
+    return configured(repository, environ, "tmpdir")
+
+
+def configured(repository: UserRepository, environ: Mapping[str, str], field: str) -> Any:
+    """The configured value of the request's ``field`` alone (say
+    ``base_trees``), else its default.
+
+    Raises:
+        ConfigError: as :func:`complete_request`.
+    """
+    rows = [row for row in CONFIG_KEYS if row.field == field]
+    return _configured(rows, repository, environ)[field]
 
 
 def _configured(

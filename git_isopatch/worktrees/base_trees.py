@@ -14,11 +14,12 @@ and its pin file.
 
 A run pins the base tree it uses (:func:`pin_base_tree`): a shared
 ``flock`` on the pin file, held until the run lets go (:meth:`Pin.release`),
-however many runs share it.  Whatever changes a base tree (making it,
-moving it to another commit, removing it) takes the exclusive lock on
-that file without waiting, under the repository's worktree lock
-(:class:`.lock.AdminLock`): a base tree in use is never moved or removed,
-and the lock goes with the process that held it, however it ended.
+however many runs share it; a session, until it ends (:func:`.lock.stand_on`).
+Whatever changes a base tree (making, moving, removing it) takes the
+exclusive lock on that file without waiting, under the repository's
+worktree lock (:class:`.lock.AdminLock`, :func:`.lock.idle_pin`): a base
+tree in use is never moved or removed, and the lock goes with the process
+that held it, however it ended.
 
 At most ``isopatch.baseTrees`` are kept (:func:`trim`, after each run):
 the least recently used idle ones go first; 0 keeps none, every run's base
@@ -49,7 +50,15 @@ from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
 from ..logger import log, warning
 from .base_look import look_once
-from .lock import PIN_FILE, POLL_SECONDS, AdminLock, LockWaitInterrupted, open_pin, try_flock
+from .lock import (
+    PIN_FILE,
+    POLL_SECONDS,
+    AdminLock,
+    LockWaitInterrupted,
+    idle_pin,
+    open_pin,
+    try_flock,
+)
 from .placement import (
     BASE_TREES_FOLDER,
     TMP_PREFIX,
@@ -240,11 +249,9 @@ class BaseTrees:
             return _Plan(wait=fd)  # another run makes it or moves it here
         idle: list[tuple[BaseTree, int]] = []
         for tree in [t for t in trees if t.record.made_from == self.made_from]:
-            fd = open_pin(tree.admin_dir)
-            if fd is not None and try_flock(fd, exclusive=True):
+            fd = idle_pin(tree.admin_dir)
+            if fd is not None:
                 idle.append((tree, fd))
-            elif fd is not None:
-                _close([fd])
         chosen = self._nearest([tree for tree, _ in idle], commit, len(trees))
         _close([fd for tree, fd in idle if tree is not chosen])
         if chosen is None:
@@ -262,16 +269,12 @@ class BaseTrees:
         """Under the worktree lock: ``trees`` but the gone ones, which are
         removed (an idle one; one a run still pins is left to it), so
         that a run makes a base tree again rather than run over none."""
-        present = []
-        for tree in trees:
-            if not tree.gone:
-                present.append(tree)
-                continue
-            fd = open_pin(tree.admin_dir)
-            if fd is not None and try_flock(fd, exclusive=True):
+        for tree in [tree for tree in trees if tree.gone]:
+            fd = idle_pin(tree.admin_dir)
+            if fd is not None:
                 self._remove(tree)
-            _close([fd] if fd is not None else [])
-        return present
+                _close([fd])
+        return [tree for tree in trees if not tree.gone]
 
     def _nearest(self, idle: list[BaseTree], commit: CommitId, count: int) -> BaseTree | None:
         """The idle base tree to move to ``commit``: the one with the
@@ -426,12 +429,11 @@ class BaseTrees:
                 return removed
             idle, pinned = [], 0
             for tree in trees:
-                fd = open_pin(tree.admin_dir)
-                if fd is not None and try_flock(fd, exclusive=True):
+                fd = idle_pin(tree.admin_dir)
+                if fd is not None:
                     idle.append((tree, fd))
                 else:
                     pinned += 1
-                    _close([fd] if fd is not None else [])
             room = max(0, self.limit - pinned)
             for position, (tree, fd) in enumerate(idle):
                 stale = unused_since is not None and tree.record.used < unused_since

@@ -39,7 +39,9 @@ records from the store.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -49,7 +51,7 @@ from ..git.result import Err, Ok
 from ..git.types import GitDirPath
 from ..git.worktree import WorktreeRecord as WorktreeEntry
 from ..git.worktree import list_worktrees, worktree_admin_dirs
-from .placement import base_tree_now, made_by_isopatch
+from .placement import LAYER_FOLDER, base_tree_now, made_by_isopatch
 from .store import (
     LOCK_REASON_PREFIX,
     POOL_LOCK_REASON,
@@ -226,11 +228,30 @@ def _ours(
 
 
 def _session_size(record: WorktreeRecord | None) -> int | None:
-    """The bytes of the whole change of the session ``record`` names
-    (``<container>/session/session.patch``), 0 when unknown."""
+    """The bytes the session ``record`` names costs: what its layer holds
+    over its base tree (its upper folder), else its whole
+    change (``<container>/session/session.patch``); 0 when unknown."""
     if record is None or record.session is None or record.container is None:
         return None
+    held = _layer_size(os.path.join(record.container, "session", LAYER_FOLDER, "upper"))
+    if held is not None:
+        return held
     try:
         return os.path.getsize(os.path.join(record.container, "session", "session.patch"))
     except OSError:
         return 0
+
+
+def _layer_size(upper: str) -> int | None:
+    """The bytes of the files a session's layer holds (``upper``, its
+    upper folder; nothing followed), ``None`` when it has none."""
+    if not os.path.isdir(upper):
+        return None
+    total = 0
+    for top, folders, files in os.walk(upper):
+        for name in files:
+            with contextlib.suppress(OSError):
+                info = os.lstat(os.path.join(top, name))
+                total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(top, f))]
+    return total

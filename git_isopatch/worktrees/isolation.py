@@ -89,3 +89,13 @@ class Isolation(NamedTuple):
         from .run_layer import LayerFiles
 
         return LayerFiles(self.layer)
+
+
+class OverBaseTree(NamedTuple):
+    """A run over the base tree of ``commit``; ``layer_in``: a folder of
+    the one made for the worktree that keeps the run's layer (a
+    session's, beyond the run), else the layer is in the run's private
+    folder and goes with the run."""
+
+    commit: CommitId
+    layer_in: str | None = None

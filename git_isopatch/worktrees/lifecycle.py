@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ..git.repo import UserRepository
 from ..git.types import CommitId
 from . import kept
+from .isolation import OverBaseTree
 from .lease import Lease
 from .provider import WorktreeProvider
 from .results import PrivateFolder
@@ -64,6 +65,7 @@ def worktree_for_run(
             command=command,
             private=private,
             places=places,
+            over=over,
         ) as lease:
             yield lease
         return
@@ -74,7 +76,7 @@ def worktree_for_run(
         private_dir=private.path,
         tmp_root=places[0],
         worktree_root=places[1],
-        over=over,
+        over=None if over is None else OverBaseTree(over),
     )
     private.mark()
     lease = Lease(isolation)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from ..errors import IsopatchError
 from ..git.types import GitDirPath
 from ..logger import log
+from .store import RECORD_FILE
 
 #: File in the common git directory that holds the lock.
 LOCK_FILE = "isopatch.lock"
@@ -51,6 +52,88 @@ def open_pin(admin_dir: str) -> int | None:
     except OSError as exc:
         log.debug("cannot open the pin of '%s': %s", admin_dir, exc)
         return None
+
+
+#: The folder of a base tree's private folder that holds the lasting pins
+#: of the sessions standing on it (:func:`stand_on`): one file each, named
+#: after the session's worktree's private folder and holding its path.
+STANDING_FOLDER = "isopatch-sessions"
+
+
+def stand_on(tree_admin_dir: str, session_admin_dir: str) -> None:
+    """Pin the base tree whose private folder is ``tree_admin_dir`` for
+    the session whose worktree's private folder is ``session_admin_dir``,
+    beyond any process: while that private folder holds our record, no
+    run moves or removes the base tree (:func:`stood_on`).  The caller
+    holds the base tree's pin.
+
+    Raises:
+        OSError: the pin could not be written.
+    """
+    folder = os.path.join(tree_admin_dir, STANDING_FOLDER)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, os.path.basename(session_admin_dir.rstrip("/")))
+    fresh = f"{path}.{os.getpid()}"
+    with open(fresh, "wb") as handle:
+        handle.write(os.fsencode(session_admin_dir))
+    os.replace(fresh, path)
+
+
+def leave(tree_admin_dir: str, session_admin_dir: str) -> None:
+    """Take back the lasting pin of :func:`stand_on` (best effort)."""
+    folder = os.path.join(tree_admin_dir, STANDING_FOLDER)
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(folder, os.path.basename(session_admin_dir.rstrip("/"))))
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+
+
+def stood_on(tree_admin_dir: str) -> bool:
+    """A live session stands on the base tree whose private folder is
+    ``tree_admin_dir``: one of its lasting pins names a worktree's private
+    folder that still holds our record.  A pin whose session is gone
+    (ended, pruned, its folder deleted) is dropped; one that cannot be
+    read counts, so that a base tree is never taken from a session."""
+    folder = os.path.join(tree_admin_dir, STANDING_FOLDER)
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    standing = False
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, "rb", opener=_no_follow) as handle:
+                session_admin_dir = os.fsdecode(handle.read(4096))
+        except OSError:
+            standing = True
+            continue
+        if os.path.isfile(os.path.join(session_admin_dir, RECORD_FILE)):
+            standing = True
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    return standing
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
+def idle_pin(admin_dir: str) -> int | None:
+    """The pin of the base tree whose private folder is ``admin_dir``,
+    held exclusively (:func:`open_pin`, :func:`try_flock`): no run uses
+    it and no session stands on it (:func:`stood_on`), so it may be moved
+    or removed; ``None`` when it may not (or cannot be opened)."""
+    fd = open_pin(admin_dir)
+    if fd is None:
+        return None
+    if try_flock(fd, exclusive=True) and not stood_on(admin_dir):
+        return fd
+    os.close(fd)
+    return None
 
 
 def try_flock(fd: int, *, exclusive: bool) -> bool:

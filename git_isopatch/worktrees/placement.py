@@ -183,6 +183,9 @@ def _make(root: str) -> str:
 
 #: The folder of the common git directory that holds the base trees.
 BASE_TREES_FOLDER = "isopatch"
+#: The folder of a run's private folder (or of a session's, kept) that
+#: holds its layer over a base tree (:mod:`.run_layer`).
+LAYER_FOLDER = "worktree-layer"
 
 
 def base_tree_now(common_dir: str, path: str, admin_dir: str) -> str:

@@ -30,7 +30,7 @@ from ..git.worktree import (
 )
 from ..logger import log, warning
 from . import kept, pool
-from .isolation import Isolation
+from .isolation import Isolation, OverBaseTree
 from .lock import AdminLock, LockWaitInterrupted
 from .own_top import take_as_top
 from .placement import place_worktree, remove_tree, worktree_name
@@ -108,11 +108,12 @@ class WorktreeProvider:
         private_dir: str,
         tmp_root: str | None = None,
         worktree_root: str | None = None,
-        over: CommitId | None = None,
+        over: OverBaseTree | None = None,
     ) -> Isolation:
         """A detached, locked worktree at ``base`` for one run whose private
         folder is ``private_dir``: with ``over``, over the base tree of that
-        commit (:meth:`_over_base_tree`); else claimed from the pool (:meth:`_claim`)
+        commit (:meth:`_over_base_tree`; :class:`OverBaseTree` says where
+        its layer is kept); else claimed from the pool (:meth:`_claim`)
         when one waits there, else made with ``git worktree add`` as
         ``<container>/<name>``, in a folder of its own where
         :func:`.placement.place_worktree` says: beside the checkout, or in
@@ -166,7 +167,7 @@ class WorktreeProvider:
     def _over_base_tree(
         self,
         repository: UserRepository,
-        commits: tuple[CommitId, CommitId],
+        commits: tuple[CommitId, OverBaseTree],
         private_dir: str,
         container: str,
         command: list[str],
@@ -176,11 +177,14 @@ class WorktreeProvider:
         (``commits``; pinned, made or moved there when needed, under the
         configured worktree root of ``roots``, with the temporary root):
         registered without a checkout in ``container``, its layer made
-        (:func:`.run_layer.make_run_layer`)."""
+        (:func:`.run_layer.make_run_layer`) in ``private_dir``, or kept in
+        ``container`` (:attr:`OverBaseTree.layer_in`)."""
         (base, over), (worktree_root, tmp_root) = commits, roots
         trees = self.base_trees_of(repository, worktree_root)
+        layers = private_dir if over.layer_in is None else os.path.join(container, over.layer_in)
         try:
-            pin = trees.pin(over, tmp_root=tmp_root)
+            os.makedirs(layers, mode=0o700, exist_ok=True)
+            pin = trees.pin(over.commit, tmp_root=tmp_root)
         except BaseException:
             remove_tree(container, warn=self.warn)
             raise
@@ -189,9 +193,7 @@ class WorktreeProvider:
             made = self._add(repository, base, private_dir, container, command, None, False)
             from .run_layer import make_run_layer
 
-            layer = make_run_layer(
-                pin, made.worktree, made.admin_dir, private_dir, base, env=self.env
-            )
+            layer = make_run_layer(pin, made.worktree, made.admin_dir, layers, base, env=self.env)
         except BaseException:
             if made is not None:
                 self.remove(made)

@@ -32,7 +32,7 @@ from .inventory import (
     OwnedWorktree,
     owned_worktrees,
 )
-from .lock import AdminLock, open_pin, try_flock
+from .lock import AdminLock, open_pin, stood_on, try_flock
 from .mounts import mount_points_under
 from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
 from .store import GitMetadataStore
@@ -285,11 +285,14 @@ def prune(
         candidates = [w for w in prunable if os.path.realpath(w.path) != here]
         candidates.sort(key=lambda w: w.created or 0.0)
         with contextlib.ExitStack() as pins:
-            candidates = [w for w in candidates if w.state != BASE or _unpinned(w, pins)]
+            candidates = [w for w in candidates if w.state != BASE or _unpinned(w, pins, dry_run)]
             if dry_run:
                 return Pruned(candidates, [], standing)
             removed, failed = [], []
-            for worktree in candidates:
+            # the sessions first: a base tree goes once none of them stands on it
+            for worktree in sorted(candidates, key=lambda w: w.state == BASE):
+                if worktree.state == BASE and stood_on(str(worktree.admin_dir)):
+                    continue
                 reason = remove_ours(
                     repository,
                     WorktreePath(worktree.path),
@@ -301,17 +304,24 @@ def prune(
                     _forget_session(repository, worktree, reason)
                 else:
                     failed.append((worktree, reason))
+            removed.sort(key=lambda w: w.created or 0.0)
+            if any(w.state == BASE or w.session is not None for w in removed):
+                from .sessions import forget_folders
+
+                forget_folders(repository.common_dir)
             return Pruned(removed, failed, standing)
 
 
-def _unpinned(worktree: OwnedWorktree, pins: contextlib.ExitStack) -> bool:
+def _unpinned(worktree: OwnedWorktree, pins: contextlib.ExitStack, standing: bool) -> bool:
     """The base tree ``worktree`` is used by no run: its pin is now held
-    exclusively (until ``pins`` closes), so that no run takes it meanwhile."""
+    exclusively (until ``pins`` closes), so that no run takes it meanwhile;
+    with ``standing``, no session stands on it either (:func:`.lock.stood_on`)."""
     fd = open_pin(worktree.admin_dir) if worktree.admin_dir is not None else None
     if fd is None:
         return False
     pins.callback(os.close, fd)
-    return try_flock(fd, exclusive=True)
+    held = try_flock(fd, exclusive=True)
+    return held and not (standing and stood_on(str(worktree.admin_dir)))
 
 
 def make_room(

@@ -50,9 +50,7 @@ from ..sandbox.touched import Touched, touched_paths
 from .base_look import look_of
 from .base_trees import Pin
 from .deletion import delete_tree
-
-#: The folder of the run's private folder that holds its upper layer.
-LAYER_FOLDER = "worktree-layer"
+from .placement import LAYER_FOLDER
 
 #: What the start layer holds for a removal (overlayfs(5)): a character
 #: device 0/0, which anyone may make.
@@ -107,8 +105,10 @@ class RunLayer(NamedTuple):
         return resolve(path, (self.overlay.upper, self.start, self.base_tree))
 
     def locate_before(self, path: bytes) -> str | None:
-        """The same, before the command: the start layer over the base tree."""
-        return resolve(path, (self.start, self.base_tree))
+        """The same, before the command: the start layer over the base
+        tree, under what the upper layer held then (a session's earlier
+        steps; a run's own is empty)."""
+        return resolve(path, (self.overlay.upper, self.start, self.base_tree))
 
     def compared(self, admin_dir: GitDirPath) -> Looked:
         """The paths the patch needs to compare (design: procedure step 6):

@@ -18,14 +18,15 @@ from ..errors import IsopatchError, known_os_failure
 from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
-from . import kept, sessions
+from . import kept, session_layer, sessions
 from .inventory import SESSION_LOCK_REASON
 from .isolation import Isolation
 from .lease import Lease
-from .lock import LockWaitInterrupted
-from .provider import WorktreeProvider
+from .lock import LockWaitInterrupted, leave, stand_on
+from .provider import OverBaseTree, WorktreeProvider
 from .removal import refusal, remove_ours
 from .results import PrivateFolder
+from .run_layer import RunLayer
 from .sessions import SESSION_PATCH, Session, Step
 from .store import WorktreeRecord
 
@@ -40,10 +41,12 @@ def session_for_run(
     command: list[str],
     private: PrivateFolder,
     places: tuple[str | None, str | None],
+    over: CommitId | None = None,
 ) -> Iterator[Lease]:
     """The worktree of ``session`` for one step, held under the session's
     lock: made at ``base`` when the session does not exist yet (it
-    remembers the run's confinement), else found, checked (not broken, at
+    remembers the run's confinement; with ``over``, a layer over the base
+    tree of that commit, :mod:`.session_layer`), else found, checked (not broken, at
     ``base``, confined as the run is) and its git state put
     back (:func:`.sessions.unstow`).  When the step ends, however it ends,
     its administrative files are put right and its git state put away
@@ -62,7 +65,8 @@ def session_for_run(
     with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
         found = sessions.find(repository, provider.store, name)
         if found is None:
-            isolation, record = _make(provider, repository, base, session, command, private, places)
+            made = _make(provider, repository, (base, over), session, command, private, places)
+            isolation, record = made
         else:
             run = (command, private, session.confined)
             isolation, record = _resume(provider, repository, found, base, run)
@@ -72,6 +76,7 @@ def session_for_run(
             yield lease
         except BaseException:
             if found is None:
+                _leave(lease.isolation)
                 provider.remove(lease.isolation)
                 sessions.forget_lock(common, name)
                 raise
@@ -83,14 +88,15 @@ def session_for_run(
 def _make(
     provider: WorktreeProvider,
     repository: UserRepository,
-    base: CommitId,
+    commits: tuple[CommitId, CommitId | None],
     session: sessions.SessionRun,
     command: list[str],
     private: PrivateFolder,
     places: tuple[str | None, str | None],
 ) -> tuple[Isolation, sessions.SessionRecord]:
-    """A new session's worktree at ``base``, its records written."""
-    tmp_root, worktree_root = places
+    """A new session's worktree at ``base`` (``commits``; over the base
+    tree of the second when given, its layer kept), its records written."""
+    (base, over), (tmp_root, worktree_root) = commits, places
     name = session.name
     isolation = provider.create(
         repository,
@@ -99,18 +105,51 @@ def _make(
         private_dir=private.path,
         tmp_root=tmp_root,
         worktree_root=worktree_root,
+        over=None if over is None else OverBaseTree(over, session_layer.LAYER_IN),
     )
     record = replace(sessions.new_record(name, base, session.confined), stepping=True)
     try:
+        if isolation.layer is not None:  # the session stands on its base tree
+            tree = isolation.layer.pin.tree
+            stand_on(tree.admin_dir, isolation.admin_dir)
+            name_of = os.path.basename(tree.admin_dir.rstrip("/"))
+            record = replace(record, base_tree=name_of, tree_commit=tree.record.commit)
         isolation.record.session = name
         provider.store.save(isolation.admin_dir, isolation.record)
         sessions.save(isolation.container, record)
         os.makedirs(os.path.join(isolation.admin_dir, sessions.OBJECTS, "pack"), mode=0o700)
         os.makedirs(os.path.join(isolation.admin_dir, sessions.OBJECTS, "info"), mode=0o700)
     except OSError as exc:
+        _leave(isolation)
         provider.remove(isolation)
         raise known_os_failure(f"could not record session '{name}'", exc) from exc
     return isolation._replace(session=_step(isolation, record)), record
+
+
+def _leave(isolation: Isolation) -> None:
+    """The session of ``isolation`` no longer stands on its base tree."""
+    if isolation.layer is not None:
+        leave(isolation.layer.pin.tree.admin_dir, isolation.admin_dir)
+
+
+def _layer(
+    provider: WorktreeProvider, repository: UserRepository, found: Session
+) -> RunLayer | None:
+    """A sandboxed session's layer over its base tree, pinned again
+    (:mod:`.session_layer`); ``None`` for a real checkout.
+
+    Raises:
+        IsopatchError: ``session-broken``: its base tree is gone.
+    """
+    record = found.record
+    if record.base_tree is None or record.tree_commit is None:
+        return None
+    trees = provider.base_trees_of(repository)
+    pin = session_layer.pin_again(trees, record.base_tree, CommitId(record.tree_commit))
+    if pin is None:
+        why = "its base tree is gone (the repository moved, or its folder was deleted)"
+        raise sessions.broken(record.name, why)
+    return session_layer.layer_again(pin, found.worktree, found.container)
 
 
 def _step(isolation: Isolation, record: sessions.SessionRecord) -> Step:
@@ -150,6 +189,28 @@ def _resume(
     command, private, confined = run
     if record.sandboxed is not None and record.sandboxed != confined:
         raise sessions.confinement_differs(name, record.sandboxed, confined)
+    layer = _layer(provider, repository, found)
+    try:
+        return _put_back(provider, repository, found, (command, private.path), layer)
+    except BaseException:
+        if layer is not None:
+            layer.pin.release()
+        raise
+
+
+def _put_back(
+    provider: WorktreeProvider,
+    repository: UserRepository,
+    found: Session,
+    run: tuple[list[str], str],
+    layer: RunLayer | None,
+) -> tuple[Isolation, sessions.SessionRecord]:
+    """:func:`_resume`'s second half: the session's git state put back
+    and its worktree locked for this run (``run``: its command and
+    private folder), over ``layer`` when it has one."""
+    record, name = found.record, found.record.name
+    command, private_dir = run
+    base = CommitId(record.base)
     owner = WorktreeRecord.for_this_process(container=found.container, base=base, command=command)
     owner.session = name
     stepping = replace(record, stepping=True)
@@ -164,13 +225,14 @@ def _resume(
     except OSError as exc:
         raise sessions.broken(name, f"its git state cannot be put back: {exc}") from None
     isolation = Isolation(
-        private_dir=private.path,
+        private_dir=private_dir,
         worktree=found.worktree,
         admin_dir=found.admin_dir,
         repository=repository,
         base=base,
         record=owner,
         container=found.container,
+        layer=layer,
     )
     isolation = isolation._replace(admin_files=kept.snapshot(found.admin_dir, found.worktree))
     return isolation._replace(session=_step(isolation, record)), stepping
@@ -211,6 +273,8 @@ def _put_away(
         sessions.save(isolation.container, done)
     except OSError as exc:
         provider.warn(f"could not record session '{record.name}': {exc.strerror or exc}")
+    if isolation.layer is not None:  # the session stands on it still (:func:`.lock.stand_on`)
+        provider.base_trees_of(isolation.repository).release(isolation.layer.pin)
 
 
 def end_session(provider: WorktreeProvider, repository: UserRepository, name: str) -> bool:
@@ -236,4 +300,10 @@ def end_session(provider: WorktreeProvider, repository: UserRepository, name: st
         if why is not None:
             raise IsopatchError("session-not-removed", f"could not remove session '{name}': {why}")
         sessions.forget_lock(common, name)
+    if found.record.base_tree is not None:  # its base tree may go now, as after a run
+        tree = os.path.join(common, "worktrees", found.record.base_tree)
+        leave(tree, found.admin_dir)
+        with contextlib.suppress(IsopatchError, LockWaitInterrupted):
+            provider.base_trees_of(repository).trim()
+        sessions.forget_folders(common)
     return True

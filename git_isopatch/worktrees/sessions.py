@@ -32,11 +32,13 @@ whole step; the next waits a bounded time, then fails (``session-busy``).
 A step that did not finish (its run was killed) leaves the session marked
 broken (``session-broken``): it can only be ended.
 
-A session's worktree is a real checkout at its base, made by ``git
-worktree add`` and kept between steps, sandboxed or not: the procedure
-never runs a session's step over a base tree, so the files a step sees
-are the ones the earlier steps left, on disk, and a session costs a
-checkout of its base plus what it changed.
+A sandboxed session's worktree is a run layer over the base tree of its
+base, kept between steps (:mod:`.session_layer`): it costs what it
+changed.  Unconfined, or where a sandboxed run cannot go over a base
+tree (``--recurse-submodules``; a snapshot whose ``.gitattributes``
+differ from its parent's), it is a real checkout at its base, made by
+``git worktree add`` and kept between steps: a checkout of its base plus
+what it changed.
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class SessionRecord:
         broken: why the session can only be ended, or ``None``.
         sandboxed: its first step ran confined: so do the later ones
             (``None``: a record from before this was kept).
+        base_tree: over a base tree, the name of its private folder
+            (:mod:`.session_layer`), with ``tree_commit``, its commit;
+            ``None``: the session's worktree is a real checkout.
     """
 
     name: str
@@ -103,6 +108,8 @@ class SessionRecord:
     broken: str | None = None
     version: int = 1
     sandboxed: bool | None = None
+    base_tree: str | None = None
+    tree_commit: str | None = None
 
 
 class Step(NamedTuple):
@@ -260,12 +267,19 @@ def _same_file(fd: int, path: str) -> bool:
 def forget_lock(common_dir: str, name: str) -> None:
     """Remove the lock file of an ended session (under its lock), and the
     sessions' folder when it is empty."""
-    path = lock_path(common_dir, name)
     with contextlib.suppress(OSError):
-        os.unlink(path)
+        os.unlink(lock_path(common_dir, name))
+    forget_folders(common_dir)
+
+
+def forget_folders(common_dir: str) -> None:
+    """Remove the sessions' folder and ``$GIT_COMMON_DIR/isopatch`` when
+    they are empty (the last session, or the base tree it stood on, gone)."""
+    folder = os.path.dirname(lock_path(common_dir, "-"))
     with contextlib.suppress(OSError):
-        os.rmdir(os.path.dirname(path))
-        os.rmdir(os.path.dirname(os.path.dirname(path)))
+        os.rmdir(folder)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(folder))
 
 
 def broken(name: str, why: str) -> IsopatchError:

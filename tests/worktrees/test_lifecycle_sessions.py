@@ -15,8 +15,15 @@ from pathlib import Path
 import pytest
 from hostile import admin_dirs, wait_until
 from repo_helpers import ISOPATCH, apply_to_clean_checkout, git, isopatch, repo_state, tree_manifest
+from session_helpers import session_manifest, written_folder
 
 SANDBOXES = [pytest.param("--sandbox", id="sandbox"), pytest.param("--no-sandbox", id="unconfined")]
+#: ``git -c isopatch.baseTrees=0`` for every run: no base tree kept.
+BASE_TREES_NONE = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "isopatch.baseTrees",
+    "GIT_CONFIG_VALUE_0": "0",
+}
 
 
 def _step(repo: Path, env: dict[str, str], name: str, *command: str, options: tuple = ()) -> dict:
@@ -26,14 +33,14 @@ def _step(repo: Path, env: dict[str, str], name: str, *command: str, options: tu
     return json.loads(done.out)
 
 
-def _session_worktree(repo: Path, env: dict[str, str], name: str) -> Path:
-    listed = json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
-    (found,) = [w for w in listed if w.get("session") == name]
-    return Path(found["worktree"])
-
-
 def _without_worktrees(state: dict) -> dict:
     return {key: value for key, value in state.items() if key != "worktree list"}
+
+
+def _but_base_trees(folders: list[Path]) -> list[Path]:
+    """Worktrees' private folders but the base trees' (a cache kept for the
+    next sandboxed runs, as after any run)."""
+    return [folder for folder in folders if not (folder / "isopatch-base.json").exists()]
 
 
 def _paths(result: dict) -> list[str]:
@@ -64,11 +71,10 @@ def test_three_steps_whose_session_patch_gives_the_worktree_byte_for_byte(
     assert (
         third["base"] == first["base"] and third["session-files"] == 6
     )  # old.txt renamed: one path
-    worktree = _session_worktree(repo, env, "s")
     clean = apply_to_clean_checkout(
         repo, third["base"], Path(third["session-patch"]), tmp_path / "clean", env
     )
-    assert tree_manifest(clean) == tree_manifest(worktree)
+    assert tree_manifest(clean) == session_manifest(repo, env, "s")
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
     assert repo_state(repo, env) == before
 
@@ -109,7 +115,7 @@ def test_a_step_that_commits_inside_the_session(make_repo, env) -> None:
     second = _step(
         repo, env, "s", "sh", "-c", "git log --format=%s > log.txt; git status --short >> log.txt"
     )
-    log = (_session_worktree(repo, env, "s") / "log.txt").read_text()
+    log = (written_folder(repo, env, "s") / "log.txt").read_text()
     assert log.splitlines()[:2] == ["step", "base"]
     assert "?? n.txt" in log  # untracked as the command left it, not marked intent-to-add
     assert _paths(second) == ["log.txt"]
@@ -117,14 +123,19 @@ def test_a_step_that_commits_inside_the_session(make_repo, env) -> None:
     assert _without_worktrees(repo_state(repo, env)) == before
 
 
-def test_end_leaves_nothing_behind(make_repo, env) -> None:
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_end_leaves_nothing_behind(make_repo, env, sandbox) -> None:
+    """No worktree, no layer, no base tree pinned (with
+    ``isopatch.baseTrees=0`` the base tree goes with the session)."""
     repo = make_repo()
     before = repo_state(repo, env)
+    env = {**env, **BASE_TREES_NONE}
     _step(
-        repo, env, "s", "sh", "-c", "echo x > x.txt && git commit -qm x -- x.txt || git add x.txt"
-    )
+        repo, env, "s", "sh", "-c", "echo x > x.txt && git commit -qm x -- x.txt || git add x.txt",
+        options=(sandbox,),
+    )  # fmt: skip
     _step(repo, env, "s", "touch", "y")
-    assert len(admin_dirs(repo, env)) == 1
+    assert len(admin_dirs(repo, env)) == (2 if sandbox == "--sandbox" else 1)  # + its base tree
     ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
     assert ended.returncode == 0, ended.err
     assert [name for name in os.listdir(repo.parent) if ".isopatch-" in name] == []
@@ -135,13 +146,17 @@ def test_end_leaves_nothing_behind(make_repo, env) -> None:
     assert (again.returncode, again.err) == (128, "fatal: no session 's'\n")
 
 
-def test_list_shows_a_session_with_its_base_age_and_size(make_repo, env) -> None:
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_list_shows_a_session_with_its_base_age_and_size(make_repo, env, sandbox) -> None:
+    """Its size: what its layer holds over its base tree (sandboxed), or
+    its whole change (a kept worktree)."""
     repo = make_repo()
-    result = _step(repo, env, "lint", "sh", "-c", "echo x > x.txt")
+    result = _step(repo, env, "lint", "sh", "-c", "echo x > x.txt", options=(sandbox,))
     listed = isopatch("list", "--porcelain", cwd=repo, env=env).fields()
     assert listed["state"] == "session" and listed["session"] == "lint"
     assert listed["head"] == result["base"]
-    assert int(listed["size"]) == os.path.getsize(result["session-patch"]) > 0
+    size = len("x\n") if sandbox == "--sandbox" else os.path.getsize(result["session-patch"])
+    assert int(listed["size"]) == size > 0
     line = isopatch("list", cwd=repo, env=env).out
     assert f"session lint at {result['base'][:12]}, {listed['size']} bytes" in line
 
@@ -198,10 +213,13 @@ def test_a_session_name_is_not_a_path(make_repo, env, name) -> None:
 
 @pytest.mark.hostile
 def test_a_second_run_of_a_busy_session_waits_then_fails(make_repo, env, tmp_path) -> None:
+    """The first step runs until the test lets it end (no fixed sleep: on a
+    loaded machine the waiting runs may take seconds to start)."""
     repo = make_repo()
     flag = tmp_path / "started"
+    hold = f"touch {flag}; while [ -e {flag} ]; do sleep 0.05; done"
     busy = subprocess.Popen(
-        [ISOPATCH, "--session", "s", "--no-sandbox", "--", "sh", "-c", f"touch {flag}; sleep 6"],
+        [ISOPATCH, "--session", "s", "--no-sandbox", "--", "sh", "-c", hold],
         cwd=repo,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -223,6 +241,7 @@ def test_a_second_run_of_a_busy_session_waits_then_fails(make_repo, env, tmp_pat
         "--session", "s", "--", "true", cwd=repo, env={**env, "ISOPATCH_LOCK_TIMEOUT": "1"}
     )
     assert one.err.startswith("fatal: session 's' is busy: another run has held it for 1 second\n")
+    flag.unlink()
     assert busy.wait(timeout=120) == 0
     assert _step(repo, env, "s", "true")["session-files"] == 0
 
@@ -232,7 +251,7 @@ def test_a_step_killed_leaves_the_session_broken_and_end_cleans_it(make_repo, en
     repo = make_repo({"a.txt": "one\n"})
     before = repo_state(repo, env)
     _step(repo, env, "s", "sh", "-c", "echo two >> a.txt")
-    flag = _session_worktree(repo, env, "s") / "started"  # the worktree is really writable
+    flag = written_folder(repo, env, "s") / "started"  # the worktree is really writable
     step = subprocess.Popen(
         [
             ISOPATCH,
@@ -258,7 +277,7 @@ def test_a_step_killed_leaves_the_session_broken_and_end_cleans_it(make_repo, en
     ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
     assert ended.returncode == 0, ended.err
     assert repo_state(repo, env) == before
-    assert admin_dirs(repo, env) == []
+    assert _but_base_trees(admin_dirs(repo, env)) == []
 
 
 @pytest.mark.hostile
@@ -269,7 +288,7 @@ def test_a_run_killed_while_it_waits_for_the_session_leaves_it_whole(
     a run leaves the session as its last step did."""
     repo = make_repo({"a.txt": "one\n"})
     _step(repo, env, "s", "sh", "-c", "echo two >> a.txt")
-    flag = _session_worktree(repo, env, "s") / "started"
+    flag = written_folder(repo, env, "s") / "started"
     holder = subprocess.Popen(
         [ISOPATCH, "--session", "s", "--", "sh", "-c", "touch started; sleep 3; rm started"],
         cwd=repo,
@@ -318,7 +337,7 @@ def test_two_sessions_at_one_base_run_in_parallel_and_stay_apart(make_repo, env)
     for name, result in zip(("left", "right"), results, strict=True):
         other = "right" if name == "left" else "left"
         assert sorted(_paths(result)) == [f"{name}.txt", f"seen-{name}"]
-        seen = (_session_worktree(repo, env, name) / f"seen-{name}").read_text()
+        seen = (written_folder(repo, env, name) / f"seen-{name}").read_text()
         assert f"{other}.txt" not in seen
     again = _step(repo, env, "left", "ls")
     assert "right" not in Path(again["session-patch"]).read_text()
@@ -414,7 +433,7 @@ def test_a_step_whose_state_cannot_be_recorded_leaves_the_session_broken(
     ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
     assert ended.returncode == 0, ended.err
     assert repo_state(repo, env) == before
-    assert admin_dirs(repo, env) == []
+    assert _but_base_trees(admin_dirs(repo, env)) == []
 
 
 @pytest.mark.hostile
@@ -451,8 +470,7 @@ def test_a_commit_a_step_makes_is_there_for_the_next_and_other_repositories_work
         options=(sandbox,),
     )
     assert seen["exit"] == 0, seen
-    worktree = _session_worktree(repo, env, "s")
-    assert (worktree / "seen.txt").read_text() == "mine\nbase\none\ntwo\n"
+    assert (written_folder(repo, env, "s") / "seen.txt").read_text() == "mine\nbase\none\ntwo\n"
     clone = tmp_path / "clone"
     cloned = _step(
         repo,
@@ -477,6 +495,7 @@ def test_a_commit_a_step_makes_is_there_for_the_next_and_other_repositories_work
     clean = apply_to_clean_checkout(
         repo, inner["base"], Path(inner["session-patch"]), tmp_path / "clean", env
     )
-    expected = {k: v for k, v in tree_manifest(worktree).items() if not k.startswith(b"inner/")}
+    shown = session_manifest(repo, env, "s")
+    expected = {k: v for k, v in shown.items() if not k.startswith(b"inner/")}
     assert tree_manifest(clean) == expected
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0

@@ -1,0 +1,78 @@
+"""A sandboxed session over its base tree: its run layer kept between steps.
+
+A session's first sandboxed step runs over the base tree of its base, as
+any sandboxed run does (:mod:`.run_layer`), but its layer (the upper and
+work folders, :data:`LAYER_IN`) is made in the folder made for the
+session's worktree, beside its state, and outlives the step: the session
+costs what it changed.  The session pins the base tree beyond its steps'
+processes (:func:`.lock.stand_on`): while it lives no run moves or
+removes the base tree, ``prune`` and expiry leave it.  Each later step
+pins the same base tree again (:func:`pin_again`) and mounts the same
+layer over it (:func:`layer_again`) at the same place.  A base tree that
+is gone (the repository moved, its folder deleted) leaves the session
+broken; nothing of the session is lost.
+
+Design: procedure steps 3 and 7, for a session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from ..git.types import CommitId, WorktreePath
+from ..sandbox.layers import WorktreeOverlay
+from .base_trees import BaseTrees, Pin, base_trees
+from .lock import open_pin, try_flock
+from .placement import LAYER_FOLDER
+from .run_layer import RunLayer
+
+#: The folder of the one made for a session's worktree that holds its
+#: layer (its state's folder, :data:`.sessions.STATE_FOLDER`).
+LAYER_IN = "session"
+
+
+def layer_folder(container: str) -> str:
+    """The session's layer folder (its upper and work folders)."""
+    return os.path.join(container, LAYER_IN, LAYER_FOLDER)
+
+
+def pin_again(trees: BaseTrees, admin_dir: str, commit: CommitId) -> Pin | None:
+    """The base tree whose private folder is named as ``admin_dir`` is
+    (``worktrees/<name>``: a moved repository's is found), pinned, when
+    it is there, ready and at ``commit``; ``None``: it is gone.
+
+    Raises:
+        IsopatchError: ``lock-timeout``.
+        LockWaitInterrupted: a signal arrived while waiting.
+    """
+    name = os.path.basename(admin_dir.rstrip("/"))
+    with trees.lock.held(trees.repository.common_dir):
+        for tree in base_trees(trees.repository, trees.store):
+            if os.path.basename(tree.admin_dir.rstrip("/")) != name:
+                continue
+            if tree.gone or not tree.record.ready or tree.record.commit != commit:
+                return None
+            fd = open_pin(tree.admin_dir)
+            if fd is None:
+                return None
+            if not try_flock(fd, exclusive=False):
+                os.close(fd)
+                return None
+            record = tree.record._replace(used=time.time())
+            with contextlib.suppress(OSError):
+                trees.store.save_base(tree.admin_dir, record)
+            return Pin(tree._replace(record=record), fd, made=False)
+    return None
+
+
+def layer_again(pin: Pin, worktree: WorktreePath, container: str) -> RunLayer:
+    """The session's layer over the base tree of ``pin``, mounted at
+    ``worktree`` as at its first step.  Its index is the session's, not
+    the base tree's copy: the patch compares what the index changed too
+    (:meth:`.run_layer.RunLayer.compared`)."""
+    folder = layer_folder(container)
+    upper, work = os.path.join(folder, "upper"), os.path.join(folder, "work")
+    overlay = WorktreeOverlay(worktree, (pin.tree.path, worktree), upper, work)
+    return RunLayer(pin, overlay, None)
