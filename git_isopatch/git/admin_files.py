@@ -85,26 +85,28 @@ def copy_admin_file(source: str, target: str) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         writing = os.open(target, flags, 0o666)
         try:
-            _copy_data(reading, writing)
+            at = 0
+            while copied := copy_range(reading, writing, 1 << 30, at):
+                at += copied
         finally:
             os.close(writing)
     finally:
         os.close(reading)
 
 
-def _copy_data(reading: int, writing: int) -> None:
-    """Everything left to read from ``reading`` onto ``writing``, from
-    where each stands."""
+def copy_range(source: int, out: int, count: int, at: int) -> int:
+    """Copy up to ``count`` bytes at offset ``at`` of ``source`` to the
+    same offset of ``out``; the bytes copied (0 at the end of ``source``).
+    The kernel copies (``copy_file_range(2)``); where it refuses (two file
+    systems of different types: ``EXDEV`` from Linux 5.19, a tmpfs
+    ``$TMPDIR`` and the checkout on ext4; an old kernel), a read and a
+    write of at most 1 MiB."""
     try:
-        while os.copy_file_range(reading, writing, 1 << 30):
-            pass
-        return
-    except OSError as exc:  # another file system, an old kernel: as it stands
-        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return os.copy_file_range(source, out, count, at, at)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise
-    while data := os.read(reading, 1 << 20):
-        while data:
-            data = data[os.write(writing, data) :]
+    return os.pwrite(out, os.pread(source, min(count, 1 << 20), at), at)
 
 
 #: The files of a linked worktree's private folder that tell git where the

@@ -13,6 +13,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Mapping
 
+from ..git.admin_files import copy_range
 from ..git.checkouts import check_out_index_copy
 from ..git.quote import quoted
 from ..git.result import Err, Ok
@@ -182,7 +183,7 @@ def _copy_sparse(folder: int, name: str, into: str, mode: int) -> None:
                     raise
                 end = os.lseek(source, at, os.SEEK_HOLE)
                 while at < end:
-                    copied = _copy_range(source, out, end - at, at)
+                    copied = copy_range(source, out, end - at, at)
                     if not copied:
                         break
                     at += copied
@@ -192,19 +193,6 @@ def _copy_sparse(folder: int, name: str, into: str, mode: int) -> None:
             os.close(out)
     finally:
         os.close(source)
-
-
-def _copy_range(source: int, out: int, count: int, at: int) -> int:
-    """Copy up to ``count`` bytes at offset ``at`` of ``source`` to the
-    same offset of ``out``; the bytes copied.  ``copy_file_range`` refuses
-    two file systems of different types (``EXDEV``, Linux 5.19 and later:
-    a tmpfs ``$TMPDIR``, the checkout on ext4): read and write then."""
-    try:
-        return os.copy_file_range(source, out, count, at, at)
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise
-    return os.pwrite(out, os.pread(source, min(count, 1 << 20), at), at)
 
 
 def _is_folder(path: str) -> bool:
