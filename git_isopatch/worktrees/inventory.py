@@ -51,7 +51,7 @@ from ..git.result import Err, Ok
 from ..git.types import GitDirPath
 from ..git.worktree import WorktreeRecord as WorktreeEntry
 from ..git.worktree import list_worktrees, worktree_admin_dirs
-from .placement import LAYER_FOLDER, base_tree_now, made_by_isopatch
+from .placement import base_tree_now, made_by_isopatch
 from .store import (
     LOCK_REASON_PREFIX,
     POOL_LOCK_REASON,
@@ -233,11 +233,13 @@ def _session_size(record: WorktreeRecord | None) -> int | None:
     change (``<container>/session/session.patch``); 0 when unknown."""
     if record is None or record.session is None or record.container is None:
         return None
-    held = _layer_size(os.path.join(record.container, "session", LAYER_FOLDER, "upper"))
+    from .sessions import SESSION_PATCH, layer_folder, state_dir
+
+    held = _layer_size(os.path.join(layer_folder(record.container), "upper"))
     if held is not None:
         return held
     try:
-        return os.path.getsize(os.path.join(record.container, "session", "session.patch"))
+        return os.path.getsize(os.path.join(state_dir(record.container), SESSION_PATCH))
     except OSError:
         return 0
 

@@ -2,7 +2,7 @@
 
 A session's first sandboxed step runs over the base tree of its base, as
 any sandboxed run does (:mod:`.run_layer`), but its layer (the upper and
-work folders, :data:`LAYER_IN`) is made in the folder made for the
+work folders, :func:`.sessions.layer_folder`) is made in the folder made for the
 session's worktree, beside its state, and outlives the step: the session
 costs what it changed.  The session pins the base tree beyond its steps'
 processes (:func:`.lock.stand_on`): while it lives no run moves or
@@ -25,17 +25,8 @@ from ..git.types import CommitId, WorktreePath
 from ..sandbox.layers import WorktreeOverlay
 from .base_trees import BaseTrees, Pin, base_trees
 from .lock import open_pin, try_flock
-from .placement import LAYER_FOLDER
 from .run_layer import RunLayer
-
-#: The folder of the one made for a session's worktree that holds its
-#: layer (its state's folder, :data:`.sessions.STATE_FOLDER`).
-LAYER_IN = "session"
-
-
-def layer_folder(container: str) -> str:
-    """The session's layer folder (its upper and work folders)."""
-    return os.path.join(container, LAYER_IN, LAYER_FOLDER)
+from .sessions import layer_folder
 
 
 def pin_again(trees: BaseTrees, admin_dir: str, commit: CommitId) -> Pin | None:

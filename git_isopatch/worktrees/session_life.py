@@ -105,7 +105,7 @@ def _make(
         private_dir=private.path,
         tmp_root=tmp_root,
         worktree_root=worktree_root,
-        over=None if over is None else OverBaseTree(over, session_layer.LAYER_IN),
+        over=None if over is None else OverBaseTree(over, sessions.STATE_FOLDER),
     )
     record = replace(sessions.new_record(name, base, session.confined), stepping=True)
     try:

@@ -60,7 +60,7 @@ from ..git.run import quoted_path_entry
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dirs
 from .lock import POLL_SECONDS, LockWaitInterrupted, try_flock
-from .placement import made_by_isopatch
+from .placement import LAYER_FOLDER, made_by_isopatch
 from .store import RECORD_FILE, GitMetadataStore
 
 #: The folder, beside the worktree in its container, holding the session's state.
@@ -167,6 +167,12 @@ class Session(NamedTuple):
 
 def state_dir(container: str) -> str:
     return os.path.join(container, STATE_FOLDER)
+
+
+def layer_folder(container: str) -> str:
+    """The folder of a sandboxed session's layer kept over its base tree
+    (its upper and work folders), in its state's folder."""
+    return os.path.join(state_dir(container), LAYER_FOLDER)
 
 
 def save(container: str, record: SessionRecord) -> None:
