@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from repo_helpers import without_program_on_path
 
-# the seccomp structures and constants git-isopatch's own filter uses
+# the seccomp constants git-isopatch's own filter uses
 from git_isopatch.sandbox.seccomp import (
     _BPF_JEQ_K,
     _BPF_LD_W_ABS,
@@ -39,8 +39,6 @@ from git_isopatch.sandbox.seccomp import (
     _SECCOMP_MODE_FILTER,
     _SECCOMP_RET_ALLOW,
     _SECCOMP_RET_ERRNO,
-    _SockFilter,
-    _SockFprog,
 )
 
 if TYPE_CHECKING:
@@ -52,6 +50,21 @@ SYSCALLS = {
 }
 
 _PR_SET_NO_NEW_PRIVS = 38
+
+
+class _SockFilter(ctypes.Structure):
+    """``struct sock_filter`` (:data:`git_isopatch.sandbox.seccomp.SOCK_FILTER`)."""
+
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
 def refuse_syscall(name: str, code: int) -> Callable[[], None]:

@@ -207,15 +207,17 @@ def worktree_add_copies(git_dir: str) -> str:
     """What ``git worktree add`` run from the worktree of ``git_dir``
     copies into the worktree it makes (git 2.36+: its ``config.worktree``
     and sparse-checkout patterns), as a digest; ``""`` when it has neither."""
-    import hashlib
-
     parts = []
     for name in ("config.worktree", os.path.join("info", "sparse-checkout")):
         try:
             parts.append(read_admin_file(os.path.join(git_dir, name)))
         except OSError:
             parts.append(b"")
-    return hashlib.sha256(b"\0".join(parts)).hexdigest() if any(parts) else ""
+    if not any(parts):
+        return ""
+    import hashlib  # only for a worktree that has either
+
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
 def reset_commondir(admin_dir: str) -> bool:

@@ -12,9 +12,9 @@ Layering: knows nothing of the command line or of git.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
+import struct
 import sys
 
 #: How a filter is installed on a thread (prctl(2)); the tests install
@@ -63,19 +63,8 @@ _BPF_RET_K = 0x06
 _SECCOMP_NR = 0
 _SECCOMP_ARCH = 4
 _SECCOMP_ARG1 = 24
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+#: ``struct sock_filter``: __u16 code; __u8 jt; __u8 jf; __u32 k (native order).
+SOCK_FILTER = struct.Struct("=HBBI")
 
 
 def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -> bytes:
@@ -125,7 +114,7 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     for at, (op, k, true, false) in enumerate(code):
         jt = labels[true] - at - 1 if true else 0
         jf = labels[false] - at - 1 if false else 0
-        program += bytes(_SockFilter(op, jt, jf, k))
+        program += SOCK_FILTER.pack(op, jt, jf, k)
     return bytes(program)
 
 

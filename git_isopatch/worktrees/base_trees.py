@@ -1,6 +1,5 @@
-"""The repository's base trees: one checkout per commit, shared by every
-sandboxed run at that commit and kept for the next (design: procedure
-step 3).
+"""The repository's base trees: one checkout per commit, shared by every sandboxed run at
+that commit and kept for the next (design: procedure step 3).
 
 A base tree is a real linked worktree (``git worktree add --detach``),
 checked out once and never written by a command: the read-only lower layer
@@ -42,7 +41,6 @@ from typing import NamedTuple
 
 from ..errors import known_failure, known_os_failure
 from ..git.admin_files import read_admin_file, worktree_add_copies
-from ..git.checkouts import changed_path_count, check_out_worktree
 from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
@@ -280,6 +278,8 @@ class BaseTrees:
         """The idle base tree to move to ``commit``: the one with the
         fewest files to write, when few of its files differ (:data:`NEAR`)
         or no more base trees may be kept; ``None``: make one."""
+        from ..git.checkouts import changed_path_count  # only to move a base tree
+
         best, best_count = None, None
         for tree in idle:
             if not tree.record.ready:
@@ -350,6 +350,8 @@ class BaseTrees:
         """Outside the worktree lock, holding ``tree``'s pin exclusively:
         check it out (a new one) or move it to ``commit``; then, under the
         lock, mark it ready and hold its pin shared.  A failure removes it."""
+        from ..git.checkouts import check_out_worktree  # not for a warm run
+
         done = check_out_worktree(
             tree.admin_dir,
             tree.path,

@@ -46,7 +46,6 @@ from ..git.result import Err, Ok
 from ..git.submodule import list_gitlinks
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..logger import log
-from .conversions import encode, kept_answer
 from .hooks import missing_hooks_warning
 
 Pairs = tuple[tuple[str, str], ...]
@@ -210,6 +209,8 @@ def _reading_look(
     and git reads only the files of the other entries (all of them when
     more than :data:`NAMED_AT_MOST`); without one, every file a conversion
     may change.  ``env``: for git, with ``own``."""
+    from .conversions import encode, kept_answer  # a claimed worktree's: not over a base tree
+
     extra = [*exclude, "\0", *(f"{key}={value}" for key, value in own)]
     inputs = conversion_inputs(worktree, admin_dir, settings=settings, env=env, extra=extra)
     kept = None if inputs is None else kept_answer(admin_dir)

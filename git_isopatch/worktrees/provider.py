@@ -1,10 +1,9 @@
-"""Getting a run's worktree (claimed from the pool, :mod:`.pool`, or made
-with ``git worktree add``) and giving it back (to the pool, kept for the
-user, or removed with the one removal, :func:`.removal.remove_ours`), for
-the life cycle :func:`.lifecycle.worktree_for_run`.  Every change to one of
-our worktrees goes through here or :mod:`.removal`, under
-:class:`.lock.AdminLock` (but a run over a base tree removing its own);
-what exists and in which state is read by :mod:`.inventory`.
+"""Getting a run's worktree (claimed from the pool, :mod:`.pool`, or made with ``git
+worktree add``) and giving it back (to the pool, kept for the user, or removed with the one
+removal, :func:`.removal.remove_ours`), for the life cycle :func:`.lifecycle.worktree_for_run`.
+Every change to one of our worktrees goes through here or :mod:`.removal`, under
+:class:`.lock.AdminLock` (but a run over a base tree removing its own); what exists and in
+which state is read by :mod:`.inventory`.
 
 Design: procedure steps 3 and 7, Architecture.
 """
@@ -29,7 +28,7 @@ from ..git.worktree import (
     worktree_admin_dir,
 )
 from ..logger import log, warning
-from . import kept, pool
+from . import kept
 from .isolation import Isolation, OverBaseTree
 from .lock import AdminLock, LockWaitInterrupted
 from .own_top import take_as_top
@@ -43,9 +42,8 @@ if TYPE_CHECKING:  # over base trees: sandboxed runs alone load them
 
 
 def _as_added(admin_dir: GitDirPath) -> bool:
-    """The private folder holds what a plain ``git worktree add --detach``
-    leaves and nothing else (:func:`..git.refresh.admin_extras`): the
-    worktree may go back to the pool."""
+    """The private folder holds what a plain ``git worktree add --detach`` leaves and nothing
+    else (:func:`..git.refresh.admin_extras`): the worktree may go back to the pool."""
     from ..git.refresh import admin_extras  # only with a pool
 
     try:
@@ -145,7 +143,9 @@ class WorktreeProvider:
             else:
                 made = self._add(repository, base, private_dir, container, command, tmp_root)
         if claim and made.poolable:
-            made = made._replace(index=pool.index_as_made(made.admin_dir))
+            from .pool import index_as_made  # only with a pool
+
+            made = made._replace(index=index_as_made(made.admin_dir))
         return made._replace(admin_files=kept.snapshot(made.admin_dir, made.worktree))
 
     def base_trees_of(self, repository: UserRepository, root: str | None = None) -> BaseTrees:
@@ -279,9 +279,11 @@ class WorktreeProvider:
     def _claim(
         self, repository: UserRepository, base: CommitId, private_dir: str, command: list[str]
     ) -> Isolation | None:
-        """Claim a pooled worktree (:func:`.pool.take`) and bring it to
-        ``base`` (:func:`.pool.bring_to`); ``None`` when none waits, or the
-        one claimed could not be brought back (then it is removed)."""
+        """Claim a pooled worktree (:func:`.pool.take`) and bring it to ``base``
+        (:func:`.pool.bring_to`); ``None`` when none waits, or the one claimed could not be
+        brought back (then it is removed)."""
+        from . import pool  # only with a pool
+
         taken = pool.take(repository, self.store, base, command, lock=self.lock)
         if taken is None:
             return None
@@ -305,13 +307,14 @@ class WorktreeProvider:
 
     def release(self, isolation: Isolation) -> bool:
         """After a run: return the worktree to the pool when there is room
-        (:func:`.pool.put_back`), else :meth:`remove` it.  Best effort,
-        never raises.
+        (:func:`.pool.put_back`), else :meth:`remove` it.  Best effort, never raises.
 
         Returns:
             True when the worktree is pooled or gone.
         """
         if self.pool and isolation.poolable and isolation.layer is None:
+            from . import pool  # only with a pool
+
             index, answer = isolation.index, isolation.conversions
             made = None if index is None else pool.AsMade(index, answer)
             try:

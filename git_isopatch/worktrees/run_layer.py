@@ -40,7 +40,6 @@ from typing import NamedTuple
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.admin_files import copy_admin_file, read_admin_file
 from ..git.attributes import is_attributes_file
-from ..git.checkouts import deleted_paths, read_tree_two_way
 from ..git.files import WorktreeFiles
 from ..git.index_entries import changed_entries
 from ..git.result import Err, Ok
@@ -385,6 +384,8 @@ def _start_difference(
     Raises:
         IsopatchError: a classified git or OS failure.
     """
+    from ..git.checkouts import deleted_paths, read_tree_two_way  # not at the base tree's commit
+
     match read_tree_two_way(admin_dir, worktree, tree_commit, commit, env=env):
         case Err(error):
             raise known_failure(f"could not check out '{worktree}'", error)

@@ -24,7 +24,7 @@ from startup_helpers import (
 PATH_ONLY = {
     "git_isopatch.sandbox.namespaces",  # the sandbox (the default; not --no-sandbox)
     "git_isopatch.sandbox.inside",  # git-isopatch's own git inside it
-    "ctypes",  # the sandbox's seccomp filter
+    "ctypes",  # a pooled unconfined run's orphans (the seccomp filter is packed with struct)
     "git_isopatch.git.snapshot",  # --include-uncommitted
     "git_isopatch.git.sparse",  # --include-uncommitted in a sparse checkout
     "git_isopatch.git.refresh",  # isopatch.pool, unconfined
@@ -101,7 +101,6 @@ PLAIN_RUN = {
     "git_isopatch.usage",
     "git_isopatch.values",
     "git_isopatch.worktrees",
-    "git_isopatch.worktrees.conversions",
     "git_isopatch.worktrees.deletion",
     "git_isopatch.worktrees.diff_index",
     "git_isopatch.worktrees.fidelity",
@@ -116,7 +115,6 @@ PLAIN_RUN = {
     "git_isopatch.worktrees.mounts",
     "git_isopatch.worktrees.own_top",
     "git_isopatch.worktrees.placement",
-    "git_isopatch.worktrees.pool",
     "git_isopatch.worktrees.provider",
     "git_isopatch.worktrees.removal",
     "git_isopatch.worktrees.results",
@@ -157,6 +155,16 @@ NOT_BEFORE_THE_FIRST_GIT = {
     "git_isopatch.manage_cli",
 }
 
+#: What a warm sandboxed run (its base tree kept) never loads: the pool
+#: and what it keeps, and the checkouts of a base tree made or moved.
+NOT_IN_A_WARM_SANDBOXED_RUN = {
+    "git_isopatch.worktrees.pool",  # isopatch.pool: unconfined runs
+    "git_isopatch.worktrees.conversions",  # a claimed worktree's kept answer
+    "git_isopatch.git.checkouts",  # a base tree made or moved, a run layer at another commit
+    "git_isopatch.git.progress",  # a checkout's progress on a terminal
+    "ctypes",  # a pooled unconfined run's orphans
+}
+
 #: What -h and --version must not load: anything beyond the parser.
 BEYOND_THE_PARSER = PATH_ONLY | {
     "pygit2",
@@ -193,6 +201,16 @@ def test_a_plain_run_imports_nothing_beyond_its_lists(env, make_repo) -> None:
     others = loaded - ours - imported_by_the_libraries(repo, env)
     assert others - STDLIB_OF_A_PLAIN_RUN == set(), "a plain run imports more"
     assert "pygit2" in loaded and "typer" in loaded
+
+
+def test_a_warm_sandboxed_run_loads_only_what_it_uses(env, make_repo) -> None:
+    """A sandboxed run over a kept base tree leaves
+    :data:`NOT_IN_A_WARM_SANDBOXED_RUN` unloaded; the run that makes the
+    base tree checks it out (the check can fail)."""
+    repo = make_repo()
+    args = ["-q", "--sandbox", "--", "true"]
+    assert "git_isopatch.git.checkouts" in imported(args, repo, env)
+    assert imported(args, repo, env) & NOT_IN_A_WARM_SANDBOXED_RUN == set()
 
 
 def test_a_run_with_nothing_to_warn_of_never_loads_logging(env, make_repo) -> None:
