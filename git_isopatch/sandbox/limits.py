@@ -13,12 +13,17 @@ group and move a process there (root: the hierarchy's root; a user of a
 systemd session: the part systemd delegates to them, such as
 ``user@<uid>.service/app.slice``); on v1 (each controller its own
 hierarchy) below this process's own group.  The launcher (:mod:`.launcher`),
-the namespace's first process, moves itself in by writing ``0`` to the
-group's ``cgroup.procs`` through a descriptor opened here, before it
-starts the command.  A bound reached is read from the group's counters
-(``pids.events`` ``max``, ``memory.events`` or v1's ``memory.oom_control``
-``oom_kill``) while the command runs (:meth:`Bound.reached`): the run
-stops the command then, as on a timeout.
+the namespace's first process, moves itself in by writing ``0`` through a
+descriptor opened here before it starts the command: to the group's
+``cgroup.procs`` on v2, to its ``tasks`` on v1 (:data:`MOVE_FILE`).  The
+launcher has one thread, so moving that thread moves the process, and what
+it forks afterwards follows; and v1 moves the writer's own thread without
+the lock that moving a whole process takes, whose every taking waits for
+an RCU grace period (some 10 ms here, on every run).  A bound reached is
+read from the group's counters (``pids.events`` ``max``,
+``memory.events`` or v1's ``memory.oom_control`` ``oom_kill``) while the
+command runs (:meth:`Bound.reached`): the run stops the command then, as
+on a timeout.
 
 Where no cgroup can be had (a user outside a delegated part of the
 hierarchy; a container), the launcher sets rlimits for the command
@@ -60,9 +65,9 @@ NONE = Limits(0, 0)
 
 class _Group:
     """One cgroup made for the run: its folder, its version, the
-    controllers it bounds, and the descriptor of its ``cgroup.procs``
-    (set once it is open).  Plain classes here: a dataclass compiles its
-    methods as the module loads, on every run."""
+    controllers it bounds, and the descriptor the launcher moves itself in
+    through (:data:`MOVE_FILE`; set once it is open).  Plain classes here:
+    a dataclass compiles its methods as the module loads, on every run."""
 
     __slots__ = ("path", "version", "controllers", "procs")
 
@@ -251,6 +256,10 @@ def _write(path: str, value: str) -> None:
         os.close(fd)
 
 
+#: The file of a group the launcher writes ``0`` to, per cgroup version.
+MOVE_FILE = {1: "tasks", 2: "cgroup.procs"}
+
+
 def _make(path: str, version: int, controllers: tuple[str, ...], limits: Limits) -> _Group:
     os.mkdir(path, 0o755)
     group = _Group(path, version, controllers)
@@ -265,7 +274,8 @@ def _make(path: str, version: int, controllers: tuple[str, ...], limits: Limits)
                 _write(os.path.join(path, "memory.swap.max"), "0")
         elif "memory" in controllers:
             _write(os.path.join(path, "memory.limit_in_bytes"), str(limits.memory))
-        group.procs = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+        move = os.path.join(path, MOVE_FILE[version])
+        group.procs = os.open(move, os.O_WRONLY | os.O_CLOEXEC)
     except OSError:
         _remove(group)
         raise

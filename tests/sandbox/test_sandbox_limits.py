@@ -134,6 +134,52 @@ def test_the_bounds_come_from_the_configuration_and_bad_values_are_refused(env, 
     assert usage.returncode == 129 and "--max-processes" in usage.err
 
 
+#: Prints the cgroups of the namespace's first process (the launcher), of
+#: itself and of a child it forks, each as ``/proc/<pid>/cgroup`` says.
+MEMBERS = """\
+import json, os
+said = {"launcher": open("/proc/1/cgroup").read(), "command": open("/proc/self/cgroup").read()}
+read, write = os.pipe()
+if os.fork() == 0:
+    os.write(write, open("/proc/self/cgroup").read().encode())
+    os._exit(0)
+os.close(write)
+said["child"] = os.read(read, 65536).decode()
+os.wait()
+print(json.dumps(said))
+"""
+
+
+def _bounding_groups(text: str) -> dict[str, str]:
+    """The folder of each hierarchy that bounds processes or memory (v1:
+    ``pids``, ``memory``; else the v2 one, ``""``), in ``/proc/<pid>/cgroup``."""
+    found = {}
+    for line in text.splitlines():
+        _, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            found[name] = path
+    v1 = {name: path for name, path in found.items() if name in ("pids", "memory")}
+    return v1 or {"": found.get("", "")}
+
+
+def test_the_launcher_and_all_it_starts_live_in_the_runs_groups(env, make_repo) -> None:
+    """The launcher moves itself into the run's groups before the command
+    starts (on v1 by its one thread: sandbox/limits.py): it, the command
+    and the command's children are all bounded there."""
+    _needs_cgroups()
+    repo = make_repo()
+    run = isopatch(
+        "--sandbox", "--porcelain", "--max-processes", "64", "--max-memory", "256m",
+        "--", "python3", "-c", MEMBERS, cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    said = json.loads(Path(run.fields()["stdout"]).read_text())
+    groups = {who: _bounding_groups(text) for who, text in said.items()}
+    assert groups["launcher"] == groups["command"] == groups["child"]
+    for path in groups["launcher"].values():
+        assert os.path.basename(path).startswith("git-isopatch-"), said["launcher"]
+
+
 #: As uid 65534 (no cgroup it may write here): a command that forks
 #: children which wait, until the kernel refuses, and says how many.
 NOBODY = """\
