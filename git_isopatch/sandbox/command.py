@@ -62,7 +62,7 @@ class CommandOutcome(NamedTuple):
         died_of: the signal the command died of (its exit status is
             ``128+N`` then), or ``None``; not set on a timeout.
         network_refused: the sandbox's network refused something the
-            command sent (:data:`.launcher.NETWORK_REFUSALS`).
+            command sent (:data:`.launcher_main.NETWORK_REFUSALS`).
         limit: the sandbox's bound the command reached (:mod:`.limits`:
             ``processes``, ``memory``): it was stopped; else ``None``.
     """

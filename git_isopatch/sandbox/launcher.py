@@ -30,7 +30,7 @@ launcher ends everything and exits, and the namespaces with it.
 
 ``net <n>`` counts what the namespace's network refused until the command
 ended, from the kernel's own counters of that namespace (``/proc/net/snmp``
-and ``snmp6``, :data:`NETWORK_REFUSALS`): a packet for an address no route
+and ``snmp6``, :data:`.launcher_main.NETWORK_REFUSALS`): a packet for an address no route
 leads to (every address but loopback: a name server, a registry), a
 datagram for a loopback port nobody listens on (a name server at
 ``127.0.0.53``), a refused connection.  A command that failed after the
@@ -64,10 +64,10 @@ memory and ``ptrace`` are out of the command's reach through ``/proc``;
 the socket is never inherited.  Only a status some process can end with
 is taken.
 
-It runs on this interpreter, isolated (``-I -S``: no site, no user
-variables), on ``_signal`` and ``_socket`` (``signal`` and ``socket``
-would import ``enum``: some 5 ms); its cost is measured in
-``bench/README.md``.
+Its program is :mod:`.launcher_main`, run on this interpreter, isolated
+(``-I -S``: no site, no user variables), from its compiled file, on
+``_signal`` and ``_socket`` (``signal`` and ``socket`` would import
+``enum``: some 5 ms); its cost is measured in ``bench/README.md``.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -84,181 +84,6 @@ from typing import NamedTuple
 #: Signals git-isopatch blocks while it starts bubblewrap: the ones it
 #: forwards and the ones a terminal sends to the foreground group.
 BLOCKED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
-
-#: The counters of a network namespace (``/proc/net/snmp``, ``snmp6``,
-#: named ``<table>:<field>`` or as ``snmp6`` names them) that count what its
-#: network refused: with only a loopback interface, every other address
-#: has no route; a loopback UDP port nobody listens on; a refused TCP
-#: connection.  The launcher's program holds the same set.
-NETWORK_REFUSALS = frozenset(
-    {b"Ip:OutNoRoutes", b"Udp:NoPorts", b"Tcp:AttemptFails", b"Ip6OutNoRoutes", b"Udp6NoPorts"}
-)
-
-#: The launcher's program: ``-c`` argv is ``fd err ctype signals bounds
-#: argv...`` (no ``argv``: it only serves); ``err``, when not ``-``, is the
-#: descriptor it makes its standard error, and the command's, first of all
-#: (bubblewrap's own is git-isopatch's pipe).
-PROGRAM = """\
-import _signal as signal, _socket, marshal, os, select, sys
-fd, err, ctype, sigs, bounds, *argv = sys.argv[1:]
-if err != "-":
-    os.dup2(int(err), 2)
-    os.close(int(err))
-try:
-    import _ctypes
-    _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
-except (ImportError, AttributeError):
-    import ctypes
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
-NET = @NET@
-if bounds != "-":
-    groups, _, rlimits = bounds.partition(";")
-    for group in filter(None, groups.split(",")):
-        os.write(int(group), b"0")
-        os.close(int(group))
-    if rlimits:
-        import resource
-        for item in rlimits.split(","):
-            number, value = map(int, item.split("="))
-            hard = resource.getrlimit(number)[1]
-            value = value if hard < 0 else min(value, hard)
-            resource.setrlimit(number, (value, value))
-fd = int(fd)
-os.set_inheritable(fd, False)
-control = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
-env = dict(os.environ)
-if ctype == "-":
-    env.pop("LC_CTYPE", None)
-else:
-    env["LC_CTYPE"] = ctype[1:]
-inherited = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-unblocked = inherited - {int(s) for s in sigs.split(",") if s}
-
-def kill_all():
-    while True:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-
-def receive(size, ancillary=0):
-    data, fds = b"", []
-    while len(data) < size:
-        got, anc, _, _ = control.recvmsg(size - len(data), ancillary)
-        for level, kind, raw in anc:
-            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-                step = range(0, len(raw) - 3, 4)
-                fds += [int.from_bytes(raw[i:i + 4], sys.byteorder) for i in step]
-        if not got:
-            for f in fds:
-                os.close(f)
-            kill_all()
-            os._exit(0)
-        data, ancillary = data + got, 0
-    return data, fds
-
-def frame():
-    head, fds = receive(5, _socket.CMSG_SPACE(64))
-    size = int.from_bytes(head[1:], "big")
-    return head[:1], receive(size)[0] if size else b"", fds
-
-def wait_for(pid):
-    pidfd = os.pidfd_open(pid)
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    poller.register(pidfd, select.POLLIN)
-    try:
-        while True:
-            ready = [f for f, _ in poller.poll(1000)]
-            while True:
-                try:
-                    done, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    done = 0
-                if done == pid:
-                    return status
-                if done == 0:
-                    break
-            if fd in ready:
-                kind, _, fds = frame()
-                for f in fds:
-                    os.close(f)
-                if kind == b"k":
-                    try:
-                        os.kill(-1, signal.SIGKILL)
-                    except OSError:
-                        pass
-    finally:
-        os.close(pidfd)
-
-def start(run, mask, setup=None):
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 126
-    try:
-        if setup is not None:
-            setup()
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        run()
-    except OSError as exc:
-        code = 127 if isinstance(exc, FileNotFoundError) else 126
-        os.write(fd, b"exec %d\\n" % (exc.errno or 0))
-    finally:
-        os._exit(code)
-
-def refused():
-    tried = 0
-    for name in ("/proc/net/snmp", "/proc/net/snmp6"):
-        try:
-            with open(name, "rb") as handle:
-                rows = [row.split() for row in handle.read().splitlines()]
-            for row, values in zip(rows, rows[1:]):
-                if row[:1] == values[:1] and len(row) == len(values):
-                    pairs = zip([row[0] + key for key in row[1:]], values[1:])
-                    tried += sum(int(v) for k, v in pairs if k in NET and v.isdigit())
-            tried += sum(int(r[1]) for r in rows if len(r) == 2 and r[0] in NET and r[1].isdigit())
-        except Exception:
-            pass
-    return tried
-
-def report(pid, counted=False):
-    status = wait_for(pid)
-    said = b"net %d\\n" % refused() if counted else b""
-    kill_all()
-    os.write(fd, said + b"wait %d\\n" % status)
-
-if argv:
-    report(start(lambda: os.execvpe(argv[0], argv, env), unblocked), counted=True)
-while True:
-    kind, payload, fds = frame()
-    if kind != b"r" or len(fds) != 3:
-        for f in fds:
-            os.close(f)
-        continue
-    path, args, environ, cwd = marshal.loads(payload)
-
-    def setup():
-        os.setsid()
-        for target, source in enumerate(fds):
-            os.dup2(source, target)
-        for source in fds:
-            if source > 2:
-                os.close(source)
-        if cwd is not None:
-            os.chdir(cwd)
-
-    pid = start(lambda: os.execve(path, args, environ), set(), setup)
-    for f in fds:
-        os.close(f)
-    report(pid)
-""".replace("@NET@", repr(set(NETWORK_REFUSALS)))
 
 
 def launcher_argv(
@@ -278,13 +103,38 @@ def launcher_argv(
     sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
     python = os.path.realpath(sys.executable)
     err = "-" if stderr is None else str(stderr)
-    return [python, "-I", "-S", "-c", PROGRAM, str(fd), err, ctype, sigs, bounds, *argv]
+    _compiled()
+    return [python, "-I", "-S", "-c", MAIN, FOLDER, str(fd), err, ctype, sigs, bounds, *argv]
+
+
+#: The folder of :mod:`.launcher_main`, and what runs it from there:
+#: imported, it loads from its compiled file (:func:`_compiled`), where a
+#: ``-c`` program would be compiled anew every time.
+FOLDER = os.path.dirname(os.path.abspath(__file__))
+MAIN = (
+    "import sys; sys.path.append(sys.argv[1]); import launcher_main; "
+    "launcher_main.main(sys.argv[2:])"
+)
+
+
+def _compiled() -> None:
+    """:mod:`.launcher_main`'s compiled file written where the launcher
+    looks for it, when it is not there yet (an editable install; the
+    launcher cannot write it: its file system is read-only).  Best effort:
+    without it, the launcher compiles the module each time."""
+    cache = os.path.join(FOLDER, "__pycache__", f"launcher_main.{sys.implementation.cache_tag}.pyc")
+    if sys.implementation.cache_tag is None or os.path.exists(cache):
+        return
+    import py_compile
+
+    with contextlib.suppress(OSError, py_compile.PyCompileError):
+        py_compile.compile(os.path.join(FOLDER, "launcher_main.py"), cfile=cache, doraise=True)
 
 
 class Report(NamedTuple):
     """What the launcher said: the command's raw wait status, or the
     ``errno`` of its failed ``exec``; and how often the namespace's network
-    refused to carry something (see :data:`NETWORK_REFUSALS`)."""
+    refused to carry something (see :data:`.launcher_main.NETWORK_REFUSALS`)."""
 
     wait_status: int | None = None
     exec_errno: int | None = None

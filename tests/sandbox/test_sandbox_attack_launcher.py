@@ -125,3 +125,27 @@ def test_the_launcher_holds_as_an_unprivileged_user(env) -> None:
     with run_as_nobody(env, AS_NOBODY, json.dumps(probes)) as seen:
         for name, (_, expected) in PROBES.items():
             _check(*seen[name], expected)  # reads the captured stdout
+
+
+def test_the_launchers_program_is_the_packages_whatever_the_environment(
+    env, make_repo, tmp_path, no_leftovers
+) -> None:
+    """The launcher imports its program (``launcher_main``) by name: a
+    module of that name where the environment points Python, or in the
+    folder the run starts in, is never the one it runs."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "launcher_main.py").write_text(
+        "import os\ndef main(argv):\n    os.write(2, b'planted launcher\\n')\n    os._exit(0)\n"
+    )
+    repo = make_repo()
+    (repo / "launcher_main.py").write_text((planted / "launcher_main.py").read_text())
+    hostile = {**env, "PYTHONPATH": str(planted)}
+    run = isopatch(
+        "--porcelain", "--sandbox", "--", "sh", "-c", "echo ran > ran.txt; exit 7",
+        cwd=repo, env=hostile,
+    )  # fmt: skip
+    assert run.returncode == 7, run.err
+    assert "planted launcher" not in run.err
+    assert run.fields().get("exit") == "7"
+    assert "A ran.txt" in run.out

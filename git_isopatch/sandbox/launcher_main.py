@@ -1,0 +1,249 @@
+"""The launcher's own program (:mod:`.launcher` says what it does and why).
+
+bubblewrap starts it as the namespace's first process, on this
+interpreter, isolated (``-I -S``), by this file's folder put last on its
+``sys.path`` and :func:`main` called: it loads from this module's compiled
+file, where a ``-c`` program would be compiled again on every run.  So
+it imports nothing of the package and nothing but the interpreter's own
+modules (``_signal`` and ``_socket``: ``signal`` and ``socket`` would
+import ``enum``), and importing it does nothing but define it.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+import _signal as signal
+import _socket
+import marshal
+import os
+import select
+import sys
+
+#: The counters of a network namespace (``/proc/net/snmp``, ``snmp6``,
+#: named ``<table>:<field>`` or as ``snmp6`` names them) that count what its
+#: network refused: with only a loopback interface, every other address
+#: has no route; a loopback UDP port nobody listens on; a refused TCP
+#: connection.
+NETWORK_REFUSALS = frozenset(
+    {b"Ip:OutNoRoutes", b"Udp:NoPorts", b"Tcp:AttemptFails", b"Ip6OutNoRoutes", b"Udp6NoPorts"}
+)
+
+
+def main(argv):
+    """``argv``: ``fd err ctype signals bounds command...`` (no command:
+    it only serves); ``err``, when not ``-``, is the descriptor it makes
+    its standard error, and the command's, first of all (bubblewrap's own
+    is git-isopatch's pipe)."""
+    fd, err, ctype, sigs, bounds, *command = argv
+    if err != "-":
+        os.dup2(int(err), 2)
+        os.close(int(err))
+    _undumpable()
+    if bounds != "-":
+        _bound(bounds)
+    fd = int(fd)
+    os.set_inheritable(fd, False)
+    control = _Control(fd)
+    env = dict(os.environ)
+    if ctype == "-":
+        env.pop("LC_CTYPE", None)
+    else:
+        env["LC_CTYPE"] = ctype[1:]
+    inherited = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    unblocked = inherited - {int(s) for s in sigs.split(",") if s}
+    if command:
+        pid = _start(fd, os.execvpe, (command[0], command, env), unblocked)
+        _report(control, pid, counted=True)
+    _serve(control)
+
+
+def _undumpable():
+    """Its socket, memory and ``ptrace`` out of the command's reach
+    (``PR_SET_DUMPABLE`` 0, through ``_ctypes``: ``ctypes`` costs more)."""
+    try:
+        import _ctypes
+
+        prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
+        _ctypes.call_function(prctl, (4, 0, 0, 0, 0))
+    except (ImportError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+
+
+def _bound(bounds):
+    """Into the run's cgroups (``0`` written to each descriptor), and the
+    rlimits set: ``<fd>,...;<resource>=<value>,...``."""
+    groups, _, rlimits = bounds.partition(";")
+    for group in filter(None, groups.split(",")):
+        os.write(int(group), b"0")
+        os.close(int(group))
+    if rlimits:
+        import resource
+
+        for item in rlimits.split(","):
+            number, value = map(int, item.split("="))
+            hard = resource.getrlimit(number)[1]
+            value = value if hard < 0 else min(value, hard)
+            resource.setrlimit(number, (value, value))
+
+
+def _kill_all():
+    """Every other process of the namespace killed and reaped."""
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+class _Control:
+    """The socket git-isopatch holds the other end of: frames in, lines out."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.socket = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
+
+    def receive(self, size, ancillary=0):
+        """``size`` bytes and the descriptors that came with them; when
+        git-isopatch closed its end, everything ends."""
+        data, fds = b"", []
+        while len(data) < size:
+            got, anc, _, _ = self.socket.recvmsg(size - len(data), ancillary)
+            for level, kind, raw in anc:
+                if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                    step = range(0, len(raw) - 3, 4)
+                    fds += [int.from_bytes(raw[i : i + 4], sys.byteorder) for i in step]
+            if not got:
+                for f in fds:
+                    os.close(f)
+                _kill_all()
+                os._exit(0)
+            data, ancillary = data + got, 0
+        return data, fds
+
+    def frame(self):
+        """A frame's kind, payload and descriptors."""
+        head, fds = self.receive(5, _socket.CMSG_SPACE(64))
+        size = int.from_bytes(head[1:], "big")
+        return head[:1], self.receive(size)[0] if size else b"", fds
+
+
+def _wait_for(control, pid):
+    """``pid``'s wait status, reaping orphans meanwhile; a ``k`` frame
+    kills every other process of the namespace."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(control.fd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    try:
+        while True:
+            ready = [f for f, _ in poller.poll(1000)]
+            while True:
+                try:
+                    done, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    done = 0
+                if done == pid:
+                    return status
+                if done == 0:
+                    break
+            if control.fd in ready:
+                kind, _, fds = control.frame()
+                for f in fds:
+                    os.close(f)
+                if kind == b"k":
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    except OSError:
+                        pass
+    finally:
+        os.close(pidfd)
+
+
+def _start(fd, execute, arguments, mask, setup=None):
+    """A child that runs ``setup`` then ``execute(*arguments)`` (an
+    ``exec``) with the signal mask ``mask``; ``exec <errno>`` on ``fd``
+    when it cannot."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 126
+    try:
+        if setup is not None:
+            setup()
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        execute(*arguments)
+    except OSError as exc:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        os.write(fd, b"exec %d\n" % (exc.errno or 0))
+    finally:
+        os._exit(code)
+
+
+def _refused():
+    """How often the namespace's network refused something
+    (:data:`NETWORK_REFUSALS`)."""
+    tried = 0
+    for name in ("/proc/net/snmp", "/proc/net/snmp6"):
+        try:
+            with open(name, "rb") as handle:
+                rows = [row.split() for row in handle.read().splitlines()]
+            for row, values in zip(rows, rows[1:], strict=False):
+                if row[:1] == values[:1] and len(row) == len(values):
+                    pairs = zip([row[0] + key for key in row[1:]], values[1:], strict=False)
+                    tried += sum(int(v) for k, v in pairs if k in NETWORK_REFUSALS and v.isdigit())
+            tried += sum(
+                int(r[1])
+                for r in rows
+                if len(r) == 2 and r[0] in NETWORK_REFUSALS and r[1].isdigit()
+            )
+        except Exception:
+            pass
+    return tried
+
+
+def _report(control, pid, counted=False):
+    """Wait for ``pid``, end everything else, and say how it ended."""
+    status = _wait_for(control, pid)
+    said = b"net %d\n" % _refused() if counted else b""
+    _kill_all()
+    os.write(control.fd, said + b"wait %d\n" % status)
+
+
+def _serve(control):
+    """Run each ``r`` frame's program (:mod:`.inside`) until git-isopatch
+    closes its end."""
+    while True:
+        kind, payload, fds = control.frame()
+        if kind != b"r" or len(fds) != 3:
+            for f in fds:
+                os.close(f)
+            continue
+        path, args, environ, cwd = marshal.loads(payload)
+        pid = _start(control.fd, os.execve, (path, args, environ), set(), _setup(fds, cwd))
+        for f in fds:
+            os.close(f)
+        _report(control, pid)
+
+
+def _setup(fds, cwd):
+    """What a served program's child does before its ``exec``: a session
+    of its own, ``fds`` as its standard input, output and error, ``cwd``."""
+
+    def setup():
+        os.setsid()
+        for target, source in enumerate(fds):
+            os.dup2(source, target)
+        for source in fds:
+            if source > 2:
+                os.close(source)
+        if cwd is not None:
+            os.chdir(cwd)
+
+    return setup
