@@ -2,7 +2,8 @@
 kernel (design: "What it does").
 
 Where a cgroup can be had, the command's namespace lives in one of its
-own (:func:`bound`), made for the run and removed after it: ``pids.max``
+own (:func:`bound`), made for the run and removed after it (or, when a
+``SIGKILL`` ended the run first, by a later run): ``pids.max``
 bounds its processes (threads count, as the kernel counts them), and
 ``memory.max`` (cgroup v2) or ``memory.limit_in_bytes`` (v1) its memory,
 page cache and tmpfs files included.  Which controller lives where is read
@@ -224,8 +225,37 @@ def _on_disk(mount: tuple[str, str], path: str) -> str | None:
     return os.path.normpath(os.path.join(point, "" if relative == "." else relative))
 
 
+#: How a run's group is named: ``git-isopatch-<pid>-<random>``.
+PREFIX = "git-isopatch-"
+
+#: A group older than this whose run's process is gone was left by a run
+#: killed before it could remove it (:func:`_remove_stale`).
+STALE_SECONDS = 60
+
+
 def _name() -> str:
-    return f"git-isopatch-{os.getpid()}-{os.urandom(4).hex()}"
+    return f"{PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _remove_stale(parent: str) -> None:
+    """Remove the groups in ``parent`` that runs killed by ``SIGKILL`` left
+    behind: named by a process that is gone, older than
+    :data:`STALE_SECONDS` (a process of another PID namespace may be
+    making one), and empty (``rmdir`` refuses a group that holds a
+    process).  Best effort."""
+    try:
+        with os.scandir(parent) as entries:
+            names = [entry.name for entry in entries if entry.name.startswith(PREFIX)]
+    except OSError:
+        return
+    old = time.time() - STALE_SECONDS
+    for name in names:
+        pid = name[len(PREFIX) :].partition("-")[0]
+        path = os.path.join(parent, name)
+        with contextlib.suppress(OSError):
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                if os.stat(path, follow_symlinks=False).st_mtime < old:
+                    os.rmdir(path)
 
 
 def _v2_parent(folder: str, top: str, wanted: set[str]) -> str | None:
@@ -261,6 +291,7 @@ MOVE_FILE = {1: "tasks", 2: "cgroup.procs"}
 
 
 def _make(path: str, version: int, controllers: tuple[str, ...], limits: Limits) -> _Group:
+    _remove_stale(os.path.dirname(path))
     os.mkdir(path, 0o755)
     group = _Group(path, version, controllers)
     try:

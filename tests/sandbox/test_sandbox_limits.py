@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from repo_helpers import isopatch
+from repo_helpers import ISOPATCH, isopatch
 from sandbox_helpers import run_as_nobody
 
 pytestmark = pytest.mark.hostile
@@ -178,6 +180,61 @@ def test_the_launcher_and_all_it_starts_live_in_the_runs_groups(env, make_repo) 
     assert groups["launcher"] == groups["command"] == groups["child"]
     for path in groups["launcher"].values():
         assert os.path.basename(path).startswith("git-isopatch-"), said["launcher"]
+
+
+def _groups_of(pid: int) -> list[str]:
+    """The groups the git-isopatch of process ``pid`` made."""
+    found = []
+    for top in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        for path, folders, _ in os.walk(top):
+            found += [
+                os.path.join(path, f) for f in folders if f.startswith(f"git-isopatch-{pid}-")
+            ]
+            if path.count(os.sep) > 6:
+                folders.clear()
+    return found
+
+
+def _members(group: str) -> list[str]:
+    with contextlib.suppress(OSError):
+        return Path(group, "cgroup.procs").read_text().split()
+    return []
+
+
+def _until(condition, what: str) -> None:
+    """Wait for ``condition`` (bounded: a run that never gets there fails)."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+@pytest.mark.hostile
+def test_the_groups_of_a_killed_run_go_with_a_later_run(env, make_repo) -> None:
+    """SIGKILL ends git-isopatch before it removes its groups: they stay
+    (empty once bubblewrap's namespace died with it) until a later run
+    finds them, old and their process gone, and removes them."""
+    _needs_cgroups()
+    repo = make_repo()
+    killed = subprocess.Popen(
+        [str(ISOPATCH), "--sandbox", "--timeout", "60", "--", "sleep", "60"],
+        cwd=repo, env=dict(env), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _until(lambda: any(_members(g) for g in _groups_of(killed.pid)), "the run never started")
+        left = _groups_of(killed.pid)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    _until(lambda: not any(_members(g) for g in left), "the killed run's namespace lives on")
+    assert left and all(os.path.isdir(g) for g in left)  # left behind
+    an_hour_ago = time.time() - 3600
+    for group in left:
+        os.utime(group, (an_hour_ago, an_hour_ago))
+    later = isopatch("--sandbox", "--", "true", cwd=repo, env=env)
+    assert later.returncode == 0, later.err
+    assert [g for g in left if os.path.isdir(g)] == []
 
 
 #: As uid 65534 (no cgroup it may write here): a command that forks
