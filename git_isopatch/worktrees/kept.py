@@ -36,9 +36,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.quote import quoted
 from ..sandbox.layers import inside
 from .deletion import delete_tree
 
@@ -323,3 +324,31 @@ def disarm(
             os.rename(path, target)
             disarmed.append(os.path.relpath(os.path.dirname(path), worktree))
     return disarmed
+
+
+def hand_over(
+    admin_dir: str,
+    worktree: str,
+    made: Mapping[str, bytes | None],
+    index_copy: str | None,
+    warn: Callable[[str], None],
+) -> None:
+    """Make the kept worktree's ``commondir``, ``gitdir``,
+    ``config.worktree`` and ``.git`` what git-isopatch wrote
+    (:func:`put_right`) and what the command planted inert (:func:`disarm`),
+    and say which the command had changed: a planted ``core.fsmonitor`` or
+    a ``commondir`` leading elsewhere would run on the user's next ``git
+    status`` there."""
+    try:
+        changed = put_right(admin_dir, worktree, made)
+        disarmed = disarm(admin_dir, worktree, made, index_copy)
+    except OSError as exc:
+        warn(f"could not put back {quoted(admin_dir)}: {exc.strerror or exc}")
+        return
+    for path in changed:
+        warn(f"the command rewrote {quoted(path)}; put back")
+    for folder in disarmed:
+        warn(
+            f"the command made a repository at {quoted(folder)} in the kept worktree: "
+            f"its .git is renamed {DISARMED}, so that git there does not enter it"
+        )

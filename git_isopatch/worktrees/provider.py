@@ -393,7 +393,7 @@ class WorktreeProvider:
 
     def keep(self, isolation: Isolation) -> None:
         """Keep the worktree for the user: put its administrative files
-        right (:meth:`_put_right`), mark it kept in the store and unlock
+        right (:func:`.kept.hand_over`), mark it kept in the store and unlock
         it, so that ``git worktree remove`` works on it.  Best effort;
         nothing to do once the registration is gone (a removal that deleted
         it but not the whole folder)."""
@@ -407,7 +407,9 @@ class WorktreeProvider:
     def _keep(self, isolation: Isolation) -> None:
         if not os.path.isdir(isolation.admin_dir) or os.path.islink(isolation.admin_dir):
             return
-        self._put_right(isolation)
+        if isolation.admin_files is not None:
+            made, index_copy = isolation.admin_files, isolation.index_copy
+            kept.hand_over(isolation.admin_dir, isolation.worktree, made, index_copy, self.warn)
         isolation.record.kept = True
         try:
             self.store.save(isolation.admin_dir, isolation.record)
@@ -424,27 +426,4 @@ class WorktreeProvider:
         if isinstance(unlocked, Err):
             log.warning(
                 "could not unlock worktree '%s': %s", isolation.worktree, unlocked.error.message()
-            )
-
-    def _put_right(self, isolation: Isolation) -> None:
-        """Make the kept worktree's ``commondir``, ``gitdir``,
-        ``config.worktree`` and ``.git`` what git-isopatch wrote
-        (:func:`.kept.put_right`), and say which the command had changed:
-        a planted ``core.fsmonitor`` or a ``commondir`` leading elsewhere
-        would run on the user's next ``git status`` there."""
-        if isolation.admin_files is None:
-            return
-        made, worktree = isolation.admin_files, isolation.worktree
-        try:
-            changed = kept.put_right(isolation.admin_dir, worktree, made)
-            disarmed = kept.disarm(isolation.admin_dir, worktree, made, isolation.index_copy)
-        except OSError as exc:
-            self.warn(f"could not put back {quoted(isolation.admin_dir)}: {exc.strerror or exc}")
-            return
-        for path in changed:
-            self.warn(f"the command rewrote {quoted(path)}; put back")
-        for folder in disarmed:
-            self.warn(
-                f"the command made a repository at {quoted(folder)} in the kept worktree: "
-                f"its .git is renamed {kept.DISARMED}, so that git there does not enter it"
             )
