@@ -11,7 +11,8 @@ Only the checks and the look at the user's checkout load with this
 module: the steps after them load once the look's ``git status`` runs,
 beside it (a warm run's first git process starts some 20 ms earlier, and
 the status of a large checkout overlaps them).  A sandboxed run takes no
-look: it loads them when it comes to the command, after its worktree.
+look: it loads those up to the command while its worktree's ``git
+worktree add`` runs (:func:`load`), not after it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import start
@@ -186,7 +188,7 @@ def _provider(
     from .worktrees.lock import AdminLock, admin_lock_seconds
     from .worktrees.provider import WorktreeProvider
 
-    return WorktreeProvider(
+    provider = WorktreeProvider(
         run.git_env,
         max_worktrees=run.max_worktrees,
         warn=warn,
@@ -195,6 +197,35 @@ def _provider(
         progress=run.progress,
         lock=AdminLock(admin_lock_seconds(run.environ), lambda: state["received"]),
     )
+    if run.sandbox.confined:  # its steps up to the command load beside its worktree's git
+        provider.meanwhile = partial(load, BEFORE_THE_COMMAND)
+    return provider
+
+
+#: What a sandboxed run loads while its worktree's ``git worktree add``
+#: runs: steps 4 and 5, the sandbox's launch and its reading of the layers
+#: (step 6's, loaded before the command, cost more than after it).
+BEFORE_THE_COMMAND = (
+    "git_isopatch.worktrees.run_layer",
+    "git_isopatch.populate",
+    "git_isopatch.execute",
+    "git_isopatch.report",
+    "git_isopatch.sandbox.run_policy",
+    "git_isopatch.sandbox.seccomp",
+    "git_isopatch.sandbox.layer_state",
+)
+
+
+def load(names: Sequence[str]) -> None:
+    """Import the modules ``names`` now: while a git process runs, their
+    imports would otherwise come after it.  A module that fails to import
+    is left to the step that needs it, which imports it again and fails
+    there."""
+    for name in names:
+        try:
+            __import__(name)
+        except Exception:  # the step that needs it says why
+            return
 
 
 def _expire(provider: WorktreeProvider, plan: Start) -> None:

@@ -7,12 +7,12 @@ the caller's sanitised environment; see :func:`.run.own_git_environment`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from .admin_files import read_admin_file
 from .result import Err, GitError, GitResult, Ok
-from .run import run_git
+from .run import run_git, start_git
 from .types import CommitId, GitDirPath, WorktreePath
 
 #: Configuration for ``git worktree add``: no repository hook runs
@@ -54,9 +54,9 @@ def add_detached_worktree(
     *,
     lock_reason: str,
     env: Mapping[str, str],
-    config: Sequence[tuple[str, str]] = WORKTREE_ADD_CONFIG,
     progress: bool = False,
     checkout: bool = True,
+    meanwhile: Callable[[], None] | None = None,
 ) -> GitResult[WorktreePath]:
     """``git worktree add --detach --lock --reason <r> <path> <commit>``
     (with ``--no-checkout`` unless ``checkout``: the registration, ``HEAD``
@@ -69,7 +69,8 @@ def add_detached_worktree(
     With ``progress`` (our standard error is a terminal), git says what it
     does (``Preparing worktree (detached HEAD <id>)``) and shows its
     checkout progress there (:func:`.progress.run_git_with_progress`); without
-    it, git runs ``--quiet``.
+    it, git runs ``--quiet``, and ``meanwhile`` is called once it runs:
+    the caller's own work, done beside it.
 
     Returns:
         ``Ok(WorktreePath)`` or ``Err(GitError)`` with git's stderr.
@@ -91,9 +92,14 @@ def add_detached_worktree(
     if progress:
         from .progress import run_git_with_progress  # its terminal, its thread
 
-        result = run_git_with_progress(args, env=env, config=config)
+        result = run_git_with_progress(args, env=env, config=WORKTREE_ADD_CONFIG)
     else:
-        result = run_git(args, env=env, config=config)
+        finish = start_git(args, env=env, config=WORKTREE_ADD_CONFIG)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:
+            result = finish()
     match result:
         case Ok():
             return Ok(WorktreePath(path))

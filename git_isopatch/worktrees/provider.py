@@ -76,6 +76,10 @@ class WorktreeProvider:
             over one (:meth:`create` with ``over``) keep (:mod:`.base_trees`).
     """
 
+    #: Called while a worktree's ``git worktree add`` runs (what the run
+    #: does beside it: :func:`git_isopatch.git.worktree.add_detached_worktree`).
+    meanwhile: Callable[[], None] | None = None
+
     def __init__(
         self,
         env: Mapping[str, str],
@@ -236,6 +240,7 @@ class WorktreeProvider:
                 env=self.env,
                 progress=self.progress and checkout,
                 checkout=checkout,
+                meanwhile=self.meanwhile,
             )
         match added:
             case Err(error):

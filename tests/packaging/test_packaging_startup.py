@@ -213,6 +213,19 @@ def test_a_warm_sandboxed_run_loads_only_what_it_uses(env, make_repo) -> None:
     assert imported(args, repo, env) & NOT_IN_A_WARM_SANDBOXED_RUN == set()
 
 
+def test_what_a_run_loads_beside_its_worktree_s_git_are_modules_of_the_package() -> None:
+    """The modules a sandboxed run loads while its worktree's ``git
+    worktree add`` runs (:func:`git_isopatch.capture.load`) exist: a name
+    that no longer does would fail there silently, and the run would load
+    the rest after the wait again."""
+    from importlib import import_module
+    from importlib.util import find_spec
+
+    procedure = import_module("git_isopatch.capture")  # the package exports capture()
+    names = procedure.BEFORE_THE_COMMAND
+    assert names and all(find_spec(name) is not None for name in names)
+
+
 def test_a_run_with_nothing_to_warn_of_never_loads_logging(env, make_repo) -> None:
     """The package's logger is made on its first use (:mod:`git_isopatch.logger`):
     a run that warns of nothing, sandboxed or not, never imports ``logging``."""
