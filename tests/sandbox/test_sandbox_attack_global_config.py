@@ -216,3 +216,40 @@ def test_a_program_planted_in_a_home_folder_of_path_does_not_run_as_a_filter(
     patch = _patch(repo, env, script)
     assert b"+evil" in patch, patch
     assert (bin_dir / "myclean").read_text() == "#!/bin/sh\nexec cat\n"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("key", "planted"),
+    [
+        ("core.excludesFile", "new.txt\n"),
+        ("core.attributesFile", "a.txt filter=hide\n"),
+        ("include.path", "[core]\n\texcludesFile = /dev/null\n"),
+    ],
+)
+def test_a_file_the_global_configuration_names_by_its_absolute_path_is_read_as_it_was(
+    env, make_repo, tmp_path: Path, key: str, planted: str
+) -> None:
+    """``git config --global core.excludesFile ~/.gitignore_global``: the
+    shell expands ``~``, git keeps the absolute path, which names the home
+    the command writes (copy-on-write) and not the real folders bound for
+    git-isopatch's own git."""
+    home = Path(env["HOME"])
+    named = home / "named-by-the-global-config"
+    real = "*.log\n" if key == "core.excludesFile" else ""
+    named.write_text(real)
+    excludes = home / "excludes"  # what the real configuration says holds
+    excludes.write_text("*.log\n")
+    git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
+    git("config", "--global", "filter.hide.clean", 'printf "hi\\n"', cwd=home, env=env)
+    git("config", "--global", "--add", key, str(named), cwd=home, env=env)
+    payload = tmp_path / "payload"
+    payload.write_text(planted)
+    repo = make_repo({"a.txt": "hi\n"})
+    script = "echo n > new.txt && echo l > new.log && echo evil >> a.txt"
+    script += f" && cat '{payload}' > '{named}'"
+    patch = _patch(repo, env, script)
+    assert named.read_text() == real
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"+evil" in patch, patch
+    assert b"new.log" not in patch, patch
