@@ -238,9 +238,8 @@ class Namespaced(Confinement):
         """
         if self.inside is None or self.inside.gone:
             self.inside = self.namespaces.serve()
-        own = self.namespaces.policy.global_config.environment(env)
         program = self.inside.program(argv[0], env) if "/" not in argv[0] else argv[0]
-        return self.inside.spawn([program, *argv[1:]], env=own, cwd=cwd, fds=fds)
+        return self.inside.spawn([program, *argv[1:]], env=env, cwd=cwd, fds=fds)
 
     def close(self) -> None:
         """End the namespaces: nothing runs inside any more."""
@@ -383,7 +382,7 @@ def _places(
         runtime_dir=env.get("XDG_RUNTIME_DIR"),
         kept_answers=availability.kept_folder(work_tree=top),
         overlay=overlay,
-        global_config=GlobalConfig.of(env),
+        global_config=GlobalConfig.of(env, kept=(common_dir,)),
     )
 
 

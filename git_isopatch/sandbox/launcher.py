@@ -81,6 +81,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+#: bubblewrap's options keeping the launcher's capabilities, for our own
+#: git's view (:func:`.launcher_main.own_view`); it drops them before it
+#: starts anything.
+CAPABILITIES = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
+
 #: Signals git-isopatch blocks while it starts bubblewrap: the ones it
 #: forwards and the ones a terminal sends to the foreground group.
 BLOCKED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
@@ -92,19 +97,21 @@ def launcher_argv(
     env: Mapping[str, str],
     bounds: str = "-",
     stderr: int | None = None,
+    view: str = "-",
 ) -> list[str]:
     """``argv`` run through the launcher, which reports to ``fd``; ``env``
     is the command's environment (its ``LC_CTYPE`` is passed on as is);
     ``bounds``: the cgroups to move into and the rlimits to set before the
     command starts (:meth:`.limits.Bound.launcher_spec`), ``-`` for none;
     ``stderr``: the descriptor the launcher makes its standard error (and
-    the command's) in place of bubblewrap's."""
+    the command's) in place of bubblewrap's; ``view``: our own git's
+    (:meth:`.global_config.GlobalConfig.view`), ``-`` for none."""
     ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
     sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
     python = os.path.realpath(sys.executable)
     err = "-" if stderr is None else str(stderr)
     _compiled()
-    return [python, "-I", "-S", "-c", MAIN, FOLDER, str(fd), err, ctype, sigs, bounds, *argv]
+    return [python, "-I", "-S", "-c", MAIN, FOLDER, str(fd), err, ctype, sigs, bounds, view, *argv]
 
 
 #: The folder of :mod:`.launcher_main`, and what runs it from there:

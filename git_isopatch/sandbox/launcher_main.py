@@ -29,11 +29,13 @@ NETWORK_REFUSALS = frozenset(
 
 
 def main(argv):
-    """``argv``: ``fd err ctype signals bounds command...`` (no command:
-    it only serves); ``err``, when not ``-``, is the descriptor it makes
-    its standard error, and the command's, first of all (bubblewrap's own
-    is git-isopatch's pipe)."""
-    fd, err, ctype, sigs, bounds, *command = argv
+    """``argv``: ``fd err ctype signals bounds view command...`` (no
+    command: it only serves); ``err``, when not ``-``, is the descriptor it
+    makes its standard error, and the command's, first of all (bubblewrap's
+    own is git-isopatch's pipe); ``view``: our own git's mount namespace,
+    made before it serves (:func:`own_view`), or ``-``.  The command and
+    every program it serves hold no capability."""
+    fd, err, ctype, sigs, bounds, view, *command = argv
     if err != "-":
         os.dup2(int(err), 2)
         os.close(int(err))
@@ -53,6 +55,13 @@ def main(argv):
     if command:
         pid = _start(fd, os.execvpe, (command[0], command, env), unblocked)
         _report(control, pid, counted=True)
+    try:
+        if view != "-":
+            own_view(view)
+        drop_capabilities()
+    except Exception:  # never serve our own git the command's view
+        _kill_all()
+        os._exit(1)
     _serve(control)
 
 
@@ -173,6 +182,7 @@ def _start(fd, execute, arguments, mask, setup=None):
         return pid
     code = 126
     try:
+        drop_capabilities()
         if setup is not None:
             setup()
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -247,3 +257,67 @@ def _setup(fds, cwd):
             os.chdir(cwd)
 
     return setup
+
+
+#: The launcher's mount namespace for our own git (``own_view``, run once
+#: the command and all it started are gone), as :mod:`.global_config` says
+#: why: each real folder bound over the command's view of it, what our own
+#: git reads as the command left it moved back on top.  Through ``_ctypes``.
+PLACE = b"/run/git-isopatch"
+
+
+def _call(name, *args):
+    import _ctypes
+
+    done = _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), name), args)
+    if done < 0:
+        raise OSError("%s failed" % name)
+    return done
+
+
+def drop_capabilities():
+    """Every capability gone, the bounding set's too (``no_new_privs``
+    holds: an ``exec`` gains none, even as uid 0)."""
+    for number in (21, 8):  # CAP_SYS_ADMIN, CAP_SETPCAP
+        if _call("prctl", 23, number, 0, 0, 0):  # PR_CAPBSET_READ
+            _call("prctl", 24, number, 0, 0, 0)  # PR_CAPBSET_DROP
+    _call("capset", (0x20080522).to_bytes(4, sys.byteorder) + bytes(4), bytes(24))
+
+
+def _beneath(path, folder):
+    return path.startswith(folder.rstrip(b"/") + b"/")
+
+
+def own_view(spec):
+    """A mount namespace of the launcher's own (``spec``: the real folders
+    and the folders kept, :meth:`.global_config.GlobalConfig.view`): each
+    real folder (``PLACE/<n>``) bound over the command's view of it, then
+    every mount beneath one, and each kept folder, cloned before and moved
+    back on top (``open_tree``, ``move_mount``).  A folder the command made
+    a link fails it."""
+    folders, kept = marshal.loads(bytes.fromhex(spec))
+    _call("unshare", 0x20000)  # CLONE_NEWNS
+    _call("mount", None, b"/", None, 0x40000 | 0x4000, None)  # MS_PRIVATE | MS_REC
+    with open("/proc/self/mountinfo", "rb") as handle:
+        lines = [line.split(b" ") for line in handle.read().split(b"\n")]  # a name holds \r
+    points = [f[4].decode("unicode_escape").encode("latin-1") for f in lines if len(f) > 4]
+    moved = [p for p in points + list(kept) if any(_beneath(p, f) for f in folders)]
+    moved = sorted({p for p in moved if not any(_beneath(p, o) for o in moved)})
+    clones = []
+    for path in moved:  # OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC
+        if os.path.lexists(path):
+            clones.append((path, _call("syscall", 428, -100, path, 1 | 0x8000 | 0o2000000)))
+    for n, folder in enumerate(folders):
+        real = b"%s/%d" % (PLACE, n)
+        if os.path.realpath(folder) != folder and os.path.lexists(folder):
+            raise OSError("a link in place of %r" % folder)
+        if os.path.isdir(real):
+            _call("mount", real, folder, None, 0x1000 | 0x4000, None)  # MS_BIND | MS_REC
+        elif os.path.isdir(folder):  # not there for real: an empty one, read-only
+            _call("mount", b"tmpfs", folder, b"tmpfs", 1 | 2 | 4, b"size=4k")
+        elif os.path.lexists(folder):
+            raise OSError("not a folder: %r" % folder)
+    for path, fd in clones:  # MOVE_MOUNT_F_EMPTY_PATH
+        if os.path.realpath(path) == path and os.path.exists(path):
+            _call("syscall", 429, fd, b"", -100, path, 4)
+        os.close(fd)

@@ -35,16 +35,16 @@ What the command sees (each line one or more of bwrap's options):
   namespace with only its loopback unless the network is kept
   (``--unshare-all``, ``--share-net``); no capabilities (``--cap-drop
   ALL``: as root the command would otherwise hold ``CAP_SYS_ADMIN`` in its
-  namespace and could remount what is read-only); no nested user namespace
-  (``--disable-userns``);
+  namespace and could remount what is read-only; the launcher alone keeps
+  two); no nested user namespace (``--disable-userns``);
 - the seccomp filter of :func:`.seccomp.seccomp_filter` (terminal input
   injection, the kernel's keyrings), given as ``--seccomp <fd>``;
 - with ``env`` given to :meth:`Namespaces.launch`, the command started by
   the launcher (:mod:`.launcher`), which reports its wait status
   (bubblewrap says ``128+N`` both for a command killed by signal N and
   for one that exited ``128+N``), then serves git-isopatch's own git in
-  the same namespaces (:mod:`.inside`), which reads git's global
-  configuration from the real folders (:mod:`.global_config`).
+  the same namespaces (:mod:`.inside`), with git's global configuration
+  the real one (:mod:`.global_config`).
 
 Nothing the command starts outlives it: once it ends, the launcher, the
 namespace's first process, kills every other process in it before it
@@ -77,7 +77,7 @@ from .bwrap import Bwrap as Bwrap
 from .bwrap import find_bwrap as find_bwrap
 from .global_config import GlobalConfig
 from .inside import Gone, Inside
-from .launcher import Report, launcher_argv, signals_blocked
+from .launcher import CAPABILITIES, Report, launcher_argv, signals_blocked
 from .layers import (
     PRIVATE,
     Layer,
@@ -372,8 +372,8 @@ class Namespaces:
             groups = tuple(map(os.dup, self.bounds.fds)) if self.bounds else ()  # its own
             kept += (fds[-1], *groups)
             spec = self.bounds.launcher_spec(groups) if self.bounds else "-"
-            argv = launcher_argv(argv, child, env, spec, stderr=fds[-1])
-            options.insert(0, "--as-pid-1")  # the launcher is the namespace's init
+            argv = launcher_argv(argv, child, env, spec, fds[-1], self.policy.global_config.view())
+            options = ["--as-pid-1", *options, *CAPABILITIES]  # the launcher is its init
         argv = [self.bwrap.path, *options, "--", *argv]
         return Wrapped(argv, kept, status_read, control, self.bounds, said)
 

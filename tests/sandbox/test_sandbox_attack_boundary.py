@@ -2,7 +2,9 @@
 the namespaces by git-isopatch's own git after it (design: "there is one
 boundary, not a stronger one for the command and a weaker one after it").
 
-Every program it plants records the PID namespace it runs in (in
+Every program it plants (in its ``TMPDIR``, really written: what it
+writes in its copy-on-write home git-isopatch's own git never sees, as it
+sees the real home) records the PID namespace it runs in (in
 ``$PROOF``, really writable: ``--allow-write``) and tries what only the
 outside allows: a mark in a folder the sandbox keeps read-only (``$MARKS``)
 and a change of mode of the user's ``README``.  Whatever of them runs must
@@ -62,24 +64,25 @@ PLANT = textwrap.dedent(
     set -e
     C=$(git rev-parse --path-format=absolute --git-common-dir)
     A=$(git rev-parse --absolute-git-dir)
+    P="$TMPDIR"
     printf '%s' "$PROGRAM" > "$TMPDIR/p"
     for name in repo-filter home-filter fsmonitor hook wt-filter planted-filter git; do
-        printf '#!/bin/sh\\nexec sh %s/prog %s\\n' "$HOME" "$name" > "$HOME/$name"
-        chmod +x "$HOME/$name"
+        printf '#!/bin/sh\\nexec sh %s/prog %s\\n' "$P" "$name" > "$P/$name"
+        chmod +x "$P/$name"
     done
-    cp "$TMPDIR/p" "$HOME/prog"
-    git config filter.r.clean "$HOME/repo-filter"
-    git config --global filter.h.clean "$HOME/home-filter"
-    git config core.fsmonitor "$HOME/fsmonitor"
-    mkdir -p "$C/hooks" && cp "$HOME/hook" "$C/hooks/post-index-change"
+    cp "$TMPDIR/p" "$P/prog"
+    git config filter.r.clean "$P/repo-filter"
+    git config --global filter.h.clean "$P/home-filter"
+    git config core.fsmonitor "$P/fsmonitor"
+    mkdir -p "$C/hooks" && cp "$P/hook" "$C/hooks/post-index-change"
     git config extensions.worktreeConfig true
-    git config --worktree filter.w.clean "$HOME/wt-filter"
+    git config --worktree filter.w.clean "$P/wt-filter"
     printf '* filter=r\\n*.h filter=h\\n*.w filter=w\\n' > .gitattributes
     printf '[submodule "s"]\\n\\tpath = s\\n\\turl = ./s\\n\\tupdate = !%s/planted-filter\\n' \\
-        "$HOME" > .gitmodules
-    mkdir -p "$HOME/bin" && cp "$HOME/git" "$HOME/bin/git"
+        "$P" > .gitmodules
+    mkdir -p "$HOME/bin" && cp "$P/git" "$HOME/bin/git"
     git init -q --bare "$TMPDIR/planted.git"
-    git config -f "$TMPDIR/planted.git/config" filter.r.clean "$HOME/planted-filter"
+    git config -f "$TMPDIR/planted.git/config" filter.r.clean "$P/planted-filter"
     echo "$TMPDIR/planted.git" > "$A/commondir"
     echo "gitdir: $TMPDIR/planted.git" > .git
     echo changed >> README

@@ -225,6 +225,7 @@ def test_a_program_planted_in_a_home_folder_of_path_does_not_run_as_a_filter(
         ("core.excludesFile", "new.txt\n"),
         ("core.attributesFile", "a.txt filter=hide\n"),
         ("include.path", "[core]\n\texcludesFile = /dev/null\n"),
+        ("includeIf.gitdir:/.path", "[core]\n\texcludesFile = /dev/null\n"),
     ],
 )
 def test_a_file_the_global_configuration_names_by_its_absolute_path_is_read_as_it_was(
@@ -253,3 +254,107 @@ def test_a_file_the_global_configuration_names_by_its_absolute_path_is_read_as_i
     assert b"+++ b/new.txt" in patch, patch
     assert b"+evil" in patch, patch
     assert b"new.log" not in patch, patch
+
+
+@pytest.mark.hostile
+def test_a_filter_program_named_by_its_absolute_path_runs_as_it_was(env, make_repo) -> None:
+    """``filter.mine.clean = /home/u/myclean``: the command rewrites that
+    program in its view; git-isopatch's own git still runs the user's."""
+    program = Path(env["HOME"]) / "myclean"
+    program.write_text("#!/bin/sh\nexec cat\n")
+    program.chmod(0o755)
+    git("config", "--global", "filter.mine.clean", str(program), cwd=program.parent, env=env)
+    repo = make_repo({"a.txt": "hi\n", ".gitattributes": "a.txt filter=mine\n"})
+    script = f"printf '#!/bin/sh\\nprintf \"hi\\\\n\"\\n' > '{program}' && echo evil >> a.txt"
+    patch = _patch(repo, env, script)
+    assert b"+evil" in patch, patch
+    assert program.read_text() == "#!/bin/sh\nexec cat\n"
+
+
+@pytest.mark.hostile
+def test_in_a_repository_inside_the_home_the_commands_commit_is_in_the_patch(env) -> None:
+    """The usual place: the checkout, its worktree and its git directory
+    inside the home.  Our own git reads the real home, yet the worktree,
+    and the git directory (the objects of the commit the command made), as
+    the command left them."""
+    home = Path(env["HOME"])
+    excludes = home / ".gitignore_global"
+    excludes.write_text("*.log\n")
+    git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
+    repo = home / "src" / "repo"
+    repo.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo, env=env)
+    (repo / "a.txt").write_text("hi\n")
+    git("add", "a.txt", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    script = (
+        f"echo b > b.txt && git add b.txt && git commit -qm b && echo '*.txt' > '{excludes}'"
+        " && echo n > new.txt && echo l > new.log && echo evil >> a.txt"
+    )
+    patch = _patch(repo, env, script)
+    for expected in (b"+++ b/b.txt", b"+++ b/new.txt", b"+evil"):
+        assert expected in patch, patch
+    assert b"new.log" not in patch, patch
+    assert excludes.read_text() == "*.log\n"
+
+
+def test_neither_the_command_nor_our_own_git_holds_a_capability(env, make_repo) -> None:
+    """As root: the launcher keeps ``CAP_SYS_ADMIN`` to make our own git's
+    view, and nothing it starts does (a clean filter of our own git prints
+    its capabilities into the patch)."""
+    shown = "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status"
+    repo = make_repo({"a.txt": "hi\n", ".gitattributes": "a.txt filter=caps\n"})
+    git("config", "--global", "filter.caps.clean", shown, cwd=env["HOME"], env=env)
+    patch = _patch(repo, env, f"echo evil >> a.txt && {shown} > caps.txt").decode()
+    lines = [ln[1:] for ln in patch.splitlines() if ln.startswith("+Cap")]
+    assert len(lines) == 10, patch
+    assert all(ln.endswith("\t0000000000000000") for ln in lines), patch
+
+
+@pytest.mark.hostile
+def test_a_folder_of_the_global_configuration_replaced_by_a_link_fails_the_run(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """The folder of ``$GIT_CONFIG_GLOBAL`` (copy-on-write inside) becomes a
+    link to a planted configuration: our own git reads neither; the run
+    fails with one line and keeps the worktree."""
+    folder = tmp_path / "tmp" / "config"
+    folder.mkdir()
+    (folder / "global.config").write_text("[core]\n\texcludesFile = /dev/null\n")
+    env["GIT_CONFIG_GLOBAL"] = str(folder / "global.config")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "global.config").write_text("[core]\n\texcludesFile = /etc/hostname\n")
+    repo = make_repo({"a.txt": "hi\n"})
+    script = f"rm -r '{folder}' && ln -s '{planted}' '{folder}' && echo n > new.txt"
+    run = isopatch("--sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    assert [ln for ln in run.err.splitlines() if ln.startswith("fatal:")] != [], run.err
+    assert len([ln for ln in run.err.splitlines() if ln.startswith("fatal:")]) == 1, run.err
+    assert "Traceback" not in run.err
+    assert (folder / "global.config").is_file()
+
+
+#: As uid 65534, the global excludes file named by its absolute path: the
+#: run's patch, from a command that empties it.
+AS_NOBODY_ABSOLUTE = (
+    textwrap.dedent(
+        """\
+    home = os.environ["HOME"]
+    with open(os.path.join(home, "ignore"), "w") as handle:
+        handle.write("*.log\\n")
+    subprocess.run(["git", "config", "--global", "core.excludesFile",
+                    os.path.join(home, "ignore")], check=True)
+    """
+    )
+    + AS_NOBODY
+)
+
+
+@pytest.mark.hostile
+def test_a_global_file_named_by_its_absolute_path_as_an_unprivileged_user(env) -> None:
+    script = 'echo > "$HOME/ignore" && echo n > new.txt && echo l > new.log'
+    with run_as_nobody(env, AS_NOBODY_ABSOLUTE, script) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert "+++ b/new.txt" in seen["patch"], json.dumps(seen)
+        assert "new.log" not in seen["patch"], json.dumps(seen)
