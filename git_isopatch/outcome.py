@@ -186,7 +186,8 @@ def failure_lines(
         return [f"hint: {hint}" for hint in result.apply_hints]
     if result.error is not None:
         if result.worktree_path is None:  # a session's step: its worktree stays its own
-            return [f"fatal: {result.error}"]
+            broken = [f"hint: {result.session_broken}"] if result.session_broken else []
+            return [f"fatal: {result.error}", *broken]
         return [
             f"fatal: {result.error}",
             f"hint: the worktree is kept for inspection at {quoted(result.worktree_path)}",

@@ -128,7 +128,13 @@ def result_fields(result: CaptureResult) -> dict[str, object]:
         "duration": None if result.duration is None else round(result.duration, 3),
         "error": result.error,
         "error-code": result.error_code,
-        "hint": [*result.hints, *result.informational_hints, *result.apply_hints] or None,
+        "hint": [
+            *result.hints,
+            *result.informational_hints,
+            *result.apply_hints,
+            *([result.session_broken] if result.session_broken else []),
+        ]
+        or None,
     }
     return {k: v for k, v in fields.items() if v is not None}
 

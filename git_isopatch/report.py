@@ -108,7 +108,7 @@ def report(
     session's step (``start.session``) brings home the session's whole
     change (``session``); one whose state could not be recorded
     (``session`` a failure: the session is broken) fails, its step's patch
-    kept and nothing applied."""
+    kept and nothing applied (a hint after extraction's own failure)."""
     received = state.get("received")
     result = CaptureResult(
         base=start.commit,
@@ -146,8 +146,8 @@ def report(
     if start.session is not None:
         result = result._replace(informational_hints=(*result.informational_hints, *_moved(start)))
     if isinstance(extracted, IsopatchError):
-        if isinstance(session, IsopatchError):
-            warn(session.message)
+        if isinstance(session, IsopatchError):  # a hint after the step's own error
+            result = result._replace(session_broken=f"{session.message}; {session.hint}")
         return result._replace(error=extracted.message, error_code=extracted.code)
     informational = result.informational_hints
     if (

@@ -122,7 +122,9 @@ class CaptureResult(NamedTuple):
             (``--session``); ``patch_path`` then holds the step's own
             change, and ``session_patch`` the session's whole change
             against ``base`` after it (``None`` when it could not be
-            taken), with ``session_files`` paths.
+            taken), with ``session_files`` paths; ``session_broken``: why
+            the session is broken now, when this step's extraction failed too
+            (a hint after its error).
     """
 
     base: "CommitId"
@@ -168,6 +170,7 @@ class CaptureResult(NamedTuple):
     session: str | None = None
     session_patch: str | None = None
     session_files: int | None = None
+    session_broken: str | None = None
 
 
 class OutputMode(NamedTuple):

@@ -28,6 +28,7 @@ import shutil
 from .errors import IsopatchError, known_failure, known_os_failure
 from .git.patch.headers import quote_headers
 from .git.patch.paths import read_patch
+from .git.quote import quoted
 from .git.result import Err, Ok
 from .values import SessionPatch, Start
 from .worktrees.results import open_private
@@ -56,7 +57,17 @@ def take(
 ) -> SessionPatch | IsopatchError:
     """The session after this step: its state and its patch against its
     base; ``index`` (:func:`index_aside`) is the worktree's index again.
-    A failure is a value: the session stays at its last state."""
+    A failure is a value: the session stays at its last state.  No git
+    runs on a git directory where the command left what git would wait on
+    (:meth:`.worktrees.worktree_git.WorktreeGit.planted`): the step's own
+    extraction refused it too, and the state cannot be recorded."""
+    planted = git.planted()
+    if planted:
+        return IsopatchError(
+            "unsafe-git-dir",
+            f"the command left {quoted(planted[0])} in the git directory"
+            " (a FIFO, a device or a link)",
+        )
     try:
         exclude = [include.path for include in start.includes]
         match git.snapshot(step.since, exclude=exclude):

@@ -223,7 +223,7 @@ def _put_back(
             provider.store.save(found.admin_dir, owner)
             sessions.unstow(found.admin_dir, found.container, owner.lock_reason())
     except OSError as exc:
-        raise sessions.broken(name, f"its git state cannot be put back: {exc}") from None
+        raise sessions.broken(name, f"its git state cannot be put back: {_reason(exc)}") from None
     isolation = Isolation(
         private_dir=private_dir,
         worktree=found.worktree,
@@ -267,7 +267,7 @@ def _put_away(
             isolation.record.created = done.used
             provider.store.save(admin_dir, isolation.record)
     except (OSError, IsopatchError, LockWaitInterrupted) as exc:
-        why = f"its git state could not be put away: {exc}"
+        why = lease.broken or f"its git state could not be put away: {_reason(exc)}"
         done = replace(record, stepping=False, broken=why)
     try:
         sessions.save(isolation.container, done)
@@ -275,6 +275,22 @@ def _put_away(
         provider.warn(f"could not record session '{record.name}': {exc.strerror or exc}")
     if isolation.layer is not None:  # the session stands on it still (:func:`.lock.stand_on`)
         provider.base_trees_of(isolation.repository).release(isolation.layer.pin)
+
+
+def _reason(exc: BaseException) -> str:
+    """``exc`` in one line: moving a folder across file systems copies it,
+    and :class:`shutil.Error` lists every entry it could not copy (the
+    first is named); an ``OSError`` by its path and its reason, as git
+    says it."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        failed = [entry for entry in exc.args[0] if isinstance(entry, tuple) and entry]
+        if failed:
+            more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+            return f"cannot copy {quoted(str(failed[0][0]))}{more}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{quoted(os.fsdecode(exc.filename))}: " if exc.filename else ""
+        return f"{where}{exc.strerror}"
+    return str(exc).replace("`", "'")  # shutil's "`<path>` is a named pipe"
 
 
 def end_session(provider: WorktreeProvider, repository: UserRepository, name: str) -> bool:

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 from hostile import admin_dirs, wait_until
-from repo_helpers import ISOPATCH, apply_to_clean_checkout, git, isopatch, repo_state, tree_manifest
+from repo_helpers import (
+    ISOPATCH,
+    apply_to_clean_checkout,
+    git,
+    isopatch,
+    repo_state,
+    tmpfs,
+    tree_manifest,
+)
 from session_helpers import session_manifest, written_folder
 
 SANDBOXES = [pytest.param("--sandbox", id="sandbox"), pytest.param("--no-sandbox", id="unconfined")]
@@ -499,3 +507,69 @@ def test_a_commit_a_step_makes_is_there_for_the_next_and_other_repositories_work
     expected = {k: v for k, v in shown.items() if not k.startswith(b"inner/")}
     assert tree_manifest(clean) == expected
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [("--absolute-git-dir", "planted"), ("--git-common-dir", "packed-refs")],
+    ids=["worktree-git-dir", "common-dir"],
+)
+def test_a_fifo_planted_in_the_git_directory_breaks_the_session(
+    make_repo, env, tmp_path: Path, folder: str, name: str
+) -> None:
+    """Under the sandbox a FIFO in the git directory fails the step
+    (``unsafe-git-dir``) and no git of ours opens it (one in
+    ``packed-refs`` would wait for ever): the session's state cannot be
+    recorded, so the session is broken, its last whole change kept, and
+    every later step fails with one line."""
+    repo = make_repo({"a.txt": "one\n"})
+    _step(repo, env, "s", "sh", "-c", "echo first > first.txt", options=("--sandbox",))
+    kept = list(tmp_path.glob("repo.isopatch-*/session/session.patch"))
+    assert len(kept) == 1, kept
+    last = kept[0].read_bytes()
+    plant = f'd=$(git rev-parse {folder}) && rm -f "$d/{name}" && mkfifo "$d/{name}"'
+    step = isopatch(
+        "--session", "s", "--porcelain", "--sandbox", "--", "sh", "-c",
+        f"echo two >> a.txt && {plant}",
+        cwd=repo, env=env, timeout=60,
+    )  # fmt: skip
+    assert step.returncode == 128, step.err
+    assert step.fields()["error-code"] == "unsafe-git-dir", step.out
+    assert step.err.startswith("fatal: the command left "), step.err
+    assert "\nhint: session 's' is broken: the command left" in step.err, step.err
+    assert kept[0].read_bytes() == last
+    for _ in range(2):
+        after = isopatch("--session", "s", "--porcelain", "--", "true", cwd=repo, env=env)
+        assert after.returncode == 128, after.err
+        assert after.fields()["error-code"] == "session-broken", after.out
+        errors = [line for line in after.err.splitlines() if not line.startswith("hint:")]
+        assert len(errors) == 1 and errors[0].startswith("fatal: session 's' is broken: "), errors
+        assert "Error" not in after.err and "[(" not in after.err, after.err
+    assert kept[0].read_bytes() == last
+    ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
+    assert ended.returncode == 0, ended.err
+
+
+@pytest.mark.hostile
+def test_a_session_whose_git_state_cannot_be_moved_says_why_in_one_line(make_repo, env) -> None:
+    """Unconfined, the worktrees' private folders on a file system of
+    their own: putting the step's git state away copies it, and a FIFO
+    the command left in a folder there cannot be copied.  The session is
+    broken, and its message names the path, not Python's list of errors."""
+    repo = make_repo({"a.txt": "one\n"})
+    with tmpfs(repo / ".git" / "worktrees", "16m"):
+        _step(repo, env, "s", "sh", "-c", "echo first > first.txt", options=("--no-sandbox",))
+        plant = 'd=$(git rev-parse --absolute-git-dir)/refs/q && mkdir -p "$d" && mkfifo "$d/x"'
+        _step(repo, env, "s", "sh", "-c", plant, options=("--no-sandbox",))
+        after = isopatch("--session", "s", "--porcelain", "--", "true", cwd=repo, env=env)
+        assert after.returncode == 128, after.err
+        assert after.fields()["error-code"] == "session-broken", after.out
+        errors = [line for line in after.err.splitlines() if not line.startswith("hint:")]
+        assert len(errors) == 1, errors
+        assert errors[0].startswith("fatal: session 's' is broken: its git state could not be "), (
+            errors
+        )
+        assert "refs/q/x'" in errors[0] and "[(" not in errors[0] and "`" not in errors[0], errors
+        ended = isopatch("--session", "s", "--end", cwd=repo, env=env)
+        assert ended.returncode == 0, ended.err
