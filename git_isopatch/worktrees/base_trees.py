@@ -21,11 +21,11 @@ tree in use is never moved or removed, and the lock goes with the process
 that held it, however it ended.
 
 At most ``isopatch.baseTrees`` are kept (:func:`trim`, after each run):
-the least recently used idle ones go first; 0 keeps none, every run's base
-tree goes when its last run ends.  An idle one is moved to a new commit
-(``git checkout --detach``: what differs is written) when few of its files
-differ, or when no more may be kept; one unused for two weeks expires with
-the result folders (:func:`trim` with ``unused_since``).
+one whose maker died half-way goes first, then the least recently used
+idle ones; 0 keeps none, every run's base tree goes when its last run ends.
+An idle one is moved to a new commit (``git checkout --detach``: what
+differs is written) when few of its files differ, or when no more may be
+kept; one unused for two weeks expires with the result folders.
 """
 
 from __future__ import annotations
@@ -322,7 +322,8 @@ class BaseTrees:
             progress=self.progress,
         )
         if isinstance(added, Err):
-            _delete_folder(container)
+            with contextlib.suppress(OSError):
+                os.rmdir(container)
             raise known_failure(f"could not create worktree at {quoted(path)}", added.error)
         now = time.time()
         record = BaseRecord(commit, now, now, container, made_from=self.made_from)
@@ -412,10 +413,14 @@ class BaseTrees:
         except Exception as exc:  # clean-up never raises
             log.debug("could not trim the base trees: %s", exc)
 
+    def _trimmed(self, trees: list[BaseTree]) -> bool:
+        return len(trees) <= self.limit and all(tree.record.ready for tree in trees)
+
     def trim(self, *, unused_since: float | None = None) -> list[BaseTree]:
-        """Remove idle base trees beyond ``limit`` (least recently used
-        first: the pinned ones count, and stay) and, with ``unused_since``,
-        every idle one last used before then.
+        """Remove the idle base trees not ready (their makers died), then
+        idle ones beyond ``limit`` (least recently used first: the pinned
+        ones count, and stay) and, with ``unused_since``, every idle one
+        last used before then.
 
         Returns:
             the base trees removed.
@@ -423,12 +428,11 @@ class BaseTrees:
             IsopatchError: ``lock-timeout``.
         """
         removed: list[BaseTree] = []
-        if unused_since is None and len(base_trees(self.repository, self.store)) <= self.limit:
+        if unused_since is None and self._trimmed(base_trees(self.repository, self.store)):
             return removed  # nothing to trim: the worktree lock is not waited for
         with self.lock.held(self.repository.common_dir):
-            trees = sorted(base_trees(self.repository, self.store), key=lambda t: -t.record.used)
-            if len(trees) <= self.limit and unused_since is None:
-                return removed
+            trees = base_trees(self.repository, self.store)  # ready ones first
+            trees.sort(key=lambda t: (not t.record.ready, -t.record.used))
             idle, pinned = [], 0
             for tree in trees:
                 fd = idle_pin(tree.admin_dir)
@@ -439,12 +443,7 @@ class BaseTrees:
             room = max(0, self.limit - pinned)
             for position, (tree, fd) in enumerate(idle):
                 stale = unused_since is not None and tree.record.used < unused_since
-                if (position >= room or stale) and self._remove(tree):
+                if (position >= room or stale or not tree.record.ready) and self._remove(tree):
                     removed.append(tree)
                 _close([fd])
         return removed
-
-
-def _delete_folder(container: str) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(container)

@@ -424,3 +424,68 @@ def test_a_kept_worktree_with_tmpdir_on_another_file_system(env, make_repo, tmp_
         status = git("status", "--porcelain", cwd=kept, env=env).decode().splitlines()
         assert sorted(status) == [" M README", "?? new/"]
         git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+def _records(repo: Path) -> dict[str, dict]:
+    """Each base tree's record (its commit, whether it is ready), by folder."""
+    found = {}
+    for tree in _base_trees(repo):
+        admin_dir = Path((tree / ".git").read_text().split(": ", 1)[1].strip())
+        found[str(tree)] = json.loads((admin_dir / "isopatch-base.json").read_text())
+    return found
+
+
+def test_a_base_tree_whose_checkout_was_killed_goes_first_and_is_never_used(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """Two sessions stand on base trees at A and B; a run at C must make a
+    third, and is killed (SIGKILL, with its git) while it checks it out.
+    That tree is not ready, and newer than the others: when the sessions
+    end and at most two are kept, it is the one that goes, never a good
+    one; a later run at C makes it afresh."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    repo = make_repo({"README": "a\n", ".gitattributes": "slow.txt filter=slow\n"})
+    smudge = f"sh -c 'if [ -e {marks}/slow ]; then : > {marks}/checkout; sleep 600; fi; cat'"
+    git("config", "filter.slow.smudge", smudge, cwd=repo, env=env)
+    commits = {"A": git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()}
+    for name, content in (("B", "b\n"), ("C", "c\n")):
+        (repo / ("README" if name == "B" else "slow.txt")).write_text(content)
+        git("add", "-A", cwd=repo, env=env)
+        git("commit", "-q", "-m", name, cwd=repo, env=env)
+        commits[name] = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    for session in ("A", "B"):
+        done = isopatch(
+            "--session", session, "--base", commits[session], "--", "true", cwd=repo, env=env
+        )
+        assert done.returncode == 0, done.err
+    (marks / "slow").touch()
+    killed = subprocess.Popen(
+        [BIN_DIR / "git-isopatch", "-q", "--base", commits["C"], "--", "true"],
+        cwd=repo, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (marks / "checkout").exists():
+            assert killed.poll() is None and time.monotonic() < deadline, "no checkout at C"
+            time.sleep(0.05)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+    (marks / "slow").unlink()
+    records = _records(repo)
+    assert sorted((r["commit"], r["ready"]) for r in records.values()) == sorted(
+        [(commits["A"], True), (commits["B"], True), (commits["C"], False)]
+    ), records
+    for session in ("A", "B"):
+        ended = isopatch("--session", session, "--end", cwd=repo, env=env)
+        assert ended.returncode == 0, ended.err
+    records = _records(repo)
+    assert sorted(r["commit"] for r in records.values()) == sorted([commits["A"], commits["B"]])
+    assert all(r["ready"] for r in records.values()), records
+    again = isopatch(
+        "--porcelain", "--base", commits["C"], "--", "cat", "slow.txt", cwd=repo, env=env
+    )
+    assert again.returncode == 0, again.err
+    assert Path(again.fields()["stdout"]).read_text() == "c\n"
