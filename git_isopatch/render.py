@@ -373,7 +373,7 @@ def worktree_list_porcelain(worktrees: Iterable[ListedWorktree], *, nul: bool) -
     known; a session's: when its last step ended), ``head <commit id>``
     (when git reports one; a session's base), ``command <the command,
     shell-quoted>`` (when known), ``prunable <reason>`` (its folder is
-    gone), ``session <name>`` and ``size <bytes of its whole change>`` (a
+    gone, or another repository's), ``session <name>`` and ``size <bytes of its whole change>`` (a
     session).
 
     Records end with ``\\n``; with ``nul`` they end with NUL and nothing is

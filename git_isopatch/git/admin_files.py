@@ -220,6 +220,17 @@ def worktree_add_copies(git_dir: str) -> str:
     return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
+def claimed_elsewhere(path: str, admin_dir: str) -> bool:
+    """True when the worktree at ``path`` is another registration's, not
+    ``admin_dir``'s: its ``.git`` names another private folder, which names
+    it back (the original's, for a copy of the repository, as git's own
+    ``worktree remove`` finds with its "does not point back" check)."""
+    target = dotgit_target(path)
+    if target is None or target == os.path.realpath(admin_dir):
+        return False
+    return pointer_leads_to(target, "gitdir", os.path.join(path, ".git"))
+
+
 def reset_commondir(admin_dir: str) -> bool:
     """Make ``admin_dir/commondir`` lead to the repository that holds
     ``admin_dir`` (``$GIT_COMMON_DIR/worktrees/<id>``: ``../..``, what

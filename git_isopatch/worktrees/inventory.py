@@ -15,7 +15,9 @@ never listed, pruned or counted.  Each of ours is in one state:
     kept on purpose (``--keep``, or kept for inspection when extraction
     failed) and its process has ended.
 ``orphaned``
-    its process ended without removing it (killed, or the machine stopped).
+    its process ended without removing it (killed, or the machine stopped);
+    or its folder is another repository's worktree (a copy of the
+    repository, ``cp -a``, keeps the original's registrations).
 ``locked``
     ours, its process has ended, but someone locked it since
     (``git worktree lock``): it is left alone like a running one.  The
@@ -46,6 +48,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import known_failure
+from ..git.admin_files import claimed_elsewhere
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath
@@ -199,7 +202,11 @@ def _ours(
             created = os.stat(admin_dir).st_mtime
         except OSError:
             created = None
-    if record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
+    prunable = entry.prunable
+    if claimed_elsewhere(entry.path, admin_dir):  # a copy's: the folder is the original's
+        state = ORPHANED
+        prunable = prunable or "its folder is another repository's worktree"
+    elif record is not None and record.pooled and entry.locked == POOL_LOCK_REASON:
         state = POOLED
     elif record is not None and record.session and entry.locked == SESSION_LOCK_REASON:
         state = SESSION
@@ -220,7 +227,7 @@ def _ours(
         head=entry.head,
         command=tuple(record.command) if record is not None else (),
         tmpdir=record.tmpdir if record is not None else None,
-        prunable=entry.prunable,
+        prunable=prunable,
         container=os.path.dirname(os.path.normpath(entry.path)),
         session=record.session if record is not None else None,
         size=_session_size(record),

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..errors import IsopatchError
-from ..git.admin_files import dotgit_target, pointer_leads_to, reset_commondir
+from ..git.admin_files import claimed_elsewhere, pointer_leads_to, reset_commondir
 from ..git.repo import UserRepository
 from ..git.types import GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dirs
@@ -89,17 +89,6 @@ def _registration_of(repository: UserRepository, path: WorktreePath) -> GitDirPa
     return None
 
 
-def _claimed_elsewhere(path: str, admin_dir: str) -> bool:
-    """True when the worktree at ``path`` is another registration's, not
-    ``admin_dir``'s: its ``.git`` names another private folder, which names
-    it back (the original's, for a copy of the repository, as git's own
-    ``worktree remove`` finds with its "does not point back" check)."""
-    target = dotgit_target(path)
-    if target is None or target == os.path.realpath(admin_dir):
-        return False
-    return pointer_leads_to(target, "gitdir", os.path.join(path, ".git"))
-
-
 def registered_inside(repository: UserRepository, folder: str, ours: str) -> str | None:
     """A registered worktree other than ``ours`` that lies in ``folder``
     (or is it), or ``None``: deleting ``folder`` would delete its files and
@@ -169,7 +158,7 @@ def remove_ours(
         return f"it holds the registered worktree '{inside}'"
     folder = os.path.dirname(os.path.normpath(path))
     admin_dir = admin_dir or _registration_of(repository, path)
-    if admin_dir is not None and _claimed_elsewhere(path, admin_dir):
+    if admin_dir is not None and claimed_elsewhere(path, admin_dir):
         # a copy of the repository (``cp -a``) registers the original's worktree:
         # only that registration is this repository's to remove
         _delete_registration(repository, admin_dir)

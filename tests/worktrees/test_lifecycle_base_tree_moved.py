@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from lifecycle_helpers import _listed
 from repo_helpers import git, isopatch
 
 
@@ -122,3 +123,28 @@ def test_prune_in_a_copy_leaves_the_originals_worktrees(env, make_repo, tmp_path
     assert Path(kept.fields()["worktree"]).is_dir()
     # the copy keeps no registration of them
     assert _registered(copy, env) == [str(copy)]
+
+
+def _by_path(repo: Path, env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """``git isopatch list --porcelain -z``: each worktree's records, by path."""
+    return {entry["worktree"]: entry for entry in _listed(repo, env)}
+
+
+@pytest.mark.hostile
+def test_list_in_a_copy_never_shows_the_originals_kept_worktree_as_its_own(
+    env, make_repo, tmp_path
+) -> None:
+    """After ``cp -a``, the copy's registration names the original's kept
+    worktree: that folder is the original's, so the copy lists its
+    registration as orphaned, saying why it may be pruned (and prune
+    removes only the registration); the original's list is unchanged."""
+    repo = _two_commits(make_repo, env)
+    kept = isopatch("--no-sandbox", "--porcelain", "--keep", "--", "true", cwd=repo, env=env)
+    assert kept.returncode == 0, kept.err
+    worktree = kept.fields()["worktree"]
+    copy = _copied(repo, env, tmp_path)
+    assert _by_path(repo, env)[worktree]["state"] == "kept"
+    listed = _by_path(copy, env)[worktree]
+    assert listed["state"] == "orphaned", listed
+    assert "another repository" in listed.get("prunable", ""), listed
+    assert _by_path(repo, env)[worktree]["state"] == "kept"
