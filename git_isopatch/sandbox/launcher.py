@@ -64,9 +64,9 @@ memory and ``ptrace`` are out of the command's reach through ``/proc``;
 the socket is never inherited.  Only a status some process can end with
 is taken.
 
-Its program is :mod:`.launcher_main`, run on this interpreter, isolated
-(``-I -S``: no site, no user variables), from its compiled file, on
-``_signal`` and ``_socket`` (``signal`` and ``socket`` would import
+Its program is :mod:`.launcher_main`, whose code git-isopatch hands it
+(:data:`MAIN`), run on this interpreter, isolated (``-I -S``: no site, no
+user variables), on ``_signal`` and ``_socket`` (``signal`` and ``socket`` would import
 ``enum``: some 5 ms); its cost is measured in ``bench/README.md``.
 
 Layering: knows nothing of the command line or of git.
@@ -75,6 +75,9 @@ Layering: knows nothing of the command line or of git.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
+import marshal
 import os
 import signal
 import sys
@@ -110,32 +113,28 @@ def launcher_argv(
     sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
     python = os.path.realpath(sys.executable)
     err = "-" if stderr is None else str(stderr)
-    _compiled()
-    return [python, "-I", "-S", "-c", MAIN, FOLDER, str(fd), err, ctype, sigs, bounds, view, *argv]
+    program = [python, "-I", "-S", "-c", MAIN, _program()]
+    return [*program, str(fd), err, ctype, sigs, bounds, view, *argv]
 
 
-#: The folder of :mod:`.launcher_main`, and what runs it from there:
-#: imported, it loads from its compiled file (:func:`_compiled`), where a
-#: ``-c`` program would be compiled anew every time.
-FOLDER = os.path.dirname(os.path.abspath(__file__))
-MAIN = (
-    "import sys; sys.path.append(sys.argv[1]); import launcher_main; "
-    "launcher_main.main(sys.argv[2:])"
-)
+#: What the launcher runs: the code of :mod:`.launcher_main`, handed over
+#: in its first argument (:func:`_program`), then :func:`main
+#: <.launcher_main.main>` called.  It looks up no file for it: a module
+#: found by name inside the sandbox could be the command's (a package
+#: installed in a cache folder, whose layer the next run mounts again),
+#: or missing (a package under ``/dev/shm`` or ``/run``, folders the
+#: sandbox replaces).
+MAIN = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv[1]))); main(sys.argv[2:])"
 
 
-def _compiled() -> None:
-    """:mod:`.launcher_main`'s compiled file written where the launcher
-    looks for it, when it is not there yet (an editable install; the
-    launcher cannot write it: its file system is read-only).  Best effort:
-    without it, the launcher compiles the module each time."""
-    cache = os.path.join(FOLDER, "__pycache__", f"launcher_main.{sys.implementation.cache_tag}.pyc")
-    if sys.implementation.cache_tag is None or os.path.exists(cache):
-        return
-    import py_compile
-
-    with contextlib.suppress(OSError, py_compile.PyCompileError):
-        py_compile.compile(os.path.join(FOLDER, "launcher_main.py"), cfile=cache, doraise=True)
+@functools.cache
+def _program() -> str:
+    """:mod:`.launcher_main`'s code, marshalled, in hexadecimal: read here,
+    outside the sandbox, by the package's own loader from its compiled
+    file (which the loader writes when it is missing or stale, as an
+    import does), where a ``-c`` program would be compiled every time."""
+    spec = importlib.util.find_spec(f"{__package__}.launcher_main")
+    return marshal.dumps(spec.loader.get_code(spec.name)).hex()
 
 
 class Report(NamedTuple):

@@ -1,10 +1,10 @@
 """The launcher's own program (:mod:`.launcher` says what it does and why).
 
 bubblewrap starts it as the namespace's first process, on this
-interpreter, isolated (``-I -S``), by this file's folder put last on its
-``sys.path`` and :func:`main` called: it loads from this module's compiled
-file, where a ``-c`` program would be compiled again on every run.  So
-it imports nothing of the package and nothing but the interpreter's own
+interpreter, isolated (``-I -S``): git-isopatch hands it this module's
+code, read from its compiled file outside the sandbox, and it runs that
+code and calls :func:`main` (:data:`.launcher.MAIN`).  So it imports
+nothing of the package and nothing but the interpreter's own
 modules (``_signal`` and ``_socket``: ``signal`` and ``socket`` would
 import ``enum``), and importing it does nothing but define it.
 

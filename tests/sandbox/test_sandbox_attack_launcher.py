@@ -17,11 +17,18 @@ Real bubblewrap, real git; as root and as the unprivileged uid 65534.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
 from repo_helpers import isopatch
 from sandbox_helpers import run_as_nobody
+
+import git_isopatch
 
 #: Forges the launcher's report wherever the command can reach it, then
 #: exits 3; prints what it managed.
@@ -130,9 +137,9 @@ def test_the_launcher_holds_as_an_unprivileged_user(env) -> None:
 def test_the_launchers_program_is_the_packages_whatever_the_environment(
     env, make_repo, tmp_path, no_leftovers
 ) -> None:
-    """The launcher imports its program (``launcher_main``) by name: a
-    module of that name where the environment points Python, or in the
-    folder the run starts in, is never the one it runs."""
+    """The launcher's program (``launcher_main``) is never a module found
+    by name: one of that name where the environment points Python, or in
+    the folder the run starts in, is never the one it runs."""
     planted = tmp_path / "planted"
     planted.mkdir()
     (planted / "launcher_main.py").write_text(
@@ -149,3 +156,94 @@ def test_the_launchers_program_is_the_packages_whatever_the_environment(
     assert "planted launcher" not in run.err
     assert run.fields().get("exit") == "7"
     assert "A ran.txt" in run.out
+
+
+#: Plants, where the package sits inside the cache folder, a launcher
+#: program that never moves into the run's cgroups: the genuine one with
+#: that one step taken out (``launcher_main.py``, and its compiled file).
+PLANT_IN_CACHE = """\
+import os, sys
+folder = sys.argv[1]
+source = open(os.path.join(folder, "launcher_main.py")).read()
+planted = source.replace("        _bound(bounds)\\n", "        pass\\n")
+assert planted != source
+with open(os.path.join(folder, "launcher_main.py"), "w") as handle:
+    handle.write(planted)
+os.makedirs(os.path.join(folder, "__pycache__"), exist_ok=True)
+for name in os.listdir(os.path.join(folder, "__pycache__")):
+    if name.startswith("launcher_main."):
+        os.unlink(os.path.join(folder, "__pycache__", name))
+print("planted")
+"""
+
+
+def _install(site: Path) -> Path:
+    """A copy of the package in ``site`` (as pip or uv would install it
+    there, compiled files aside); its ``sandbox`` folder."""
+    package = Path(git_isopatch.__file__).parent
+    shutil.copytree(package, site / "git_isopatch", ignore=shutil.ignore_patterns("__pycache__"))
+    return site / "git_isopatch" / "sandbox"
+
+
+def _run_installed(site: Path, repo: Path, env, *argv: str) -> tuple[dict[str, str], str]:
+    """``argv`` run sandboxed by the copy of the package in ``site``: the
+    porcelain records and what the command printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox",
+         "--max-processes", "64", "--", *argv],
+        cwd=repo, env={**env, "PYTHONPATH": str(site)}, capture_output=True,
+        stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    err = done.stderr.decode()
+    assert "Traceback" not in err, err
+    records = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines() if " " in line)
+    assert records.get("exit") == str(done.returncode), (done.returncode, records, err)
+    return records, Path(records["stdout"]).read_text()
+
+
+@pytest.mark.hostile
+def test_a_launcher_planted_in_the_cache_layer_never_runs(env, make_repo, tmp_path) -> None:
+    """git-isopatch installed inside a cache folder the cache layer keeps
+    (``uvx`` runs it from ``~/.cache/uv/archive-v0/...``, pre-commit's
+    environments live in ``~/.cache/pre-commit``): a command that rewrites
+    the launcher's program there writes the cache layer, which the next
+    run of the repository mounts; that run's launcher is still the
+    package's, and the next command still lives in the run's cgroups."""
+    _needs_root_for_cgroups()
+    cache = Path(env["HOME"]) / ".cache"
+    site = cache / "uv" / "archive-v0" / "abc" / "site-packages"
+    folder = _install(site)
+    env = {**env, "XDG_CACHE_HOME": str(cache)}
+    repo = make_repo()
+    records, said = _run_installed(
+        site, repo, env, sys.executable, "-c", PLANT_IN_CACHE, str(folder)
+    )
+    assert records["exit"] == "0" and said == "planted\n", (records, said)
+    assert "_bound(bounds)" in (folder / "launcher_main.py").read_text()  # the real one
+    records, seen = _run_installed(site, repo, env, "cat", "/proc/self/cgroup")
+    assert records["exit"] == "0", records
+    pids = [line for line in seen.splitlines() if ":pids:" in line or line.startswith("0::")]
+    assert any("/git-isopatch-" in line for line in pids), seen
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("where", ["/dev/shm", "/run"])
+def test_a_package_installed_where_the_sandbox_hides_still_runs(env, make_repo, where) -> None:
+    """git-isopatch installed under a folder the sandbox replaces with an
+    empty one of its own (``/dev/shm``, ``/run``): the command runs and its
+    own exit status is the run's, as with any other installation."""
+    if not os.access(where, os.W_OK):
+        pytest.skip(f"{where} cannot be written here")
+    site = Path(tempfile.mkdtemp(prefix="git-isopatch-test-", dir=where))
+    try:
+        _install(site)
+        repo = make_repo()
+        records, said = _run_installed(site, repo, env, "sh", "-c", "echo ran; exit 3")
+        assert records["exit"] == "3" and said == "ran\n", (records, said)
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+def _needs_root_for_cgroups() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a cgroup of the run's own needs root here")
