@@ -247,3 +247,43 @@ def test_a_package_installed_where_the_sandbox_hides_still_runs(env, make_repo, 
 def _needs_root_for_cgroups() -> None:
     if os.geteuid() != 0:
         pytest.skip("a cgroup of the run's own needs root here")
+
+
+#: As uid 65534: the package installed in its own cache folder, the plant,
+#: then a run whose command says its process limit: [first, second], each
+#: [returncode, stderr, what the command printed].
+PLANTED_AS_NOBODY = """
+import shutil, git_isopatch
+home = os.environ["HOME"]
+site = os.path.join(home, ".cache", "uv", "archive-v0", "abc", "site-packages")
+package = os.path.dirname(git_isopatch.__file__)
+ignored = shutil.ignore_patterns("__pycache__")
+shutil.copytree(package, os.path.join(site, "git_isopatch"), ignore=ignored)
+folder = os.path.join(site, "git_isopatch", "sandbox")
+env = dict(os.environ, XDG_CACHE_HOME=os.path.join(home, ".cache"))
+env["PYTHONPATH"] = site + os.pathsep + env["PYTHONPATH"]
+
+def run(*argv):
+    done = subprocess.run(
+        [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox",
+         "--max-processes", "16", "--", *argv],
+        cwd=repo, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    out = done.stdout.decode()
+    fields = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    said = open(fields["stdout"]).read() if "stdout" in fields else ""
+    return [done.returncode, done.stderr.decode(), said]
+
+first = run(sys.executable, "-c", sys.argv[1], folder)
+limit = "import resource; print(resource.getrlimit(resource.RLIMIT_NPROC)[0])"
+second = run(sys.executable, "-c", limit)
+print(json.dumps([first, second]))
+"""
+
+
+@pytest.mark.hostile
+def test_a_launcher_planted_in_the_cache_layer_never_runs_as_an_unprivileged_user(env) -> None:
+    """As uid 65534, where the launcher sets the process bound as an
+    rlimit: after the plant, the next command still has that bound."""
+    with run_as_nobody(env, PLANTED_AS_NOBODY, PLANT_IN_CACHE) as (first, second):
+        assert first[0] == 0 and first[2] == "planted\n", first
+        assert second[0] == 0 and second[2] == "16\n", second
