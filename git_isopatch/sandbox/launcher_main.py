@@ -6,7 +6,9 @@ code, read from its compiled file outside the sandbox, and it runs that
 code and calls :func:`main` (:data:`.launcher.MAIN`).  So it imports
 nothing of the package and nothing but the interpreter's own
 modules (``_signal`` and ``_socket``: ``signal`` and ``socket`` would
-import ``enum``), and importing it does nothing but define it.
+import ``enum``), and importing it does nothing but define it.  Once the
+command has started it loads nothing more (no module, no codec): the
+interpreter's library may be in the command's copy-on-write view.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -284,6 +286,16 @@ def drop_capabilities():
     _call("capset", (0x20080522).to_bytes(4, sys.byteorder) + bytes(4), bytes(24))
 
 
+def _unescaped(field):
+    """A path of ``/proc/self/mountinfo`` (``\\ooo`` for a space, a tab, a
+    newline, a backslash), by hand: a codec would be imported from the
+    interpreter's library, which the command may have rewritten (an
+    interpreter in the home), and run while the launcher holds its
+    capabilities."""
+    first, *rest = field.split(b"\\")
+    return first + b"".join(bytes((int(part[:3], 8),)) + part[3:] for part in rest)
+
+
 def _beneath(path, folder):
     return path.startswith(folder.rstrip(b"/") + b"/")
 
@@ -300,7 +312,7 @@ def own_view(spec):
     _call("mount", None, b"/", None, 0x40000 | 0x4000, None)  # MS_PRIVATE | MS_REC
     with open("/proc/self/mountinfo", "rb") as handle:
         lines = [line.split(b" ") for line in handle.read().split(b"\n")]  # a name holds \r
-    points = [f[4].decode("unicode_escape").encode("latin-1") for f in lines if len(f) > 4]
+    points = [_unescaped(f[4]) for f in lines if len(f) > 4]
     moved = [p for p in points + list(kept) if any(_beneath(p, f) for f in folders)]
     moved = sorted({p for p in moved if not any(_beneath(p, o) for o in moved)})
     clones = []

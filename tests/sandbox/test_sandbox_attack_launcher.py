@@ -16,6 +16,7 @@ Real bubblewrap, real git; as root and as the unprivileged uid 65534.
 
 from __future__ import annotations
 
+import encodings
 import json
 import os
 import shutil
@@ -287,3 +288,49 @@ def test_a_launcher_planted_in_the_cache_layer_never_runs_as_an_unprivileged_use
     with run_as_nobody(env, PLANTED_AS_NOBODY, PLANT_IN_CACHE) as (first, second):
         assert first[0] == 0 and first[2] == "planted\n", first
         assert second[0] == 0 and second[2] == "16\n", second
+
+
+#: Planted by the command at the head of a module of the interpreter's own
+#: library (``{proof}``: a really writable folder): whatever process runs
+#: it records its status there, capabilities included.
+RECORD = (
+    "import os as _os\n"
+    "with open('{proof}/%d' % _os.getpid(), 'w') as _h:\n"
+    "    _h.write(open('/proc/self/status').read())\n"
+)
+
+
+@pytest.mark.hostile
+def test_a_module_the_command_rewrote_never_runs_with_a_capability(
+    env, make_repo, tmp_path, no_leftovers
+) -> None:
+    """The interpreter lives in the home (pyenv, conda, uv's Pythons),
+    copy-on-write inside: the command rewrites a module of its library
+    (one the launcher would load only after the command, a codec).  No
+    code of the command's ever runs in the launcher while it holds its
+    capabilities (its ``CAP_SYS_ADMIN`` makes mounts for our own git); the
+    command's own Python runs it, with none."""
+    library = Path(encodings.__file__).resolve().parent.parent
+    home = Path(sys.base_prefix).resolve()
+    assert library.is_relative_to(home), (library, home)
+    proof = tmp_path / "proof"
+    proof.mkdir()
+    module = library / "encodings" / "unicode_escape.py"
+    record = tmp_path / "record.py"
+    record.write_text(RECORD.format(proof=proof))
+    script = (
+        f'{{ cat "{record}" "{module}"; }} > "$TMPDIR/m" && cp "$TMPDIR/m" "{module}"'
+        f' && rm -f "{module.parent}"/__pycache__/unicode_escape.* && echo evil >> README'
+        f" && {sys.executable} -I -c \"b'x'.decode('unicode_escape')\""  # the plant holds
+    )
+    repo = make_repo()
+    run = isopatch(
+        "--porcelain", "--sandbox", "--allow-write", str(proof), "--", "sh", "-c", script,
+        cwd=repo, env={**env, "HOME": str(home)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert "M README" in run.out, run.out
+    assert list(proof.iterdir()), "the planted module never ran"
+    for status in proof.iterdir():
+        held = [ln for ln in status.read_text().splitlines() if ln.startswith("Cap")]
+        assert all(ln.endswith("\t0000000000000000") for ln in held), (status.name, held)
