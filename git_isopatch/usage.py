@@ -225,7 +225,9 @@ def _size(text: str | None) -> int | None:
     try:
         return parse_size(str(text))
     except ValueError:
-        raise typer.BadParameter("expects a number, with an optional k, m or g") from None
+        raise typer.BadParameter(
+            "expects a non-negative integer value with an optional k/m/g suffix"
+        ) from None
 
 
 MaxProcessesOption = Annotated[
@@ -310,6 +312,11 @@ def usage_message(exc: Exception) -> str:
     what = f"option '{name[2:]}'" if long else f"switch '{name[1:]}'"
     if kind == "NoSuchOption":
         return f"unknown {what}"
+    if kind == "BadParameter":  # a value our parser refused: "option 'x' expects ..."
+        opts = getattr(getattr(exc, "param", None), "opts", ())
+        longs = [o for o in opts if o.startswith("--")]
+        if longs:
+            return f"option '{longs[0][2:]}' {getattr(exc, 'message', exc)}"
     if kind == "BadOptionUsage":
         message = str(getattr(exc, "message", exc))
         if "does not take a value" in message:

@@ -52,6 +52,14 @@ USAGE_ERRORS = [
     (["--timeout", "inf", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
     (["--timeout", "nan", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
     (["--timeout", "", "--", "touch", "x"], "option 'timeout' expects a number of seconds"),
+    (
+        ["--max-memory", "lots", "--", "touch", "x"],
+        "option 'max-memory' expects a non-negative integer value with an optional k/m/g suffix",
+    ),
+    (
+        ["--max-processes=-1", "--", "touch", "x"],
+        "option 'max-processes' expects a non-negative integer value with an optional k/m/g suffix",
+    ),
     (["-o", "", "--", "touch", "x"], "option 'output' expects a file name"),
     (["--output=", "--", "touch", "x"], "option 'output' expects a file name"),
     (["-z", "--", "touch", "x"], "the option '-z' requires '--porcelain'"),
