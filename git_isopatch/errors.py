@@ -230,6 +230,13 @@ def known_failure(
     return IsopatchError(code, f"{action}: {message}", worktree=worktree, hint=hint)
 
 
+#: ``HEAD`` has no commit yet: what starts from what the user has.
+UNBORN_HINT = (
+    "there is no commit yet: --include-uncommitted starts from your work tree,"
+    " --staged from your index"
+)
+
+
 def repository_failure(error: GitError, default: str | None = None) -> IsopatchError:
     """git's or libgit2's refusal of the repository or the base, with git's
     advice as hints; ``default`` is the code when no specific row of the
@@ -239,6 +246,8 @@ def repository_failure(error: GitError, default: str | None = None) -> IsopatchE
     if default is not None and code in (None, "git-failed"):
         code = default
     hint = "\n".join(error.hints) or None
+    if code == "unborn-head" and error.message().startswith("unborn HEAD: 'HEAD' "):
+        hint = hint or UNBORN_HINT  # the default base: the user's work is there
     return IsopatchError(code or "not-a-git-repository", error.message(), hint=hint)
 
 

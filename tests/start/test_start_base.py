@@ -223,3 +223,26 @@ def test_safe_directory_in_the_global_configuration(env, make_repo) -> None:
     run = isopatch("--porcelain", "--base", "HEAD", "--", *_new_file_command(), cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert run.fields()["files"] == "1"
+
+
+def test_an_unborn_head_names_the_options_that_start_from_uncommitted_work(
+    env, tmp_path: Path
+) -> None:
+    """A repository without a commit yet: ``HEAD`` is no base, and the
+    fatal line's hint names ``--include-uncommitted``, which starts from
+    the work tree (and ``--staged``), and those work."""
+    repo = tmp_path / "new"
+    git("init", "-q", repo, cwd=tmp_path, env=env)
+    (repo / "a.txt").write_text("a\n")
+    before = repo_state(repo, env)
+    run = isopatch("--", "sh", "-c", "echo b >> a.txt", cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    assert run.err.splitlines()[0] == "fatal: unborn HEAD: 'HEAD' has no commits yet"
+    hints = [line for line in run.err.splitlines() if line.startswith("hint: ")]
+    assert len(hints) == 1 and "--include-uncommitted" in hints[0], run.err
+    assert repo_state(repo, env) == before
+    done = isopatch("--include-uncommitted", "--", "sh", "-c", "echo b >> a.txt", cwd=repo, env=env)
+    assert done.returncode == 0, done.err
+    named = isopatch("--base", "main", "--", "true", cwd=repo, env=env)
+    assert named.returncode == 128
+    assert "--include-uncommitted" not in named.err, named.err
