@@ -97,8 +97,8 @@ class OwnedWorktree(NamedTuple):
             when found.
         pid: the process that made it, when known.
         created: when it was made, seconds since the epoch (the record's
-            time; else the private folder's modification time; for a base
-            tree, when a run last used it), or ``None``.
+            time; else the private folder's modification time; for a
+            session, when its last step ended), or ``None``.
         head: the commit id checked out, when git reports one.
         command: the command it was made for (empty when unknown).
         tmpdir: the run's private ``git-isopatch-*`` folder holding its
@@ -108,6 +108,8 @@ class OwnedWorktree(NamedTuple):
         prunable: git's reason to prune it (its folder is gone), or ``None``.
         session: the name of the session it holds, if any; ``size``: the
             bytes of its whole change (its patch, :mod:`.sessions`).
+        used: for a base tree, when a run last used it: its age, and what
+            ``prune --expire`` compares (:meth:`since`).
     """
 
     path: str
@@ -122,10 +124,16 @@ class OwnedWorktree(NamedTuple):
     container: str | None = None
     session: str | None = None
     size: int | None = None
+    used: float | None = None
+
+    def since(self) -> float | None:
+        """When it was made, or, a base tree, last used; ``None`` when unknown."""
+        return self.created if self.used is None else self.used
 
     def age(self, now: float) -> float | None:
-        """Seconds since it was made, or ``None`` when unknown."""
-        return None if self.created is None else max(0.0, now - self.created)
+        """Seconds since :meth:`since`, or ``None`` when unknown."""
+        since = self.since()
+        return None if since is None else max(0.0, now - since)
 
 
 def owned_worktrees(
@@ -170,7 +178,8 @@ def _base_tree(
         state=BASE,
         admin_dir=admin_dir,
         pid=None,
-        created=base.used,
+        created=base.created,
+        used=base.used,
         head=entry.head,
         command=(),
         tmpdir=None,

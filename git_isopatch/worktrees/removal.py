@@ -89,6 +89,12 @@ def _registration_of(repository: UserRepository, path: WorktreePath) -> GitDirPa
     return None
 
 
+def _since(worktree: OwnedWorktree) -> float:
+    """When ``worktree`` was made (a base tree: last used); unknown: never."""
+    since = worktree.since()
+    return float("inf") if since is None else since
+
+
 def registered_inside(repository: UserRepository, folder: str, ours: str) -> str | None:
     """A registered worktree other than ``ours`` that lies in ``folder``
     (or is it), or ``None``: deleting ``folder`` would delete its files and
@@ -267,8 +273,7 @@ def prune(
         prunable = [
             worktree
             for worktree in owned_worktrees(repository, store, env=env)
-            if worktree.state in PRUNABLE_STATES
-            and (expire is None or (worktree.created is not None and worktree.created <= expire))
+            if worktree.state in PRUNABLE_STATES and (expire is None or _since(worktree) <= expire)
         ]
         standing = next((w for w in prunable if os.path.realpath(w.path) == here), None)
         candidates = [w for w in prunable if os.path.realpath(w.path) != here]

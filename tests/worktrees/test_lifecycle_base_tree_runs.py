@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lifecycle_helpers import _listed
 from repo_helpers import BIN_DIR, git, isopatch
 from sandbox_helpers import run_as_nobody
 
@@ -489,3 +491,23 @@ def test_a_base_tree_whose_checkout_was_killed_goes_first_and_is_never_used(
     )
     assert again.returncode == 0, again.err
     assert Path(again.fields()["stdout"]).read_text() == "c\n"
+
+
+def test_list_porcelain_gives_a_base_trees_creation_and_its_age_since_last_use(
+    env, make_repo
+) -> None:
+    """A base tree's ``created`` is when it was made (its record's), not
+    when a run last used it; the human list's age is since that last use."""
+    repo = make_repo()
+    for _ in range(2):
+        done = isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=env)
+        assert done.returncode == 0, done.err
+        time.sleep(1.2)
+    (entry,) = [e for e in _listed(repo, env) if e["state"] == "base"]
+    (record,) = (repo / ".git" / "worktrees").glob("*/isopatch-base.json")
+    made = json.loads(record.read_text())
+    assert made["used"] - made["created"] > 1, made
+    assert entry["created"] == str(int(made["created"])), (entry, made)
+    (line,) = [ln for ln in isopatch("list", cwd=repo, env=env).out.splitlines() if " base " in ln]
+    age = int(re.search(r"(\d+) seconds? ago", line).group(1))
+    assert age < time.time() - made["created"] - 0.5, (line, made)
