@@ -8,9 +8,22 @@
 # otherwise source it from ~/.bashrc.  zsh: git's git-completion.zsh bridge
 # runs _git_isopatch too; source this file from ~/.zshrc.
 #
-# Completes options (and --base's revisions) before the command, then the
-# command's name; its arguments are left to file name completion.  Keep the
+# Completes options (--base's revisions, the paths of --link, --copy, -o,
+# --allow-write, the folder of -C) before the command, then the command's
+# name; its arguments are left to file name completion.  Keep the
 # options in step with `git isopatch -h` (tests/test_cli_completion.py checks).
+
+# The files and folders (ignored ones too) / the folders whose names start
+# with $1, as git-completion.bash offers file names (zsh's bridge too).
+__git_isopatch_paths ()
+{
+	__gitcomp_file_direct "$(compgen -f -- "$1")"
+}
+
+__git_isopatch_folders ()
+{
+	__gitcomp_file_direct "$(compgen -d -- "$1")"
+}
 
 _git_isopatch ()
 {
@@ -19,18 +32,21 @@ _git_isopatch ()
 	if [ "$i" -lt "$cword" ]; then
 		case "${words[i]}" in
 		list)
-			case "$prev" in -C) return ;; esac
+			case "$prev" in -C) __git_isopatch_folders "$cur"; return ;; esac
 			__gitcomp "--porcelain -z --json -C"
 			return
 			;;
 		prune)
-			case "$prev" in -C|--expire) return ;; esac
+			case "$prev" in -C) __git_isopatch_folders "$cur"; return ;; --expire) return ;; esac
 			case "$cur" in --expire=*) return ;; esac
 			__gitcomp "--expire= --dry-run --verbose -C"
 			return
 			;;
 		mcp)
-			case "$prev" in -C|--allow-write) return ;; esac
+			case "$prev" in
+			-C) __git_isopatch_folders "$cur"; return ;;
+			--allow-write) __git_isopatch_paths "$cur"; return ;;
+			esac
 			__gitcomp "-C --allow-unconfined --allow-network --allow-write"
 			return
 			;;
@@ -61,8 +77,16 @@ _git_isopatch ()
 			__git_complete_refs
 			return
 			;;
-		-C|-o|--output|--timeout|--link|--copy|--allow-write|--max-processes|--max-memory|--session)
-			return # a folder, a file or path (file name completion), seconds, a name
+		-C)
+			__git_isopatch_folders "$cur"
+			return
+			;;
+		-o|--output|--link|--copy|--allow-write)
+			__git_isopatch_paths "$cur"
+			return
+			;;
+		--timeout|--max-processes|--max-memory|--session)
+			return # seconds, a number, a size, a name
 			;;
 		esac
 		case "$cur" in
@@ -70,7 +94,11 @@ _git_isopatch ()
 			__git_complete_refs --cur="${cur#--base=}"
 			return
 			;;
-		--output=*|--timeout=*|--link=*|--copy=*|--allow-write=*|--max-processes=*|--max-memory=*|--session=*)
+		--output=*|--link=*|--copy=*|--allow-write=*)
+			__git_isopatch_paths "${cur#*=}"
+			return
+			;;
+		--timeout=*|--max-processes=*|--max-memory=*|--session=*)
 			return
 			;;
 		-*)

@@ -89,9 +89,29 @@ def test_negation_and_values(repo, env) -> None:
         "feature ",
         "main ",
     ]
-    # -C, -o: file names (bash's default completion, as git registers it)
-    assert complete("git isopatch -C ", repo, env) == []
-    assert complete("git isopatch --output ", repo, env) == []
+
+
+def test_paths_after_the_options_that_take_one(repo, env) -> None:
+    """``--link``, ``--copy``, ``-o``, ``--allow-write``: files and folders
+    (ignored ones too: what ``--link`` is for); ``-C``: folders; as
+    ``git-completion.bash`` completes file names (``__gitcomp_file_direct``,
+    which zsh's bridge takes too)."""
+    (repo / "node_modules").mkdir()
+    (repo / "notes.txt").write_text("n\n")
+    for option in ("--link", "--copy", "-o", "--output", "--allow-write"):
+        assert sorted(complete(f"git isopatch {option} no", repo, env)) == [
+            "node_modules",
+            "notes.txt",
+        ], option
+    for option in ("--link=", "--copy=", "--output=", "--allow-write="):
+        assert sorted(complete(f"git isopatch {option}no", repo, env)) == [
+            "node_modules",
+            "notes.txt",
+        ], option
+    assert complete("git isopatch -C no", repo, env) == ["node_modules"]
+    assert complete("git isopatch --porcelain -C no", repo, env) == ["node_modules"]
+    assert complete("git isopatch list -C no", repo, env) == ["node_modules"]
+    assert complete("git isopatch --timeout ", repo, env) == []
 
 
 def test_command_names_after_dashdash_or_first_non_option(repo, env) -> None:
