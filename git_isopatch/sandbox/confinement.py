@@ -239,7 +239,8 @@ class Namespaced(Confinement):
         if self.inside is None or self.inside.gone:
             self.inside = self.namespaces.serve()
         program = self.inside.program(argv[0], env) if "/" not in argv[0] else argv[0]
-        return self.inside.spawn([program, *argv[1:]], env=env, cwd=cwd, fds=fds)
+        own = self.namespaces.policy.global_config.environment(env)
+        return self.inside.spawn([program, *argv[1:]], env=own, cwd=cwd, fds=fds)
 
     def close(self) -> None:
         """End the namespaces: nothing runs inside any more."""

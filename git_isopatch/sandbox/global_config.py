@@ -94,3 +94,16 @@ class GlobalConfig(NamedTuple):
             return "-"
         encoded = tuple(tuple(map(os.fsencode, paths)) for paths in self)
         return marshal.dumps(encoded).hex()
+
+    @staticmethod
+    def environment(env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` whose :data:`VARIABLES` name the real folders without a
+        link: resolved here, outside the namespaces, since a link on the way
+        (``HOME=/tmp/me`` leading to ``/data/me``) may lie in a folder that is
+        copy-on-write inside, where the command pointed it at its own."""
+        made = dict(env)
+        for name in VARIABLES:
+            real = _real(env.get(name))
+            if real:
+                made[name] = real
+        return made

@@ -358,3 +358,28 @@ def test_a_global_file_named_by_its_absolute_path_as_an_unprivileged_user(env) -
         assert seen["code"] == 0, seen["err"]
         assert "+++ b/new.txt" in seen["patch"], json.dumps(seen)
         assert "new.log" not in seen["patch"], json.dumps(seen)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("variable", ["HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL"])
+def test_a_link_on_the_way_to_the_global_configuration_is_read_as_it_was(
+    env, make_repo, tmp_path: Path, variable: str
+) -> None:
+    """The variable names the real folder through a link in a temporary
+    folder (copy-on-write inside): the command points the link at a folder
+    of its own, whose configuration would hide its new file."""
+    real, planted = tmp_path / "real", tmp_path / "planted"
+    for folder, excludes in ((real, "/dev/null"), (planted, str(planted / "ignore"))):
+        (folder / "git").mkdir(parents=True)
+        for name in (".gitconfig", "git/config", "global.config"):
+            (folder / name).write_text(f"[core]\n\texcludesFile = {excludes}\n")
+    (planted / "ignore").write_text("new.txt\n")
+    link = tmp_path / "tmp" / "link"
+    link.symlink_to(real)
+    env[variable] = str(link / "global.config") if variable == "GIT_CONFIG_GLOBAL" else str(link)
+    repo = make_repo({"a.txt": "hi\n"})
+    script = f"rm '{link}' && ln -s '{planted}' '{link}' && echo n > new.txt && echo evil >> a.txt"
+    patch = _patch(repo, env, script)
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"+evil" in patch, patch
+    assert link.resolve() == real
