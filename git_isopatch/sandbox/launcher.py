@@ -65,7 +65,7 @@ the socket is never inherited.  Only a status some process can end with
 is taken.
 
 Its program is :mod:`.launcher_main`, whose code git-isopatch hands it
-(:data:`MAIN`), run on this interpreter, isolated (``-I -S``: no site, no
+(:data:`MAIN`, through a pipe), run on this interpreter, isolated (``-I -S``: no site, no
 user variables), on ``_signal`` and ``_socket`` (``signal`` and ``socket`` would import
 ``enum``: some 5 ms); its cost is measured in ``bench/README.md``.
 
@@ -100,6 +100,7 @@ def launcher_argv(
     env: Mapping[str, str],
     bounds: str = "-",
     stderr: int | None = None,
+    program: int = -1,
     view: str = "-",
 ) -> list[str]:
     """``argv`` run through the launcher, which reports to ``fd``; ``env``
@@ -107,34 +108,41 @@ def launcher_argv(
     ``bounds``: the cgroups to move into and the rlimits to set before the
     command starts (:meth:`.limits.Bound.launcher_spec`), ``-`` for none;
     ``stderr``: the descriptor the launcher makes its standard error (and
-    the command's) in place of bubblewrap's; ``view``: our own git's
-    (:meth:`.global_config.GlobalConfig.view`), ``-`` for none."""
+    the command's) in place of bubblewrap's; ``program``: the descriptor
+    it reads its program from (a pipe holding :func:`launcher_program`);
+    ``view``: our own git's (:meth:`.global_config.GlobalConfig.view`),
+    ``-`` for none."""
     ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
     sigs = ",".join(str(int(s)) for s in BLOCKED_SIGNALS)
     python = os.path.realpath(sys.executable)
     err = "-" if stderr is None else str(stderr)
-    program = [python, "-I", "-S", "-c", MAIN, _program()]
-    return [*program, str(fd), err, ctype, sigs, bounds, view, *argv]
+    head = [python, "-I", "-S", "-c", MAIN, str(program)]
+    return [*head, str(fd), err, ctype, sigs, bounds, view, *argv]
 
 
-#: What the launcher runs: the code of :mod:`.launcher_main`, handed over
-#: in its first argument (:func:`_program`), then :func:`main
-#: <.launcher_main.main>` called.  It looks up no file for it: a module
-#: found by name inside the sandbox could be the command's (a package
-#: installed in a cache folder, whose layer the next run mounts again),
-#: or missing (a package under ``/dev/shm`` or ``/run``, folders the
-#: sandbox replaces).
-MAIN = "import marshal, sys; exec(marshal.loads(bytes.fromhex(sys.argv[1]))); main(sys.argv[2:])"
+#: What the launcher runs: the code of :mod:`.launcher_main`, read from
+#: the descriptor its first argument names (:func:`launcher_program`),
+#: then :func:`main <.launcher_main.main>` called.  It looks up no file
+#: for it: a module found by name inside the sandbox could be the
+#: command's (a package installed in a cache folder, whose layer the next
+#: run mounts again), or missing (a package under ``/dev/shm`` or
+#: ``/run``, folders the sandbox replaces).  Not in an argument: the
+#: interpreter decodes every argument as it starts (some 2 ms for this
+#: one, in hexadecimal).
+MAIN = (
+    "import marshal, os, sys; fd = int(sys.argv[1]); "
+    "exec(marshal.loads(os.read(fd, 1 << 20))); os.close(fd); main(sys.argv[2:])"
+)
 
 
 @functools.cache
-def _program() -> str:
-    """:mod:`.launcher_main`'s code, marshalled, in hexadecimal: read here,
-    outside the sandbox, by the package's own loader from its compiled
-    file (which the loader writes when it is missing or stale, as an
-    import does), where a ``-c`` program would be compiled every time."""
+def launcher_program() -> bytes:
+    """:mod:`.launcher_main`'s code, marshalled: read here, outside the
+    sandbox, by the package's own loader from its compiled file (which the
+    loader writes when it is missing or stale, as an import does), where a
+    ``-c`` program would be compiled every time."""
     spec = importlib.util.find_spec(f"{__package__}.launcher_main")
-    return marshal.dumps(spec.loader.get_code(spec.name)).hex()
+    return marshal.dumps(spec.loader.get_code(spec.name))
 
 
 class Report(NamedTuple):

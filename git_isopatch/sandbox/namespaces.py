@@ -77,7 +77,7 @@ from .bwrap import Bwrap as Bwrap
 from .bwrap import find_bwrap as find_bwrap
 from .global_config import GlobalConfig
 from .inside import Gone, Inside
-from .launcher import CAPABILITIES, Report, launcher_argv, signals_blocked
+from .launcher import CAPABILITIES, Report, launcher_argv, launcher_program, signals_blocked
 from .layers import (
     PRIVATE,
     Layer,
@@ -339,17 +339,16 @@ class Namespaces:
         from .seccomp import program_pipe  # ctypes: loaded by the filter's own run
 
         fds: list[int] = []
-        control = child = None
-        said: tuple[int, int] | None = None
+        control = child = said = None
         try:
             status_read, status_write = _pipe(fds)
             if env is not None:
                 control, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 fds.append(child.detach())
-                child = fds[-1]
-                os.set_inheritable(child, True)
+                child = fds[-1]  # inherited through pass_fds, as the others
                 said = _pipe(fds)
                 fds.append(_inherited(stderr))  # the command's
+                fds.append(program_pipe(launcher_program()))  # the launcher's own
             seccomp = program_pipe(self.seccomp) if self.seccomp is not None else None
         except OSError:
             for fd in fds:
@@ -370,9 +369,10 @@ class Namespaces:
         kept = tuple(fd for fd in (status_write, seccomp, child) if fd is not None)
         if child is not None and env is not None and said is not None:
             groups = tuple(map(os.dup, self.bounds.fds)) if self.bounds else ()  # its own
-            kept += (fds[-1], *groups)
+            kept += (*fds[-2:], *groups)  # its standard error, its program
             spec = self.bounds.launcher_spec(groups) if self.bounds else "-"
-            argv = launcher_argv(argv, child, env, spec, fds[-1], self.policy.global_config.view())
+            view = self.policy.global_config.view()
+            argv = launcher_argv(argv, child, env, spec, *fds[-2:], view)
             options = ["--as-pid-1", *options, *CAPABILITIES]  # the launcher is its init
         argv = [self.bwrap.path, *options, "--", *argv]
         return Wrapped(argv, kept, status_read, control, self.bounds, said)
