@@ -5,6 +5,7 @@ run; the base tree is shared, kept, and never written by a command."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -448,7 +449,10 @@ def test_a_base_tree_whose_checkout_was_killed_goes_first_and_is_never_used(
     marks = tmp_path / "marks"
     marks.mkdir()
     repo = make_repo({"README": "a\n", ".gitattributes": "slow.txt filter=slow\n"})
-    smudge = f"sh -c 'if [ -e {marks}/slow ]; then : > {marks}/checkout; sleep 600; fi; cat'"
+    smudge = (
+        f"sh -c 'if [ -e {marks}/slow ]; then echo $$ > {marks}/filter; : > {marks}/checkout;"
+        " sleep 600; fi; cat'"
+    )
     git("config", "filter.slow.smudge", smudge, cwd=repo, env=env)
     commits = {"A": git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()}
     for name, content in (("B", "b\n"), ("C", "c\n")):
@@ -475,6 +479,9 @@ def test_a_base_tree_whose_checkout_was_killed_goes_first_and_is_never_used(
     finally:
         os.killpg(killed.pid, signal.SIGKILL)
         killed.wait()
+        if (marks / "filter").exists():  # the checkout's git and its filter: a group of their own
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(os.getpgid(int((marks / "filter").read_text())), signal.SIGKILL)
     (marks / "slow").unlink()
     records = _records(repo)
     assert sorted((r["commit"], r["ready"]) for r in records.values()) == sorted(
