@@ -62,11 +62,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 @pytest.fixture
 def make_repo(tmp_path: Path, env: dict[str, str]):
     """Factory: ``make_repo(files, name="repo")`` makes a repository with one
-    commit holding ``files`` and returns its top folder."""
+    commit holding ``files`` at ``name`` (a path below ``tmp_path``, such as
+    ``home/src/repo``) and returns its top folder."""
 
     def factory(files: Mapping[str, bytes | str] | None = None, name: str = "repo") -> Path:
         top = tmp_path / name
-        top.mkdir()
+        top.mkdir(parents=True)
         git("init", "-q", "-b", "main", cwd=top, env=env)
         write_tree(top, files if files is not None else {"README": "hello\n"})
         git("add", "-A", cwd=top, env=env)

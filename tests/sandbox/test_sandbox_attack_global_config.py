@@ -272,7 +272,9 @@ def test_a_filter_program_named_by_its_absolute_path_runs_as_it_was(env, make_re
 
 
 @pytest.mark.hostile
-def test_in_a_repository_inside_the_home_the_commands_commit_is_in_the_patch(env) -> None:
+def test_in_a_repository_inside_the_home_the_commands_commit_is_in_the_patch(
+    env, make_repo
+) -> None:
     """The usual place: the checkout, its worktree and its git directory
     inside the home.  Our own git reads the real home, yet the worktree,
     and the git directory (the objects of the commit the command made), as
@@ -281,12 +283,8 @@ def test_in_a_repository_inside_the_home_the_commands_commit_is_in_the_patch(env
     excludes = home / ".gitignore_global"
     excludes.write_text("*.log\n")
     git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
-    repo = home / "src" / "repo"
-    repo.mkdir(parents=True)
-    git("init", "-q", "-b", "main", cwd=repo, env=env)
-    (repo / "a.txt").write_text("hi\n")
-    git("add", "a.txt", cwd=repo, env=env)
-    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    repo = make_repo({"a.txt": "hi\n"}, name="home/src/repo")
+    assert repo == home / "src" / "repo"
     script = (
         f"echo b > b.txt && git add b.txt && git commit -qm b && echo '*.txt' > '{excludes}'"
         " && echo n > new.txt && echo l > new.log && echo evil >> a.txt"
