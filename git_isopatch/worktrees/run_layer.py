@@ -78,14 +78,16 @@ class RunLayer(NamedTuple):
         overlay: the mount (its lowers: the base tree, then the start
             layer, the worktree's own folder; its upper and work folders in
             the run's private folder).
-        index: ``(inode, size, modification time)`` of the run's index as
-            git-isopatch left it before the command: the same afterwards,
-            the command did not change it.
+        index: ``(inode, size, modification time, change time)`` of the
+            run's index as git-isopatch left it before the command: the
+            same afterwards, the command did not change it (it can write
+            the file in place and set its times back, but never its change
+            time).
     """
 
     pin: Pin
     overlay: WorktreeOverlay
-    index: tuple[int, int, int] | None
+    index: tuple[int, int, int, int] | None
 
     @property
     def base_tree(self) -> WorktreePath:
@@ -326,12 +328,12 @@ class LayerFiles(WorktreeFiles):
         return sorted(names)
 
 
-def _identity(path: str) -> tuple[int, int, int] | None:
+def _identity(path: str) -> tuple[int, int, int, int] | None:
     try:
         found = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-    return found.st_ino, found.st_size, found.st_mtime_ns
+    return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
 
 def make_run_layer(

@@ -169,3 +169,58 @@ def test_an_ignored_gitattributes_makes_untouched_files_compared(env, make_repo)
     shown, kept = _patch(repo, env, listed, "--sandbox")
     assert b"diff --git a/crlf.txt b/crlf.txt" in shown, shown
     git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+
+
+#: Rewrites, in place, the object id of the run's index entry ``argv[1]``
+#: to ``argv[2]`` and puts the index's times back: same inode, same size,
+#: same modification time.
+REWRITE_IN_PLACE = """\
+import hashlib, os, struct, subprocess, sys
+index = subprocess.run(["git", "rev-parse", "--git-path", "index"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+before = os.stat(index)
+data = bytearray(open(index, "rb").read())
+_, _, count = struct.unpack(">4sLL", data[:12])
+at = 12
+for _ in range(count):
+    flags = struct.unpack(">H", data[at + 60 : at + 62])[0]
+    start = at + 62 + (2 if flags & 0x4000 else 0)
+    end = data.index(b"\\0", start)
+    if data[start:end] == sys.argv[1].encode():
+        data[at + 40 : at + 60] = bytes.fromhex(sys.argv[2])
+    at += (end - at + 8) & ~7
+body = bytes(data[:-20])
+with open(index, "r+b") as handle:
+    handle.write(body + hashlib.sha1(body).digest())
+os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+after = os.stat(index)
+assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+    before.st_ino, before.st_size, before.st_mtime_ns)
+"""
+
+
+@pytest.mark.hostile
+def test_an_index_rewritten_in_place_with_its_times_put_back_is_compared(
+    env, make_repo, tmp_path
+) -> None:
+    """The command changes a gitlink's commit in its index alone (nothing
+    in its layer), writing the index in place and setting its modification
+    time back: the run's index still has the inode, size and time
+    git-isopatch left.  Its change time moved all the same, so the entry is
+    compared: the patch over the base tree is the one a worktree of its own
+    gives, the gitlink's new commit."""
+    repo = make_repo({"a.txt": "a\n"})
+    git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub", cwd=repo, env=env)
+    git("commit", "-q", "-m", "sub", cwd=repo, env=env)
+    rewrite = tmp_path / "rewrite.py"
+    rewrite.write_text(REWRITE_IN_PLACE)
+    script = f"python3 {rewrite} sub {'2' * 40}"
+    patches = []
+    for mode in ("--sandbox", "--sandbox", "--no-sandbox"):
+        patch, kept = _patch(repo, env, script, mode)
+        patches.append(patch)
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+    assert len(base_trees(repo, env)) == 1, "the runs went over a base tree"
+    assert f"+Subproject commit {'2' * 40}".encode() in patches[2], patches[2]
+    assert patches[0] == patches[2], patches
+    assert patches[1] == patches[2], patches
