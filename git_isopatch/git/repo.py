@@ -13,6 +13,7 @@ refusal, passed on in its own words (:meth:`GitError.refusal`).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -71,6 +72,16 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _why_no_folder(path: str) -> str:
+    """Why ``git -C <path>`` cannot change there, in the system's words:
+    what ``stat`` says, else that it is no folder."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return os.strerror(errno.ENOTDIR)
+
+
 def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[UserRepository]:
     """Find the repository that ``git -C <path>`` would act on.
 
@@ -91,7 +102,7 @@ def open_user_repository(path: str, environ: Mapping[str, str]) -> GitResult[Use
         repository's configuration cannot be parsed.
     """
     if not os.path.isdir(path):
-        return _error(f"cannot change to '{path}': No such file or directory")
+        return _error(f"cannot change to '{path}': {_why_no_folder(path)}")
     path = os.path.abspath(path)
     env_git_dir = environ.get("GIT_DIR")
     try:

@@ -261,3 +261,18 @@ def test_fatal_messages_follow_gits_guidelines(env, make_repo, tmp_path: Path) -
         assert lines[0].startswith(start), run.err
         assert not lines[0].endswith(".")
         assert all(re.match(r"(fatal|error|warning|hint): [a-z']", line) for line in lines)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("target", ["nowhere", "file", "file/below"])
+def test_dash_c_somewhere_no_folder_says_what_git_says(env, make_repo, target) -> None:
+    """``-C`` to a path that is not a folder: the line git prints for its
+    own ``-C`` (the reason is the system's, ``Not a directory`` for a
+    file), exit 128, nothing else."""
+    repo = make_repo({"file": "f\n"})
+    path = str(repo / target)
+    theirs = subprocess.run(["git", "-C", path, "status"], capture_output=True, env=env, text=True)
+    run = isopatch("-C", path, "--", "true", cwd=repo, env=env)
+    assert run.returncode == 128 == theirs.returncode
+    assert run.err == theirs.stderr, (run.err, theirs.stderr)
+    assert run.out == ""
