@@ -310,3 +310,13 @@ def unavailable(message: str) -> IsopatchError:
         f"--sandbox is not available: {message}",
         hint="\"Sandbox\" in 'git isopatch --help' says what it needs",
     )
+
+
+#: The error code of a sandbox that failed under a run: what it should
+#: have told (how the command ended, what our own git reads) is lost.
+SANDBOX_FAILED = "sandbox-failed"
+
+
+def sandbox_failed(message: str) -> IsopatchError:
+    """The ``sandbox-failed`` failure: ``message`` says what failed."""
+    return IsopatchError(SANDBOX_FAILED, f"the sandbox failed: {message}")

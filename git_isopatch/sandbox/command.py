@@ -18,7 +18,6 @@ terminal goes, and the run then ends.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -27,11 +26,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import IsopatchError, unavailable
+from .command_outcome import NOT_EXECUTABLE_EXIT, NOT_FOUND_EXIT, told
+from .command_outcome import CommandOutcome as CommandOutcome
 from .forwarding import FORWARDED_SIGNALS as FORWARDED_SIGNALS
 from .forwarding import KILL_GRACE_SECONDS, deliver, kill_group
 from .forwarding import forward_signals as forward_signals
-from .launcher import Report, signals_blocked
+from .launcher import signals_blocked
 from .limits import watched
 from .terminal import set_foreground, stopped, terminal_fd, terminal_modes
 
@@ -44,36 +44,6 @@ LEFTOVER_GRACE_SECONDS = 0.5
 
 #: Exit status for an expired ``--timeout``, as timeout(1).
 TIMEOUT_EXIT = 124
-#: Exit statuses of a shell for "found but cannot run" and "not found".
-NOT_EXECUTABLE_EXIT = 126
-NOT_FOUND_EXIT = 127
-
-
-class CommandOutcome(NamedTuple):
-    """How the command ended.
-
-    Attributes:
-        exit_code: its exit status; ``128+N`` when a signal N ended it,
-            124 on timeout, 126/127 when it could not be run.
-        timed_out: the timeout expired and the group was stopped.
-        received_signal: a signal git-isopatch itself received and forwarded
-            (SIGINT, SIGTERM or SIGHUP), or ``None``.
-        start_error: why the command could not be started, or ``None``.
-        died_of: the signal the command died of (its exit status is
-            ``128+N`` then), or ``None``; not set on a timeout.
-        network_refused: the sandbox's network refused something the
-            command sent (:data:`.launcher_main.NETWORK_REFUSALS`).
-        limit: the sandbox's bound the command reached (:mod:`.limits`:
-            ``processes``, ``memory``): it was stopped; else ``None``.
-    """
-
-    exit_code: int
-    timed_out: bool = False
-    received_signal: int | None = None
-    start_error: str | None = None
-    died_of: int | None = None
-    network_refused: bool = False
-    limit: str | None = None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -243,7 +213,9 @@ def run_command(
     Raises:
         IsopatchError: ``sandbox-unavailable``: the sandbox could not be
             set up; the command did not run (bubblewrap's own words in the
-            message when its stderr is a file).
+            message when its stderr is a file).  ``sandbox-failed``: the
+            launcher ended without saying how the command ended
+            (:class:`.command_outcome.LauncherLost`).
     """
     state = signal_state if signal_state is not None else {}
     state.setdefault("received", None)
@@ -271,45 +243,7 @@ def run_command(
         status = wrapped.finish()
     if state.get("limit") is not None:
         outcome = outcome._replace(limit=state.pop("limit"))
-    if wrapped.report is not None:
-        return _reported(argv, outcome, wrapped.report)
-    set_up = "exit-code" in status or outcome.start_error is not None or outcome.exit_code <= 0
-    stopped = outcome.timed_out or outcome.limit is not None
-    if not set_up and not stopped and state["received"] is None:
-        from .availability import forget
-
-        forget()  # a kept answer that said bubblewrap works is wrong now
-        said = wrapped.said()
-        raise SetUpFailed(argv[0], said if said or wrapped.stderr is not None else "")
-    return outcome
-
-
-class SetUpFailed(IsopatchError):
-    """``sandbox-unavailable``: bubblewrap could not set up the namespaces;
-    the command did not run (so it may be launched again)."""
-
-    def __init__(self, program: str, said: str | None) -> None:
-        """``said``: bubblewrap's words; ``""`` when they went to the
-        command's standard error."""
-        why = f": {said}" if said else " (see its 'bwrap:' message)" if said == "" else ""
-        failure = unavailable(f"bubblewrap could not set up the sandbox for '{program}'{why}")
-        super().__init__(failure.code, failure.message, hint=failure.hint)
-
-
-def _reported(argv: Sequence[str], outcome: CommandOutcome, report: Report) -> CommandOutcome:
-    """``outcome`` (of bubblewrap) told as the launcher saw the command
-    end: what :func:`_run` tells of a command it started itself."""
-    outcome = outcome._replace(network_refused=report.network_refusals > 0)
-    if outcome.timed_out:
-        return outcome
-    if report.exec_errno is not None:
-        code = NOT_FOUND_EXIT if report.exec_errno == errno.ENOENT else NOT_EXECUTABLE_EXIT
-        why = f"cannot run '{argv[0]}': {os.strerror(report.exec_errno)}"
-        return outcome._replace(exit_code=code, start_error=why, died_of=None)
-    returncode = os.waitstatus_to_exitcode(report.wait_status or 0)
-    if returncode < 0:
-        return outcome._replace(exit_code=128 - returncode, died_of=-returncode)
-    return outcome._replace(exit_code=returncode, died_of=None)
+    return told(argv, outcome, wrapped, status, state["received"])
 
 
 class _Launch(NamedTuple):

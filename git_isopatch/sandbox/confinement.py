@@ -27,7 +27,8 @@ from ..git.process import Spawn, Spawned
 from ..git.result import Err, GitResult, Ok
 from ..git.run import quoted_path_entry
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
-from .command import CommandOutcome, SetUpFailed, run_command
+from .command import CommandOutcome, run_command
+from .command_outcome import SetUpFailed
 from .limits import bound
 from .plan import NAMESPACES, NO_MECHANISM, UNCONFINED, ConfinementPlan, plan
 from .refusal import SANDBOX_VARIABLE

@@ -15,7 +15,10 @@ namespace (``kill(-1, SIGKILL)``, which the namespace's first process sends
 to its namespace alone) and reaps them, and writes one line to a unix
 socket git-isopatch holds the other end of: ``wait <status>`` (the raw
 ``waitpid`` status), after ``net <n>``, or after ``exec <errno>`` when the
-command could not be run (:meth:`.pidns.Wrapped.command_ended` reads it).  A ``k`` frame on the
+command could not be run, a fork refused included (:meth:`.pidns.Wrapped.command_ended`
+reads it).  A launcher that ends before it said so (killed from outside
+the namespace, or by the kernel) fails the run: bubblewrap's status is
+then its own, never the command's (:class:`.command_outcome.LauncherLost`).  A ``k`` frame on the
 socket while the command runs kills them all at once (a ``--timeout``,
 or a command that outlives a forwarded signal's grace: SIGKILL to the
 group would end bubblewrap too).

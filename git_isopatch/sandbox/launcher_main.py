@@ -56,7 +56,8 @@ def main(argv):
     unblocked = inherited - {int(s) for s in sigs.split(",") if s}
     if command:
         pid = _start(fd, os.execvpe, (command[0], command, env), unblocked)
-        _report(control, pid, counted=True)
+        if pid is not None:
+            _report(control, pid, counted=True)
     try:
         if view != "-":
             own_view(view)
@@ -178,8 +179,13 @@ def _wait_for(control, pid):
 def _start(fd, execute, arguments, mask, setup=None):
     """A child that runs ``setup`` then ``execute(*arguments)`` (an
     ``exec``) with the signal mask ``mask``; ``exec <errno>`` on ``fd``
-    when it cannot."""
-    pid = os.fork()
+    when it cannot, and ``None`` when no child could be made (a fork the
+    process bound refused: ``exec <errno>`` and ``wait`` said here)."""
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.write(fd, b"exec %d\nwait %d\n" % (exc.errno or 0, 126 << 8))
+        return None
     if pid:
         return pid
     code = 126
@@ -241,7 +247,8 @@ def _serve(control):
         pid = _start(control.fd, os.execve, (path, args, environ), set(), _setup(fds, cwd))
         for f in fds:
             os.close(f)
-        _report(control, pid)
+        if pid is not None:
+            _report(control, pid)
 
 
 def _setup(fds, cwd):

@@ -48,6 +48,8 @@ class Wrapped:
         self.pass_fds = child_fds
         self._status_fd: int | None = status_fd
         self._control = control
+        #: Run through the launcher, which must say how the command ended.
+        self.launched = control is not None
         self._open = list(child_fds)
         #: bubblewrap's own standard error (a pipe's write end), when the
         #: command's is passed to the launcher; ``None``: they are one.

@@ -88,6 +88,7 @@ PLAIN_RUN = {
     "git_isopatch.result",
     "git_isopatch.sandbox",
     "git_isopatch.sandbox.command",
+    "git_isopatch.sandbox.command_outcome",
     "git_isopatch.sandbox.confinement",
     "git_isopatch.sandbox.forwarding",
     "git_isopatch.sandbox.launcher",
