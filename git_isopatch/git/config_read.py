@@ -193,7 +193,9 @@ def read_entries(git_dir: str, environ: Mapping[str, str]) -> Entries | None:
     command_line = command_line_entries(environ)
     if no_system is None or command_line is None:
         return None
-    import pygit2  # the run has loaded it already; -h and --version do not
+    from .library import load_pygit2
+
+    pygit2 = load_pygit2()  # the run has loaded it already; -h and --version do not
 
     levels = pygit2.enums.ConfigLevel
     if not _same_files(environ, pygit2.settings.search_path, levels, system=not no_system):

@@ -18,11 +18,12 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-import pygit2
-
+from .library import load_pygit2
 from .result import Err, GitError, GitResult, Ok
 from .run import own_git_environment, run_git
 from .types import CommitId, GitDirPath, Ref, RepoPath, posix_prefix
+
+pygit2 = load_pygit2()
 
 
 class UserRepository(NamedTuple):

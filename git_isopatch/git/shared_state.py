@@ -110,7 +110,9 @@ def refs_in_process(git_dir: GitDirPath, common_dir: GitDirPath) -> dict[str, st
     """
     if os.path.realpath(git_dir) != os.path.realpath(common_dir):
         return None
-    import pygit2  # loaded already on every path that reads shared state
+    from .library import load_pygit2
+
+    pygit2 = load_pygit2()  # loaded already on every path that reads shared state
 
     try:
         repository = pygit2.Repository(git_dir, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)

@@ -62,6 +62,7 @@ PLAIN_RUN = {
     "git_isopatch.git.index_entries",
     "git_isopatch.git.index_flags",
     "git_isopatch.git.intent_to_add",
+    "git_isopatch.git.library",  # pygit2 without the certificates of a transport
     "git_isopatch.git.metadata",
     "git_isopatch.git.patch",
     "git_isopatch.git.patch.headers",
