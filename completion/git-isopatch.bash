@@ -11,7 +11,7 @@
 # Completes options (--base's revisions, the paths of --link, --copy, -o,
 # --allow-write, the folder of -C) before the command, then the command's
 # name; its arguments are left to file name completion.  Keep the
-# options in step with `git isopatch -h` (tests/test_cli_completion.py checks).
+# options in step with `git isopatch -h` (tests/cli/test_cli_completion.py checks).
 
 # The files and folders (ignored ones too) / the folders whose names start
 # with $1, as git-completion.bash offers file names (zsh's bridge too).

@@ -198,6 +198,8 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
     The CLI prints it as a usage error (exit 129); the Python API raises
     ``ValueError`` with it.
     """
+    if request.session is not None and (why := session_name_refusal(request.session)):
+        return why  # first: ``--session --end`` took ``--end`` for the name
     if not request.command:
         return "no command given"
     if not request.command[0]:
@@ -210,8 +212,6 @@ def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | 
         if mode.stdout and mode.machine:
             other = "--porcelain" if mode.porcelain else "--json"
             return f"options '--stdout' and '{other}' cannot be used together"
-    if request.session is not None and (why := session_name_refusal(request.session)):
-        return why
     if request.session is not None and request.keep:
         return "options '--session' and '--keep' cannot be used together"
     if request.output == "":
@@ -243,7 +243,9 @@ def session_name_refusal(name: str) -> str | None:
         return "option 'session' expects a name"
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
         return "invalid session name: it holds a control character"
-    if "/" in name or "\\" in name or ".." in name or name.startswith((".", "-")):
+    if name.startswith("-"):  # most often the name left out: ``--session -- cmd``
+        return f"option 'session' expects a name, not '{name}' (a name does not start with '-')"
+    if "/" in name or "\\" in name or ".." in name or name.startswith("."):
         return f"invalid session name '{name}': a name is not a path"
     if len(name.encode("utf-8", "surrogateescape")) > LONGEST_SESSION_NAME:
         return f"invalid session name: longer than {LONGEST_SESSION_NAME} bytes"

@@ -219,6 +219,19 @@ def test_a_session_name_is_not_a_path(make_repo, env, name) -> None:
     assert not (repo / ".git" / "isopatch").exists()
 
 
+@pytest.mark.parametrize("args", [("--", "true"), ("--end",)])
+def test_a_session_name_left_out_is_named_as_such(make_repo, env, args) -> None:
+    """``--session -- cmd`` takes ``--`` for the name: the error says a name
+    is missing (the option is what takes it), not that ``--`` is a path."""
+    repo = make_repo()
+    done = isopatch("--session", *args, cwd=repo, env=env)
+    assert done.returncode == 129, done.err
+    assert done.err.splitlines()[0] == (
+        f"error: option 'session' expects a name, not '{args[0]}' (a name does not start with '-')"
+    )
+    assert not (repo / ".git" / "isopatch").exists()
+
+
 @pytest.mark.hostile
 def test_a_second_run_of_a_busy_session_waits_then_fails(make_repo, env, tmp_path) -> None:
     """The first step runs until the test lets it end (no fixed sleep: on a
