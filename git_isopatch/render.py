@@ -336,10 +336,11 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
     if not rows:
         return []
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    # a base tree has no command: its line ends at its age, unpadded
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
-        + "  "
-        + row[3]
+        "  ".join(
+            [*(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)), row[3]]
+        ).rstrip(" ")
         for row in rows
     ]
 

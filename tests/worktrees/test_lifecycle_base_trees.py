@@ -225,6 +225,18 @@ def test_prune_removes_idle_base_trees_and_leaves_pinned_ones(env, make_repo) ->
         trees.release(held)
 
 
+def test_list_ends_a_base_tree_line_at_its_age(env, make_repo) -> None:
+    """A base tree has no command: its line ends at its age, with no
+    padding after it (the other columns are padded to line up)."""
+    repo = make_repo()
+    trees = _trees(repo, env)
+    trees.release(trees.pin(_head(repo, env)))
+    listed = isopatch("list", cwd=repo, env=env)
+    assert listed.returncode == 0, listed.err
+    (line,) = listed.out.splitlines()
+    assert line.split()[1:2] == ["base"] and line == line.rstrip(), repr(line)
+
+
 def test_idle_base_trees_expire_unused_for_the_given_time(env, make_repo) -> None:
     repo = make_repo()
     trees = _trees(repo, env)
