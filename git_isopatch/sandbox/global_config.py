@@ -22,8 +22,11 @@ Once the command has ended and nothing of it is left, the launcher
 (:mod:`.launcher`), which alone keeps ``CAP_SYS_ADMIN`` (and
 ``CAP_SETPCAP``, to drop it) in the sandbox's user namespace (the command
 never holds a capability), takes a mount namespace of its own
-(:func:`.launcher_main.own_view`), where each real folder is bound over
-the command's view of it, and what git-isopatch's own git must read as the
+(:func:`.launcher_main.own_view`), where each real folder is shown over
+the command's view of it (through a read-only overlay, so that a unix
+socket in it, a tmux server's or an ssh master's, cannot be connected to
+by a filter the command planted; bound where the kernel refuses one),
+and what git-isopatch's own git must read as the
 command left it (every mount beneath such a folder: the worktree, its
 admin folder, the private ``TMPDIR``; and the repository's git directory,
 :attr:`GlobalConfig.kept`) is moved back on top; then it drops its
@@ -83,7 +86,7 @@ class GlobalConfig(NamedTuple):
         left out), then making :data:`PLACE` read-only."""
         if not self.folders:
             return []
-        args = ["--perms", "0755", "--tmpfs", PLACE]
+        args = ["--perms", "0755", "--tmpfs", PLACE, "--dir", f"{PLACE}/empty"]
         for n, folder in enumerate(self.folders):
             args += ["--ro-bind-try", folder, f"{PLACE}/{n}"]
         return [*args, "--remount-ro", PLACE]

@@ -307,10 +307,27 @@ def _beneath(path, folder):
     return path.startswith(folder.rstrip(b"/") + b"/")
 
 
+def _show(real, folder):
+    """``real`` shown at ``folder``, read-only, through an overlay: a
+    socket of the real folder (a tmux server's, an ssh master's) is no
+    socket of the overlay's, so our own git, and a filter the command
+    planted, cannot connect to it, as the command cannot through its
+    copy-on-write view.  The kernel refuses an overlay over a folder that
+    holds mounts of the system's (their folders beneath would show): bound
+    then."""
+    escaped = real.replace(b"\\", b"\\\\").replace(b":", b"\\:").replace(b",", b"\\,")
+    lower = b"userxattr,lowerdir=%s:%s/empty" % (escaped, PLACE)
+    try:
+        _call("mount", b"overlay", folder, b"overlay", 1, lower)  # MS_RDONLY
+    except OSError:
+        _call("mount", real, folder, None, 0x1000 | 0x4000, None)  # MS_BIND | MS_REC
+
+
 def own_view(spec):
     """A mount namespace of the launcher's own (``spec``: the real folders
     and the folders kept, :meth:`.global_config.GlobalConfig.view`): each
-    real folder (``PLACE/<n>``) bound over the command's view of it, then
+    real folder (``PLACE/<n>``) shown over the command's view of it
+    (:func:`_show`), then
     every mount beneath one, and each kept folder, cloned before and moved
     back on top (``open_tree``, ``move_mount``).  A folder the command made
     a link fails it."""
@@ -331,7 +348,7 @@ def own_view(spec):
         if os.path.realpath(folder) != folder and os.path.lexists(folder):
             raise OSError("a link in place of %r" % folder)
         if os.path.isdir(real):
-            _call("mount", real, folder, None, 0x1000 | 0x4000, None)  # MS_BIND | MS_REC
+            _show(real, folder)
         elif os.path.isdir(folder):  # not there for real: an empty one, read-only
             _call("mount", b"tmpfs", folder, b"tmpfs", 1 | 2 | 4, b"size=4k")
         elif os.path.lexists(folder):
