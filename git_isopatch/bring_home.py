@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 from .git.apply import UNSTAGED_REFUSAL, apply_to_work_tree
 from .git.quote import quoted
+from .git.record import Record
 from .git.repo import UserRepository
 from .git.result import Err, GitError, Ok
 from .logger import warning
@@ -33,7 +33,7 @@ UNSTAGED_HINT = (
 APPLY_LOCK_SECONDS = 60.0
 
 
-class ApplyOutcome(NamedTuple):
+class ApplyOutcome(Record):
     """What :func:`bring_home` did.
 
     Attributes:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import errno as errno_codes
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from .git.record import Record
 from .git.result import Err, GitError, Ok
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class UnexpectedGitFailure(RuntimeError):
         self.error = error
 
 
-class FailureKind(NamedTuple):
+class FailureKind(Record):
     """One row of the classification table.
 
     Attributes:

@@ -21,12 +21,13 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import IO, NamedTuple
+from typing import IO
 
 from .errors import IsopatchError, known_failure, known_os_failure
 from .git.diff import Paths, apply_size_warning
 from .git.patch.headers import quote_headers
 from .git.patch.paths import PatchContents, read_patch
+from .git.record import Record
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
 from .git.types import CommitId, GitDirPath
@@ -40,7 +41,7 @@ from .worktrees.worktree_git import WorktreeGit
 PATCH_NAME = "isopatch.patch"
 
 
-class Compared(NamedTuple):
+class Compared(Record):
     """What a run over a base tree tells the extraction.
 
     Attributes:

@@ -31,9 +31,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .git.config import SECTION, parse_bool, read_section
+from .git.record import Record
 from .git.result import Err, GitError, Ok
 
 if TYPE_CHECKING:  # pygit2 stays unloaded for the CLI's --timeout check
@@ -241,7 +242,7 @@ def _base_trees(key: str, value: str | None, repository: UserRepository) -> int:
         raise BadValue(f"'{value or ''}' is not a number of base trees (0 keeps none)") from None
 
 
-class ConfigKey(NamedTuple):
+class ConfigKey(Record):
     """One ``isopatch.<name>`` key.
 
     Attributes:

@@ -4,12 +4,13 @@ what the command did (:class:`Ran`, step 5) and the patch (:class:`Extracted`,
 step 6).  Every step may import this module; no step imports another.
 
 Annotations here are evaluated as the module loads (no ``from __future__
-import annotations``): ``NamedTuple`` compiles each string annotation as it
-makes the class, on every run; only names imported for type checking are
-strings."""
+import annotations``); only names imported for type checking are strings,
+which a :class:`~.git.record.Record` never compiles."""
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from .git.record import Record
 
 if TYPE_CHECKING:  # annotations only: the steps load what they use
     from .git.patch.paths import PatchContents
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: the steps load what they use
     from .worktrees.include import Include
 
 
-class Start(NamedTuple):
+class Start(Record):
     """One run, resolved and checked (black's ``Mode``: nothing left to
     complete).  ``None`` below is a value, never "not resolved yet".
 
@@ -106,7 +107,7 @@ class Start(NamedTuple):
     session: str | None = None
 
 
-class Ran(NamedTuple):
+class Ran(Record):
     """What step 5 saw of the command.
 
     Attributes:
@@ -137,7 +138,7 @@ class Ran(NamedTuple):
     head_moved: tuple[str, str] | None = None
 
 
-class Extracted(NamedTuple):
+class Extracted(Record):
     """The patch of one run.
 
     Attributes:
@@ -157,7 +158,7 @@ class Extracted(NamedTuple):
     copied_to: str | None = None
 
 
-class SessionPatch(NamedTuple):
+class SessionPatch(Record):
     """A session after one of its steps (step 6, :mod:`.session_patch`).
 
     Attributes:

@@ -86,6 +86,32 @@ def dataclasses_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[st
     return set(done.stdout.split())
 
 
+_NAMED_TUPLES_PROBE = """
+import importlib, sys
+for name in sys.argv[1:]:
+    module = importlib.import_module(name)
+    for value in list(vars(module).values()):
+        if isinstance(value, type) and value.__module__ == name and issubclass(value, tuple):
+            if hasattr(value, "_fields") and hasattr(value, "_make"):  # collections.namedtuple's
+                print(f"{name}.{value.__qualname__}")
+"""
+
+
+def named_tuples_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
+    """The classes (``module.Class``) the package's ``modules`` make with
+    ``collections.namedtuple`` (``typing.NamedTuple`` among them)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _NAMED_TUPLES_PROBE, *modules],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(done.stdout.split())
+
+
 def imported_by_the_libraries(cwd: Path, env: dict[str, str]) -> set[str]:
     """The modules ``import typer, pygit2`` imports (and the interpreter's
     own start): the floor every run stands on."""

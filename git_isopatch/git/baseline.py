@@ -28,11 +28,11 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
 
 from .attributes import every_file_read_again
 from .diff import exclude_pathspecs, worktree_output
 from .process import Spawn
+from .record import Record
 from .result import Err, GitResult, Ok
 from .types import CommitId, GitDirPath, WorktreePath
 
@@ -70,7 +70,7 @@ def fingerprint_at(full: str | bytes | None) -> Fingerprint:
         return None
 
 
-class Baseline(NamedTuple):
+class Baseline(Record):
     """The paths of a worktree that differ from its base before the command
     ran, each with its :func:`fingerprint` then.
 

@@ -25,12 +25,13 @@ import os
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from .admin_files import common_dir_of
 from .attributes import is_attributes_file
 from .index_entries import parse_entries, read_index
 from .pinned import ATTRIBUTES_FILE, CONVERSION_SECTIONS
+from .record import Record
 from .types import GitDirPath, WorktreePath
 
 #: The variables that choose which attributes files git reads, and where
@@ -44,7 +45,7 @@ FILE_LIMIT = 1 << 24
 DIGEST_SIZE = 16
 
 
-class ConversionInputs(NamedTuple):
+class ConversionInputs(Record):
     """What the paths a checkout alone changes depend on, but the tracked
     attributes.
 
@@ -61,7 +62,7 @@ class ConversionInputs(NamedTuple):
     index: bytes
 
 
-class EntryInputs(NamedTuple):
+class EntryInputs(Record):
     """The same, entry by entry (:func:`entry_inputs`).
 
     Attributes:

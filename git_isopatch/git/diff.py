@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, NamedTuple, TypeVar
+from typing import IO, TypeVar
 
 from .process import Spawn
+from .record import Record
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .stream import stream_git
@@ -94,7 +95,7 @@ def only_pathspecs(paths: Sequence[bytes] | None) -> list[str]:
     return [":(top,literal)" + os.fsdecode(path) for path in paths]
 
 
-class Paths(NamedTuple):
+class Paths(Record):
     """What a look at the worktree takes: every path but ``exclude`` (from
     the top, ``/``-separated, each with what lies below it), or, with
     ``only``, those paths alone but ``exclude`` (the others are known not

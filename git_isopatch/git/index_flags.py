@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from .diff import DIFF_CONFIG, only_pathspecs, worktree_args
 from .files import HOST_FILES, WorktreeFiles
 from .index_entries import index_listing
 from .process import Spawn
+from .record import Record
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath, WorktreePath
 
 
-class Listed(NamedTuple):
+class Listed(Record):
     """What a listing of the index said, for
     :func:`.intent_to_add.mark_untracked_intent_to_add`.
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from .library import load_pygit2
+from .record import Record
 from .result import Err, GitError, GitResult, Ok
 from .run import own_git_environment, run_git
 from .types import CommitId, GitDirPath, Ref, RepoPath, posix_prefix
@@ -26,7 +26,7 @@ from .types import CommitId, GitDirPath, Ref, RepoPath, posix_prefix
 pygit2 = load_pygit2()
 
 
-class UserRepository(NamedTuple):
+class UserRepository(Record):
     """Where the user's repository is, as git would find it.
 
     Attributes:

@@ -12,12 +12,14 @@ callers ``match`` on it::
 
 from __future__ import annotations
 
-from typing import Generic, NamedTuple, TypeVar, Union
+from typing import Generic, TypeVar, Union
+
+from .record import Record
 
 T = TypeVar("T")
 
 
-class GitError(NamedTuple):
+class GitError(Record):
     """A failed git invocation or look-up.
 
     Attributes:
@@ -99,11 +101,11 @@ class GitError(NamedTuple):
         return self.reason or f"git exited with status {self.returncode}"
 
 
-class Ok(NamedTuple, Generic[T]):
+class Ok(Record, Generic[T]):
     value: T
 
 
-class Err(NamedTuple):
+class Err(Record):
     error: GitError = GitError()
 
 

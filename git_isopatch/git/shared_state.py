@@ -19,16 +19,16 @@ import os
 import stat
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
 
 from .quote import quote_c_style, quoted
+from .record import Record
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import GitDirPath
 from .worktree import worktree_admin_dirs
 
 
-class SharedState(NamedTuple):
+class SharedState(Record):
     """Refs and configuration of a repository at one moment.
 
     Attributes:
@@ -172,7 +172,7 @@ def read_shared_state(
 CONFIG = "config"
 
 
-class SharedWrite(NamedTuple):
+class SharedWrite(Record):
     """One change to what a linked worktree shares with its repository.
 
     Attributes:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
 
+from .record import Record
 from .result import Err, GitResult, Ok
 from .run import run_git, start_git
 from .types import GitDirPath
@@ -27,7 +27,7 @@ from .types import GitDirPath
 STATUS_CONFIG: tuple[tuple[str, str], ...] = (("core.fsmonitor", "false"),)
 
 
-class CheckoutState(NamedTuple):
+class CheckoutState(Record):
     """One look at the work tree.
 
     Attributes:

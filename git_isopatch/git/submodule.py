@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import IO, NamedTuple
+from typing import IO
 
 from .diff import DIFF_CONFIG, worktree_args, worktree_output, write_binary_diff
 from .files import HOST_FILES, WorktreeFiles
 from .intent_to_add import mark_untracked_intent_to_add
 from .process import Spawn
+from .record import Record
 from .result import Err, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, RepoPath, WorktreePath
@@ -44,7 +45,7 @@ UPDATE_CONFIG: tuple[tuple[str, str], ...] = (
 )
 
 
-class Gitlink(NamedTuple):
+class Gitlink(Record):
     """A submodule entry of a worktree's index.
 
     Attributes:
@@ -56,7 +57,7 @@ class Gitlink(NamedTuple):
     commit: CommitId
 
 
-class Submodule(NamedTuple):
+class Submodule(Record):
     """A submodule populated in a worktree.
 
     Attributes:

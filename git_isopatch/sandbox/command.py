@@ -24,8 +24,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
+from ..git.record import Record
 from .command_outcome import NOT_EXECUTABLE_EXIT, NOT_FOUND_EXIT, told
 from .command_outcome import CommandOutcome as CommandOutcome
 from .forwarding import FORWARDED_SIGNALS as FORWARDED_SIGNALS
@@ -246,7 +247,7 @@ def run_command(
     return told(argv, outcome, wrapped, status, state["received"])
 
 
-class _Launch(NamedTuple):
+class _Launch(Record):
     """What :func:`_run` starts: the argument list, the descriptors the
     child inherits, and what to do once it has started."""
 

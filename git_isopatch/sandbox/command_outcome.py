@@ -12,9 +12,10 @@ import errno
 import os
 import signal
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..errors import IsopatchError, sandbox_failed, unavailable
+from ..git.record import Record
 
 if TYPE_CHECKING:
     from .launcher import Report
@@ -25,7 +26,7 @@ NOT_EXECUTABLE_EXIT = 126
 NOT_FOUND_EXIT = 127
 
 
-class CommandOutcome(NamedTuple):
+class CommandOutcome(Record):
     """How the command ended.
 
     Attributes:

@@ -43,8 +43,8 @@ from __future__ import annotations
 import marshal
 import os
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
+from ..git.record import Record
 from .layers import inside
 
 #: Where the real folders are bound inside the namespaces.
@@ -59,7 +59,7 @@ def _real(value: str | None) -> str | None:
     return os.path.realpath(value) if value and os.path.isabs(value) else None
 
 
-class GlobalConfig(NamedTuple):
+class GlobalConfig(Record):
     """The real folders (absolute, without links) bound read-only below
     :data:`PLACE`, the n-th at ``PLACE/<n>``; and the folders our own git
     reads as the command left them where a real folder holds them (the

@@ -85,7 +85,8 @@ import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+
+from ..git.record import Record
 
 #: bubblewrap's options keeping the launcher's capabilities, for our own
 #: git's view (:func:`.launcher_main.own_view`); it drops them before it
@@ -148,7 +149,7 @@ def launcher_program() -> bytes:
     return marshal.dumps(spec.loader.get_code(spec.name))
 
 
-class Report(NamedTuple):
+class Report(Record):
     """What the launcher said: the command's raw wait status, or the
     ``errno`` of its failed ``exec``; and how often the namespace's network
     refused to carry something (see :data:`.launcher_main.NETWORK_REFUSALS`)."""

@@ -30,7 +30,9 @@ import os
 import select
 import stat
 from collections.abc import Iterable, Sequence
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
+
+from ..git.record import Record
 
 #: A layer that is an overlay of its folder (reads go through to it).
 OVERLAY = "overlay"
@@ -45,7 +47,7 @@ CACHE = "cache"
 MAX_SPLIT = 64
 
 
-class Layer(NamedTuple):
+class Layer(Record):
     """One copy-on-write layer: the real ``folder`` it covers, its
     ``kind`` (:data:`OVERLAY`, :data:`PRIVATE` or :data:`CACHE`) and, for
     :data:`CACHE`, the folder ``kept`` that holds its ``upper`` and ``work``."""
@@ -55,7 +57,7 @@ class Layer(NamedTuple):
     kept: str | None = None
 
 
-class WorktreeOverlay(NamedTuple):
+class WorktreeOverlay(Record):
     """A run's worktree as an overlay (design: procedure step 3): its
     ``lowers``, never written (bottom first: the base tree, then what
     git-isopatch put in before the command), every write of the command in
@@ -218,7 +220,7 @@ def _readable_subfolders(
     return layers
 
 
-class _Plan(NamedTuple):
+class _Plan(Record):
     folders: tuple[str, ...]
     scratch: frozenset[str]
     wanted: tuple[str, ...]

@@ -46,14 +46,16 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
+
+from ..git.record import Record
 
 #: The names a reached bound has in the result (``limit-reached``).
 PROCESSES = "processes"
 MEMORY = "memory"
 
 
-class Limits(NamedTuple):
+class Limits(Record):
     """How many processes and how many bytes of memory a sandboxed
     command may use; 0: no bound."""
 

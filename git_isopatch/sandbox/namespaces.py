@@ -1,5 +1,4 @@
-"""The sandbox on the kernel's namespaces, through bubblewrap (design: "What
-it does").
+"""The sandbox on the kernel's namespaces, through bubblewrap (design: "What it does").
 
 A policy is a small frozen value (:class:`NamespacePolicy`): what is really
 writable, what is copy-on-write, what stays read-only inside a writable
@@ -69,8 +68,9 @@ import socket
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, NamedTuple
+from typing import IO
 
+from ..git.record import Record
 from .bwrap import MINIMUM_VERSION as MINIMUM_VERSION
 from .bwrap import UNAVAILABLE as UNAVAILABLE
 from .bwrap import Bwrap as Bwrap
@@ -97,7 +97,7 @@ from .pidns import _alive as _alive
 from .untrusted import remove_tree
 
 
-class NamespacePolicy(NamedTuple):
+class NamespacePolicy(Record):
     """What a sandboxed command may write, and whether it keeps the network.
 
     Attributes:

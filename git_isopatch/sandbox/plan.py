@@ -2,16 +2,17 @@
 :class:`ConfinementPlan` (:data:`UNCONFINED` without ``--sandbox``), which
 :func:`.confinement.confine` enters once the worktree is there.  Apart
 from the confinement itself, so that the checks of a run that is not
-confined load nothing of it.  Annotations here are evaluated as the module
-loads (``NamedTuple`` compiles each string annotation as it makes the
-class); only names imported for type checking are strings.
+confined load nothing of it.  Only names imported for type checking are
+strings in annotations (a :class:`~..git.record.Record` never evaluates
+them).
 """
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..errors import IsopatchError, known_os_failure
+from ..git.record import Record
 from .limits import NONE as NO_LIMITS
 from .limits import Limits
 
@@ -25,7 +26,7 @@ NO_MECHANISM = "none"
 NAMESPACES = "namespaces"
 
 
-class CacheSettings(NamedTuple):
+class CacheSettings(Record):
     """The cache layer of a run (:mod:`.cache_layer`): ``kept`` (else
     cache writes are discarded like any other), cleared past ``limit``
     bytes (0: no bound)."""
@@ -34,7 +35,7 @@ class CacheSettings(NamedTuple):
     limit: int = 0
 
 
-class ConfinementPlan(NamedTuple):
+class ConfinementPlan(Record):
     """The confinement of one run, checked before anything is made.
 
     Attributes:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
+from ..git.record import Record
 from .cache_layer import usable_folders
 from .global_config import GlobalConfig
 from .layers import Layer, WorktreeOverlay, inside
@@ -52,7 +52,7 @@ SESSION_VARIABLES = (
 )
 
 
-class RunPlaces(NamedTuple):
+class RunPlaces(Record):
     """The places of one run's command (:func:`run_policy`): its worktree,
     the worktree's admin folder, the repository's git directory, the
     checkout's top folder, the private ``TMPDIR``, ``$HOME``, the user's

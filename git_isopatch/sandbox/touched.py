@@ -30,7 +30,8 @@ import contextlib
 import os
 import stat
 from collections.abc import Sequence
-from typing import NamedTuple
+
+from ..git.record import Record
 
 #: Entries looked at, at most; a layer holding more is compared whole.
 MAX_ENTRIES = 200_000
@@ -46,7 +47,7 @@ REDIRECT = (b"user.overlay.redirect", b"trusted.overlay.redirect")
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class Touched(NamedTuple):
+class Touched(Record):
     """The paths a layer holds a change for.
 
     Attributes:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.index_entries import index_entries
+from ..git.record import Record
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..logger import log
@@ -30,7 +30,7 @@ BASELINE_FILE = "isopatch-baseline"
 _HEADER = b"git-isopatch baseline 2\n"
 
 
-class BaseLook(NamedTuple):
+class BaseLook(Record):
     """What :func:`look_once` found.
 
     Attributes:

@@ -37,11 +37,11 @@ import struct
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 from ..errors import known_failure, known_os_failure
 from ..git.admin_files import read_admin_file, worktree_add_copies
 from ..git.quote import quoted
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -77,7 +77,7 @@ NEAR = 4
 NEAR_FILES = 1000
 
 
-class BaseTree(NamedTuple):
+class BaseTree(Record):
     """One base tree: its top folder, private folder and record; ``gone``
     when its folder is not where git's registration says (the repository
     was moved, the folder deleted): ``path`` is then where it lies now, if
@@ -154,7 +154,7 @@ def _index_entries(admin_dir: GitDirPath) -> int:
     return count if signature == b"DIRC" else 0
 
 
-class _Plan(NamedTuple):
+class _Plan(Record):
     """What the worktree lock's holder decided: a pin taken (``pin``), a
     base tree to wait for (``wait``, a pin descriptor), one to move
     (``move`` with its exclusive pin ``fd``), or one to make (none)."""

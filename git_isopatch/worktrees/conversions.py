@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file
 from ..git.conversion_key import DIGEST_SIZE, EntryInputs
+from ..git.record import Record
 from ..git.types import GitDirPath
 
 #: The file of the private folder that holds the answer (kept across a
@@ -40,7 +40,7 @@ ANSWER_FILE = "isopatch-conversions"
 _HEADER = b"git-isopatch conversions 3\n"
 
 
-class KeptAnswer(NamedTuple):
+class KeptAnswer(Record):
     """An answer kept with the worktree.
 
     Attributes:

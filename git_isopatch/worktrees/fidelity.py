@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
 
 from ..git.admin_files import common_dir_of
 from ..git.attributes import (
@@ -41,6 +40,7 @@ from ..git.pinned import (
     RECURSE as RECURSE_SETTING,
 )
 from ..git.process import Spawn
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.submodule import list_gitlinks
@@ -51,7 +51,7 @@ from .hooks import missing_hooks_warning
 Pairs = tuple[tuple[str, str], ...]
 
 
-class Fidelity(NamedTuple):
+class Fidelity(Record):
     """The worktree just before the command, and the settings pinned for
     git there.
 
@@ -94,7 +94,7 @@ class Fidelity(NamedTuple):
         return paths
 
 
-class Proof(NamedTuple):
+class Proof(Record):
     """What a claim proved of a worktree from the pool: no tracked path
     differs from the base as git sees it now (its check found none, and
     nothing was checked out since).

@@ -37,10 +37,10 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple
 
 from ..errors import IsopatchError, classify, classify_os_error, known_os_failure
 from ..git.metadata import git_metadata_dir
+from ..git.record import Record
 from ..git.repo import UserRepository, tracked_path_in_commit
 from ..git.result import GitError
 from ..git.types import CommitId, WorktreePath
@@ -60,7 +60,7 @@ ORIGIN_RANK = {
 }
 
 
-class IncludeRequest(NamedTuple):
+class IncludeRequest(Record):
     """One path to link or copy, as it was asked for.
 
     Attributes:
@@ -79,7 +79,7 @@ class IncludeRequest(NamedTuple):
     base_prefix: str = ""
 
 
-class Include(NamedTuple):
+class Include(Record):
     """A checked path to bring into the worktree.
 
     Attributes:

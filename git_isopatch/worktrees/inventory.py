@@ -45,10 +45,10 @@ import contextlib
 import os
 import stat
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from ..errors import known_failure
 from ..git.admin_files import claimed_elsewhere
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath
@@ -86,7 +86,7 @@ PRUNABLE_STATES = frozenset({KEPT, ORPHANED, POOLED, BASE, SESSION})
 _OURS = (POOL_LOCK_REASON, SESSION_LOCK_REASON)
 
 
-class OwnedWorktree(NamedTuple):
+class OwnedWorktree(Record):
     """One worktree git-isopatch made.
 
     Attributes:

@@ -2,15 +2,15 @@
 :mod:`.lifecycle`): the value the procedure's steps read.
 
 Annotations here are evaluated as the module loads (no ``from __future__
-import annotations``): ``NamedTuple`` compiles each string annotation as it
-makes the class, on every run; only names imported for type checking are
-strings.
+import annotations``); only names imported for type checking are strings,
+which a :class:`~.git.record.Record` never compiles.
 """
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..git.files import HOST_FILES, WorktreeFiles
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from .store import WorktreeRecord
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # a sandboxed run's alone: an unconfined one starts faster
     from .sessions import Step
 
 
-class Isolation(NamedTuple):
+class Isolation(Record):
     """A live ephemeral worktree.
 
     Attributes:
@@ -91,7 +91,7 @@ class Isolation(NamedTuple):
         return LayerFiles(self.layer)
 
 
-class OverBaseTree(NamedTuple):
+class OverBaseTree(Record):
     """A run over the base tree of ``commit``; ``layer_in``: a folder of
     the one made for the worktree that keeps the run's layer (a
     session's, beyond the run), else the layer is in the run's private

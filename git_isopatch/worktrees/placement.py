@@ -34,10 +34,11 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..errors import IsopatchError, known_os_failure
 from ..git.admin_files import dotgit_target
+from ..git.record import Record
 from .deletion import delete_tree
 from .mounts import mount_points_under
 
@@ -73,7 +74,7 @@ def _container_name_fits(container: str, worktree: str) -> bool:
     return beside is not None and beside.group(1) in (worktree, "worktree")
 
 
-class WorktreePlace(NamedTuple):
+class WorktreePlace(Record):
     """A new, empty folder that will hold one worktree.
 
     Attributes:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -126,7 +126,7 @@ def bring_to(
     return None
 
 
-class AsMade(NamedTuple):
+class AsMade(Record):
     """What :func:`put_back` writes in a worktree's private folder, as this
     process held it since before the command ran.
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
 
 from ..errors import IsopatchError
 from ..git.admin_files import claimed_elsewhere, pointer_leads_to, reset_commondir
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.types import GitDirPath, WorktreePath
 from ..git.worktree import worktree_admin_dirs
@@ -223,7 +223,7 @@ def _forget_session(
         forget_lock(repository.common_dir, worktree.session)
 
 
-class Pruned(NamedTuple):
+class Pruned(Record):
     """What :func:`prune` did.
 
     Attributes:

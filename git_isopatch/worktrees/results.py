@@ -26,9 +26,10 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from typing import IO, NamedTuple
+from typing import IO
 
 from ..errors import known_os_failure
+from ..git.record import Record
 from ..logger import log
 from .lock import LOCK_FILE
 
@@ -49,7 +50,7 @@ DEFAULT_EXPIRE = "2.weeks.ago"
 DEFAULT_EXPIRE_SECONDS = 14 * 24 * 3600
 
 
-class ResultFolder(NamedTuple):
+class ResultFolder(Record):
     """A private folder of an earlier run of this repository.
 
     Attributes:

@@ -35,13 +35,13 @@ import contextlib
 import os
 import stat
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.admin_files import copy_admin_file, read_admin_file
 from ..git.attributes import is_attributes_file
 from ..git.files import WorktreeFiles
 from ..git.index_entries import changed_entries
+from ..git.record import Record
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..sandbox.layers import WorktreeOverlay
@@ -56,7 +56,7 @@ from .placement import LAYER_FOLDER
 WHITEOUT = stat.S_IFCHR
 
 
-class Looked(NamedTuple):
+class Looked(Record):
     """What the patch over a base tree compares (:meth:`RunLayer.compared`).
 
     Attributes:
@@ -69,7 +69,7 @@ class Looked(NamedTuple):
     attributes: bool = False
 
 
-class RunLayer(NamedTuple):
+class RunLayer(Record):
     """A run's worktree over its base tree: a value a caller can keep
     across several commands.
 

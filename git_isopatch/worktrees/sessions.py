@@ -51,10 +51,10 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import NamedTuple
 
 from ..errors import IsopatchError, known_os_failure
 from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.run import quoted_path_entry
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -112,7 +112,7 @@ class SessionRecord:
     tree_commit: str | None = None
 
 
-class Step(NamedTuple):
+class Step(Record):
     """One run of a session, as the steps of the procedure see it.
 
     Attributes:
@@ -155,7 +155,7 @@ class Step(NamedTuple):
         return {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": store}
 
 
-class Session(NamedTuple):
+class Session(Record):
     """A session found: its worktree, the worktree's private folder, the
     folder made for both and its record."""
 
@@ -361,7 +361,7 @@ def head_commit(admin_dir: str) -> CommitId | None:
     return None
 
 
-class SessionRun(NamedTuple):
+class SessionRun(Record):
     """A run's ask of a session: its name, and whether the run is
     confined (a new session remembers it)."""
 

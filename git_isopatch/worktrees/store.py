@@ -16,9 +16,9 @@ import re
 import socket
 import time
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
 
 from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.record import Record
 from ..git.types import GitDirPath
 from ..logger import log
 
@@ -151,7 +151,7 @@ def owner_is_running(pid: int, host: str, start_ticks: int | None) -> bool:
     return start_ticks is None or ticks == start_ticks
 
 
-class LockOwner(NamedTuple):
+class LockOwner(Record):
     """The process named by a git-isopatch lock reason."""
 
     pid: int
@@ -217,7 +217,7 @@ def record_from_json(data: object) -> WorktreeRecord:
     return WorktreeRecord(**data)
 
 
-class BaseRecord(NamedTuple):
+class BaseRecord(Record):
     """What git-isopatch knows of a base tree (:mod:`.base_trees`).
 
     Attributes:

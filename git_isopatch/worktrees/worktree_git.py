@@ -14,11 +14,12 @@ wrapper bound to one index).  The git layer sees only where git runs (a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from ..git import diff, index_flags, intent_to_add
 from ..git import submodule as git_submodule
 from ..git.files import HOST_FILES, WorktreeFiles
+from ..git.record import Record
 from ..git.result import GitResult
 from ..git.submodule import Submodule
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -27,7 +28,7 @@ from .fidelity import settle_attributes
 from .submodules import warn_changed
 
 
-class WorktreeGit(NamedTuple):
+class WorktreeGit(Record):
     """git in ``worktree`` (private git directory ``admin_dir``) with
     ``env``, where ``confinement`` runs it.  Its methods raise
     ``subprocess.SubprocessError`` when the confinement could not be

@@ -18,6 +18,7 @@ from startup_helpers import (
     imported,
     imported_before_the_first_git,
     imported_by_the_libraries,
+    named_tuples_of,
 )
 
 #: Modules only some paths need.
@@ -71,6 +72,7 @@ PLAIN_RUN = {
     "git_isopatch.git.process",
     "git_isopatch.git.progress",
     "git_isopatch.git.quote",
+    "git_isopatch.git.record",  # the values' typed tuples
     "git_isopatch.git.repo",
     "git_isopatch.git.result",
     "git_isopatch.git.run",
@@ -271,6 +273,33 @@ def test_the_modules_of_a_run_build_no_dataclass_beyond_the_list(env, make_repo)
     assert dataclasses_of(["git_isopatch.worktrees.sessions"], repo, env) == {
         "git_isopatch.worktrees.sessions.SessionRecord"
     }, "the check can fail"
+
+
+#: The named tuples a run loads (``typing.NamedTuple``: a ``compile`` of each
+#: string annotation and an ``eval`` of its own ``__new__``, 0.2-1 ms each, on
+#: every run): only those ``-h`` loads too, which may not load the git layer
+#: where :class:`git_isopatch.git.record.Record` lives.
+NAMED_TUPLES_OF_A_RUN = {
+    "git_isopatch.request.CaptureRequest",
+    "git_isopatch.result.CaptureResult",
+    "git_isopatch.result.OutputMode",
+    "git_isopatch.outcome.Rendering",
+}
+
+
+def test_the_modules_of_a_run_make_no_named_tuple_beyond_the_list(env, make_repo) -> None:
+    """By class, in the modules a plain and a sandboxed run load (the
+    sandboxed one over a kept base tree): their values are records."""
+    repo = make_repo()
+    sandboxed = ["-q", "--sandbox", "--", "true"]
+    imported(sandboxed, repo, env)  # makes the base tree
+    loaded = imported(sandboxed, repo, env) | imported(
+        ["-q", "--no-sandbox", "--", "true"], repo, env
+    )
+    ours = sorted(name for name in loaded if name.split(".")[0] == "git_isopatch")
+    found = named_tuples_of(ours, repo, env)
+    assert NAMED_TUPLES_OF_A_RUN <= found, "the check can fail"
+    assert found - NAMED_TUPLES_OF_A_RUN == set(), "a named tuple joins a run"
 
 
 def test_the_paths_that_need_them_load_them(env, make_repo) -> None:

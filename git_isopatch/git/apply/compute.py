@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from typing import NamedTuple
 
+from ..record import Record
 from ..result import Err, GitError, GitResult, Ok
 from ..run import run_git
 from ..types import GitDirPath, RepoPath
@@ -36,7 +36,7 @@ GITLINK = "160000"
 SYMLINK = "120000"
 
 
-class Entry(NamedTuple):
+class Entry(Record):
     """An index entry: ``mode`` as git writes it (``100644``, ``100755``,
     ``120000``, ``160000``) and the object id."""
 

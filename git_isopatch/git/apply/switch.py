@@ -14,8 +14,8 @@ import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from ..record import Record
 from ..result import GitResult, Ok
 from ..types import GitDirPath, RepoPath
 from .compute import GITLINK, SYMLINK, Entry, ancestors, fail, lstat_or_none, os_fail
@@ -26,7 +26,7 @@ JOURNAL_PREFIX = "isopatch-apply-"
 NEW_PREFIX = ".isopatch-new-"
 
 
-class Applied(NamedTuple):
+class Applied(Record):
     """A patch applied: the paths it touched, and those that did not hold
     what the patch says right afterwards (another writer meanwhile)."""
 

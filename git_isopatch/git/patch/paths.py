@@ -17,8 +17,9 @@ costs a chunk of memory.
 from __future__ import annotations
 
 import os
-from typing import IO, NamedTuple
+from typing import IO
 
+from ..record import Record
 from .headers import Replacement, ambiguous_header
 
 _HEADER = b"diff --git "
@@ -41,7 +42,7 @@ _UNESCAPES = {
 }
 
 
-class PathChange(NamedTuple):
+class PathChange(Record):
     """One path of a patch.
 
     Attributes:
@@ -144,7 +145,7 @@ def _change(entry: list[bytes]) -> PathChange:
     return PathChange("M", path)
 
 
-class PatchContents(NamedTuple):
+class PatchContents(Record):
     """What a patch holds (:func:`read_patch`).
 
     Attributes:

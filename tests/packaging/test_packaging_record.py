@@ -1,0 +1,96 @@
+"""The package's values are :class:`~git_isopatch.git.record.Record`\\ s: named
+tuples as ``typing.NamedTuple`` makes them, built without compiling their
+annotations (the start-up test of named tuples keeps them so)."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Generic, NamedTuple, TypeVar
+
+import pytest
+
+from git_isopatch.git.record import Record
+
+T = TypeVar("T")
+
+
+class Point(Record):
+    """A record with defaults, a method and a property."""
+
+    x: int
+    y: "Unknown"  # noqa: F821 (never evaluated)
+    tags: tuple[str, ...] = ()
+    flag: bool = False
+
+    def both(self) -> tuple[int, object]:
+        return (self.x, self.y)
+
+    @property
+    def next_x(self) -> int:
+        return self.x + 1
+
+
+class Twin(NamedTuple):
+    x: int
+    y: object
+    tags: tuple[str, ...] = ()
+    flag: bool = False
+
+
+class Box(Record, Generic[T]):
+    value: T
+
+
+def test_a_record_behaves_as_the_named_tuple_it_replaces() -> None:
+    record, twin = Point(1, "a"), Twin(1, "a")
+    assert record == twin == (1, "a", (), False) and hash(record) == hash(twin)
+    assert Point(y="a", x=1, flag=True) == Twin(y="a", x=1, flag=True)
+    assert (record.x, record.y, record.tags, record.flag) == (1, "a", (), False)
+    assert record.both() == (1, "a") and record.next_x == 2
+    assert record._replace(flag=True) == twin._replace(flag=True)
+    assert type(record._replace(x=2)) is Point
+    assert record._asdict() == twin._asdict()
+    assert Point._fields == Twin._fields and Point._field_defaults == Twin._field_defaults
+    assert repr(record) == repr(twin).replace("Twin", "Point")
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert Point.__doc__ == "A record with defaults, a method and a property."
+    assert Point.__annotations__["tags"] == "tuple[str, ...]"  # as written, never evaluated
+    x, y, tags, flag = record
+    assert (x, y, tags, flag) == tuple(twin)
+    match Box(5):
+        case Box(value):
+            assert value == 5
+    assert Box[int](3).value == 3
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Point(1),
+        lambda: Point(1, "a", x=2),
+        lambda: Point(1, "a", (), False, 5),
+        lambda: Point(1, "a", colour="red"),
+    ],
+    ids=["missing", "repeated", "too many", "unknown"],
+)
+def test_a_record_refuses_what_a_named_tuple_refuses(make) -> None:
+    with pytest.raises(TypeError):
+        make()
+
+
+def test_a_record_is_immutable_and_holds_no_other_attribute() -> None:
+    record = Point(1, "a")
+    with pytest.raises(AttributeError):
+        record.x = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        record.colour = "red"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError):
+        record._replace(colour="red")
+
+
+def test_a_field_without_a_default_after_one_with_a_default_is_refused() -> None:
+    with pytest.raises(TypeError, match="without a default"):
+
+        class Bad(Record):
+            a: int = 0
+            b: int
