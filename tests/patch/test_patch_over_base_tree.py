@@ -96,6 +96,20 @@ CASES: dict[str, tuple[str, bytes]] = {
         " os.setxattr('src', 'user.overlay.opaque', b'y')\" 2>/dev/null; echo n > src/n.c",
         b"+++ b/src/n.c",
     ),
+    "a symlink replaced by a folder": (
+        "ln -s a.txt l && git add l && git commit -qm l && rm l && mkdir l && echo x > l/f",
+        b"+++ b/l/f",
+    ),
+    "a folder replaced by a symlink to another": ("rm -rf src && ln -s . src", b"+++ b/src\n"),
+    "a new folder named with a newline and a byte that is no UTF-8, a case-only rename": (
+        "mkdir -p \"$(printf 'n\\nl')/x\" && echo z > \"$(printf 'n\\nl/x/caf\\351')\""
+        " && mv a.txt A.txt",
+        b"rename to A.txt",
+    ),
+    "a .git file planted in a tracked folder": (
+        "echo 'gitdir: /nowhere' > src/.git && echo z >> src/a.c",
+        b"+++ b/src/a.c",
+    ),
     "more new folders than paths compared": (
         "for i in $(seq 300); do mkdir d$i && echo $i > d$i/f; done",
         b"+++ b/d300/f",
@@ -143,6 +157,8 @@ def test_the_patch_over_a_base_tree_is_byte_identical(env, make_repo, tmp_path, 
     head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
     applied = apply_to_clean_checkout(repo, head, patch, tmp_path / "applied", env)
     ignored = {p for p in tree_manifest(kept_own) if p == b"y.log" or p.startswith(b"inner/")}
+    # a .git the command planted is disarmed in a kept worktree; git never tracks one
+    ignored |= {p for p in tree_manifest(kept_own) if p.endswith(b".git.isopatch-disarmed")}
     expected = {p: v for p, v in tree_manifest(kept_own).items() if p not in ignored}
     if "crlf" not in case and "attributes" not in case and "autocrlf" not in case:
         assert tree_manifest(applied) == expected
