@@ -302,8 +302,11 @@ def _extract_patch(
             git, base, (private_dir, output), paths, warn, submodules, attributes_outside
         )
     except subprocess.SubprocessError as exc:  # only a confinement that failed raises it
-        from .errors import UNAVAILABLE
+        from .errors import UNAVAILABLE, sandbox_failed
+        from .sandbox.inside import ViewFailed
 
+        if isinstance(exc, ViewFailed):
+            raise sandbox_failed(str(exc)) from None
         raise IsopatchError(
             UNAVAILABLE, f"--sandbox is not available: could not confine git: {exc}"
         ) from None

@@ -342,6 +342,9 @@ def confine(
         fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
         places = _places(worktree, admin_dir, common_dir, top, private_tmp, env, temporary)
         kept = cache_folders(places, env, plan.allow_write) if plan.cache.kept else ()
+        # read as the command left them where they can be: caches, what it may really write
+        optional = (*kept, *plan.allow_write)
+        places = places._replace(global_config=places.global_config.keeping(optional))
         with (
             held(cache_root(common_dir), kept, plan.cache.limit) as caches,
             bound(plan.limits) as bounds,  # its groups go once the namespaces have
@@ -384,7 +387,15 @@ def _places(
         runtime_dir=env.get("XDG_RUNTIME_DIR"),
         kept_answers=availability.kept_folder(work_tree=top),
         overlay=overlay,
-        global_config=GlobalConfig.of(env, kept=(common_dir,)),
+        global_config=GlobalConfig.of(
+            env,
+            kept=(
+                ("the worktree", worktree if overlay is None else overlay.target),
+                ("the worktree's admin folder", admin_dir),
+                ("the run's temporary folder", private_tmp),
+                ("the git directory", common_dir),
+            ),
+        ),
     )
 
 

@@ -26,14 +26,15 @@ never holds a capability), takes a mount namespace of its own
 the command's view of it (through a read-only overlay, so that a unix
 socket in it, a tmux server's or an ssh master's, cannot be connected to
 by a filter the command planted; bound where the kernel refuses one),
-and what git-isopatch's own git must read as the
-command left it (every mount beneath such a folder: the worktree, its
-admin folder, the private ``TMPDIR``; and the repository's git directory,
-:attr:`GlobalConfig.kept`) is moved back on top; then it drops its
-capabilities for good.  Every git it serves runs in that namespace, with
-the user's own environment.  A folder the command replaced by a link
-fails the view, and so the run: our own git never reads the command's
-global configuration.
+and what git-isopatch's own git must read as the command left it
+(:attr:`GlobalConfig.kept`: the worktree, its admin folder, the private
+``TMPDIR``, the repository's git directory; and, where they can be, the
+cache folders and the paths ``--allow-write`` makes really writable) is
+moved back on top; then it drops its capabilities for good.  Every git it
+serves runs in that namespace, with the user's own environment.  A folder
+the command replaced by a link fails the view, and so the run, and so does
+a kept folder that is no folder at its path in the real view (a folder on
+its way became a link): our own git would read another folder there.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -61,17 +62,22 @@ def _real(value: str | None) -> str | None:
 
 class GlobalConfig(Record):
     """The real folders (absolute, without links) bound read-only below
-    :data:`PLACE`, the n-th at ``PLACE/<n>``; and the folders our own git
-    reads as the command left them where a real folder holds them (the
-    repository's git directory)."""
+    :data:`PLACE`, the n-th at ``PLACE/<n>``; the folders our own git reads
+    as the command left them where a real folder holds them, each with what
+    it is (``kept``: the worktree, its admin folder, the private
+    ``TMPDIR``, the repository's git directory: the view fails without
+    one) and those it reads so where they can be (``optional``: the
+    cache folders, the paths ``--allow-write`` makes really writable)."""
 
     folders: tuple[str, ...] = ()
-    kept: tuple[str, ...] = ()
+    kept: tuple[tuple[str, str], ...] = ()
+    optional: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, environ: Mapping[str, str], kept: Sequence[str] = ()) -> GlobalConfig:
+    def of(cls, environ: Mapping[str, str], kept: Sequence[tuple[str, str]] = ()) -> GlobalConfig:
         """The folders ``environ`` names (:data:`VARIABLES`; a
-        ``$GIT_CONFIG_GLOBAL``'s own folder), none inside another."""
+        ``$GIT_CONFIG_GLOBAL``'s own folder), none inside another;
+        ``kept``: ``(what, path)``."""
         home = _real(environ.get("HOME"))
         config = _real(environ.get("XDG_CONFIG_HOME"))
         named = _real(environ.get("GIT_CONFIG_GLOBAL"))
@@ -79,7 +85,12 @@ class GlobalConfig(Record):
         for folder in (home, config, named and os.path.dirname(named)):
             if folder and folder != "/" and not any(inside(folder, f) for f in folders):
                 folders = [f for f in folders if not inside(f, folder)] + [folder]
-        return cls(tuple(folders), tuple(os.path.realpath(k) for k in kept))
+        return cls(tuple(folders), tuple((w, os.path.realpath(p)) for w, p in kept))
+
+    def keeping(self, optional: Sequence[str]) -> GlobalConfig:
+        """These, with ``optional`` read as the command left them where
+        they can be."""
+        return self._replace(optional=tuple(os.path.realpath(p) for p in optional))
 
     def arguments(self) -> list[str]:
         """bubblewrap's options binding :attr:`folders` (a missing one is
@@ -95,8 +106,11 @@ class GlobalConfig(Record):
         """The launcher's argument for its view (``-``: nothing to do)."""
         if not self.folders:
             return "-"
-        encoded = tuple(tuple(map(os.fsencode, paths)) for paths in self)
-        return marshal.dumps(encoded).hex()
+        folders, optional = (
+            tuple(map(os.fsencode, paths)) for paths in (self.folders, self.optional)
+        )
+        kept = tuple((what, os.fsencode(path)) for what, path in self.kept)
+        return marshal.dumps((folders, kept, optional)).hex()
 
     @staticmethod
     def environment(env: Mapping[str, str]) -> dict[str, str]:

@@ -56,6 +56,32 @@ class Gone(subprocess.SubprocessError):
     """The namespaces are gone (the launcher ended): nothing more runs inside."""
 
 
+class ViewFailed(Gone):
+    """The launcher could not make our own git's view of the real folders
+    (:func:`.launcher_main.own_view`), and ended: the message says what failed."""
+
+
+def view_failure(line: bytes) -> ViewFailed:
+    """The launcher's ``fail <marshal, in hexadecimal>`` line, told:
+    ``(what, path, where)`` (:func:`.launcher_main.own_view`)."""
+    from ..git.quote import quoted
+
+    try:
+        what, path, where = marshal.loads(bytes.fromhex(line[5:].decode("ascii")))
+    except (ValueError, EOFError, TypeError, UnicodeDecodeError):
+        what, path, where = "", b"", b""
+    view = "could not show our own git the real folders"
+    if what == "link":
+        return ViewFailed(f"{view}: the command replaced {quoted(path)} by a link")
+    if what == "not a folder":
+        return ViewFailed(f"{view}: the command replaced the folder {quoted(path)}")
+    if path and where:
+        return ViewFailed(f"{view}: {what} {quoted(path)} is no folder in the real {quoted(where)}")
+    if path:
+        return ViewFailed(f"{view}: {what} {quoted(path)} is no folder in the command's view")
+    return ViewFailed(f"{view}: {what or 'it failed'}")
+
+
 class Inside:
     """The namespaces of one run, served by their launcher.
 
@@ -98,6 +124,9 @@ class Inside:
                 raise Gone("the sandbox's namespaces ended")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
+        if line.startswith(b"fail "):
+            self.gone = True
+            raise view_failure(line)
         return line
 
     def send(self, data: bytes, fds: tuple[int, ...] = ()) -> None:
@@ -115,7 +144,18 @@ class Inside:
                 self.control.sendall(data)
             except OSError as exc:
                 self.gone = True
+                self._last_words()
                 raise Gone(f"the sandbox's namespaces ended: {exc.strerror or exc}") from None
+
+    def _last_words(self) -> None:
+        """Raise what the launcher said before it ended, if it said why
+        (a ``fail`` line)."""
+        with contextlib.suppress(OSError):
+            while chunk := self.control.recv(4096, socket.MSG_DONTWAIT):
+                self._buffer += chunk
+        for line in self._buffer.split(b"\n"):
+            if line.startswith(b"fail "):
+                raise view_failure(line) from None
 
     def program(self, name: str, env: Mapping[str, str]) -> str:
         """``name`` looked up on ``env``'s ``PATH`` here, where the command

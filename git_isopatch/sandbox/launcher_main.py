@@ -62,8 +62,10 @@ def main(argv):
         if view != "-":
             own_view(view)
         drop_capabilities()
-    except Exception:  # never serve our own git the command's view
+    except Exception as exc:  # never serve our own git the command's view
         _kill_all()
+        said = exc.args[0] if exc.args and isinstance(exc.args[0], tuple) else ("", b"", b"")
+        os.write(control.fd, b"fail %s\n" % marshal.dumps(said).hex().encode("ascii"))
         os._exit(1)
     _serve(control)
 
@@ -280,7 +282,7 @@ def _call(name, *args):
 
     done = _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), name), args)
     if done < 0:
-        raise OSError("%s failed" % name)
+        raise OSError((name + " failed", b"", b""))
     return done
 
 
@@ -291,16 +293,6 @@ def drop_capabilities():
         if _call("prctl", 23, number, 0, 0, 0):  # PR_CAPBSET_READ
             _call("prctl", 24, number, 0, 0, 0)  # PR_CAPBSET_DROP
     _call("capset", (0x20080522).to_bytes(4, sys.byteorder) + bytes(4), bytes(24))
-
-
-def _unescaped(field):
-    """A path of ``/proc/self/mountinfo`` (``\\ooo`` for a space, a tab, a
-    newline, a backslash), by hand: a codec would be imported from the
-    interpreter's library, which the command may have rewritten (an
-    interpreter in the home), and run while the launcher holds its
-    capabilities."""
-    first, *rest = field.split(b"\\")
-    return first + b"".join(bytes((int(part[:3], 8),)) + part[3:] for part in rest)
 
 
 def _beneath(path, folder):
@@ -324,36 +316,56 @@ def _show(real, folder):
 
 
 def own_view(spec):
-    """A mount namespace of the launcher's own (``spec``: the real folders
-    and the folders kept, :meth:`.global_config.GlobalConfig.view`): each
-    real folder (``PLACE/<n>``) shown over the command's view of it
-    (:func:`_show`), then
-    every mount beneath one, and each kept folder, cloned before and moved
-    back on top (``open_tree``, ``move_mount``).  A folder the command made
-    a link fails it."""
-    folders, kept = marshal.loads(bytes.fromhex(spec))
+    """A mount namespace of the launcher's own (``spec``: the real folders,
+    the folders kept and those kept where they can be,
+    :meth:`.global_config.GlobalConfig.view`): each kept folder beneath a
+    real one cloned (``open_tree``), each real folder (``PLACE/<n>``)
+    shown over the command's view of it (:func:`_show`), then the clones
+    moved back on top
+    (``move_mount``).  A folder the command made a link fails it, and so
+    does a kept folder (the worktree, the git directory) that is not a
+    folder reached without a link, in the command's view or the real one
+    (our own git would read another folder at its path); one kept where it
+    can be (a cache folder) is then left out.  It fails with an
+    ``OSError`` whose argument says why: ``(what, path, where)``."""
+    folders, kept, optional = marshal.loads(bytes.fromhex(spec))
     _call("unshare", 0x20000)  # CLONE_NEWNS
     _call("mount", None, b"/", None, 0x40000 | 0x4000, None)  # MS_PRIVATE | MS_REC
-    with open("/proc/self/mountinfo", "rb") as handle:
-        lines = [line.split(b" ") for line in handle.read().split(b"\n")]  # a name holds \r
-    points = [_unescaped(f[4]) for f in lines if len(f) > 4]
-    moved = [p for p in points + list(kept) if any(_beneath(p, f) for f in folders)]
-    moved = sorted({p for p in moved if not any(_beneath(p, o) for o in moved)})
+    wanted = [(path, what) for what, path in kept] + [(path, "") for path in optional]
+    wanted = sorted(w for w in wanted if any(_beneath(w[0], f) for f in folders))
     clones = []
-    for path in moved:  # OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC
-        if os.path.lexists(path):
-            clones.append((path, _call("syscall", 428, -100, path, 1 | 0x8000 | 0o2000000)))
+    for path, what in wanted:  # the outer first; an optional one inside another goes with it
+        if not what and any(_beneath(path, other) for other, _, _ in clones):
+            continue
+        if _plain(path, what):  # OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC
+            clones.append((path, what, _call("syscall", 428, -100, path, 1 | 0x8000 | 0o2000000)))
+        elif what:
+            raise OSError((what, path, b""))
     for n, folder in enumerate(folders):
         real = b"%s/%d" % (PLACE, n)
         if os.path.realpath(folder) != folder and os.path.lexists(folder):
-            raise OSError("a link in place of %r" % folder)
+            raise OSError(("link", folder, b""))
         if os.path.isdir(real):
             _show(real, folder)
         elif os.path.isdir(folder):  # not there for real: an empty one, read-only
             _call("mount", b"tmpfs", folder, b"tmpfs", 1 | 2 | 4, b"size=4k")
         elif os.path.lexists(folder):
-            raise OSError("not a folder: %r" % folder)
-    for path, fd in clones:  # MOVE_MOUNT_F_EMPTY_PATH
-        if os.path.realpath(path) == path and os.path.exists(path):
-            _call("syscall", 429, fd, b"", -100, path, 4)
+            raise OSError(("not a folder", folder, b""))
+    for path, what, fd in clones:
+        if _plain(path, what):
+            try:
+                _call("syscall", 429, fd, b"", -100, path, 4)  # MOVE_MOUNT_F_EMPTY_PATH
+            except OSError:
+                if what:
+                    raise
+        elif what:
+            raise OSError((what, path, [f for f in folders if _beneath(path, f)][0]))
         os.close(fd)
+
+
+def _plain(path, kept):
+    """``path`` is reached without a link: a folder where it is ``kept``,
+    else anything there."""
+    if os.path.realpath(path) != path:
+        return False
+    return os.path.isdir(path) if kept else os.path.lexists(path)
