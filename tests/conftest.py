@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -24,6 +25,24 @@ from repo_helpers import (
     write_tree,
 )
 from sandbox_helpers import no_bwrap  # noqa: F401 (a fixture of two sections)
+
+#: The signals a test sends to what it starts, as a terminal or a user would.
+SENT_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
+
+
+def _ignored_signals_caught() -> None:
+    """A signal this process started with ignored (under ``nohup``, as a
+    shell's background job) is caught by a handler that does nothing: this
+    process stays as unmoved by it, and every program a test starts gets
+    it at its default again (``exec`` resets a caught signal, never an
+    ignored one), as from a terminal; a test of a signal ignored at the
+    start ignores it in its own child."""
+    for signum in SENT_SIGNALS:
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            signal.signal(signum, lambda *_: None)
+
+
+_ignored_signals_caught()
 
 
 @pytest.fixture(autouse=True, scope="session")
