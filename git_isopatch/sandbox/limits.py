@@ -227,7 +227,8 @@ def _on_disk(mount: tuple[str, str], path: str) -> str | None:
     return os.path.normpath(os.path.join(point, "" if relative == "." else relative))
 
 
-#: How a run's group is named: ``git-isopatch-<pid>-<random>``.
+#: How a run's group is named: ``git-isopatch-<pid>-<start>-<random>``,
+#: ``<start>`` the process's start time (:func:`_started`).
 PREFIX = "git-isopatch-"
 
 #: A group older than this whose run's process is gone was left by a run
@@ -235,13 +236,25 @@ PREFIX = "git-isopatch-"
 STALE_SECONDS = 60
 
 
+def _started(pid: int | str) -> str | None:
+    """When process ``pid`` started (``/proc/<pid>/stat``, field 22, in
+    clock ticks since boot): with its PID it names one process, never a
+    later one the PID was given again; ``None`` when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
 def _name() -> str:
-    return f"{PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+    return f"{PREFIX}{os.getpid()}-{_started('self') or 0}-{os.urandom(4).hex()}"
 
 
 def _remove_stale(parent: str) -> None:
     """Remove the groups in ``parent`` that runs killed by ``SIGKILL`` left
-    behind: named by a process that is gone, older than
+    behind: named by a process that is gone (its PID names none, or one
+    started at another time: the PID was given again), older than
     :data:`STALE_SECONDS` (a process of another PID namespace may be
     making one), and empty (``rmdir`` refuses a group that holds a
     process).  Best effort."""
@@ -252,10 +265,14 @@ def _remove_stale(parent: str) -> None:
         return
     old = time.time() - STALE_SECONDS
     for name in names:
-        pid = name[len(PREFIX) :].partition("-")[0]
+        parts = name[len(PREFIX) :].split("-")
+        pid, start = parts[0], parts[1] if len(parts) == 3 else None  # or <pid>-<random>
+        if not pid.isdigit():
+            continue
+        now = _started(pid)
         path = os.path.join(parent, name)
         with contextlib.suppress(OSError):
-            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            if now is None or (start is not None and now != start):
                 if os.stat(path, follow_symlinks=False).st_mtime < old:
                     os.rmdir(path)
 

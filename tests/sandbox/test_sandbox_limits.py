@@ -237,6 +237,47 @@ def test_the_groups_of_a_killed_run_go_with_a_later_run(env, make_repo) -> None:
     assert [g for g in left if os.path.isdir(g)] == []
 
 
+def _start_time(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+@pytest.mark.hostile
+def test_a_left_group_whose_pid_was_given_again_goes_with_a_later_run(env, make_repo) -> None:
+    """A killed run's group is named by its PID and start time: once the
+    PID names another process (this one, here), the group still goes;
+    a group of a process still running (this one, at its own start time)
+    stays."""
+    _needs_cgroups()
+    repo = make_repo()
+    running = subprocess.Popen(
+        [str(ISOPATCH), "--sandbox", "--timeout", "60", "--", "sleep", "60"],
+        cwd=repo, env=dict(env), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _until(lambda: any(_members(g) for g in _groups_of(running.pid)), "the run never started")
+        parents = {os.path.dirname(g) for g in _groups_of(running.pid)}
+    finally:
+        running.send_signal(signal.SIGTERM)
+        running.wait()
+    me, started = os.getpid(), _start_time(os.getpid())
+    reused = [os.path.join(p, f"git-isopatch-{me}-{int(started) + 7}-0badf00d") for p in parents]
+    alive = [os.path.join(p, f"git-isopatch-{me}-{started}-0000beef") for p in parents]
+    try:
+        an_hour_ago = time.time() - 3600
+        for group in reused + alive:
+            os.mkdir(group)
+            os.utime(group, (an_hour_ago, an_hour_ago))
+        later = isopatch("--sandbox", "--", "true", cwd=repo, env=env)
+        assert later.returncode == 0, later.err
+        assert [g for g in reused if os.path.isdir(g)] == []
+        assert all(os.path.isdir(g) for g in alive)
+    finally:
+        for group in reused + alive:
+            with contextlib.suppress(OSError):
+                os.rmdir(group)
+
+
 #: As uid 65534 (no cgroup it may write here): a command that forks
 #: children which wait, until the kernel refuses, and says how many.
 NOBODY = """\
