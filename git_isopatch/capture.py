@@ -289,7 +289,11 @@ def _compared(lease: Lease, ran: Ran) -> Compared | None:
     if converts_anew:
         return Compared(None, layer.locate)
     looked = layer.compared(isolation.admin_dir)
-    return Compared(looked.paths, layer.locate, looked.attributes)
+    from .worktrees.compared_index import compared_index
+
+    admin_dir, folds = isolation.admin_dir, ran.fidelity.folds_case
+    index = compared_index(layer, admin_dir, isolation.base, looked.paths, folds_case=folds)
+    return Compared(looked.paths, layer.locate, looked.attributes, index)
 
 
 def _populate(lease: Lease, plan: Start, warn: Callable[[str], None]) -> Sequence[Any]:
@@ -324,7 +328,14 @@ def _patches(
     git = _worktree_git(lease, confinement, run, ran)
     aside = _index_aside(lease, git, private_dir)
     step = _step(lease, run)
-    extracted = _extract(git, step, private_dir, submodules, warn, ran, _compared(lease, ran))
+    compared = _compared(lease, ran)
+    try:
+        extracted = _extract(git, step, private_dir, submodules, warn, ran, compared)
+    finally:
+        if compared is not None and compared.index is not None:
+            from .worktrees.compared_index import drop_compared_index
+
+            drop_compared_index(compared.index)
     return extracted, _session(lease, git, run, private_dir, aside)
 
 

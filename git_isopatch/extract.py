@@ -52,11 +52,15 @@ class Compared(Record):
         attributes: the run's layer holds a ``.gitattributes``: every
             path is compared, every file read again, as when
             ``info/attributes`` changed.
+        index: an index holding what git reads to compare ``only``
+            (:func:`.worktrees.compared_index.compared_index`), ``None``
+            for the worktree's own.
     """
 
     only: Sequence[bytes] | None = None
     locate: Callable[[bytes], str | None] | None = None
     attributes: bool = False
+    index: str | None = None
 
 
 def extract(
@@ -100,7 +104,7 @@ def extract(
     compared = compared or Compared()
     if fidelity is not None:
         exclude += fidelity.left_out(git.worktree, warn, compared.locate)
-    looked = Paths(exclude, compared.only)
+    looked = Paths(exclude, compared.only, compared.index)
     attributes_outside = attributes_outside or compared.attributes
     patch, contents, looked = _extract_patch(
         git, base, private_dir, output, looked, submodules, warn, attributes_outside

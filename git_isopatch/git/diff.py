@@ -99,24 +99,43 @@ class Paths(Record):
     """What a look at the worktree takes: every path but ``exclude`` (from
     the top, ``/``-separated, each with what lies below it), or, with
     ``only``, those paths alone but ``exclude`` (the others are known not
-    to differ: a worktree over a base tree)."""
+    to differ: a worktree over a base tree).  ``index``, with ``only``: an
+    index file holding the entries git reads to look at those paths
+    (:func:`.partial_index.partial_index`), read and written instead of
+    the worktree's own (``GIT_INDEX_FILE``)."""
 
     exclude: Sequence[str] = ()
     only: Sequence[bytes] | None = None
+    index: str | None = None
 
     def pathspecs(self) -> list[str]:
         """:func:`only_pathspecs` and :func:`exclude_pathspecs`."""
         return [*only_pathspecs(self.only), *exclude_pathspecs(self.exclude)]
 
+    def every_path(self) -> Paths:
+        """Every path but :attr:`exclude`, in the worktree's own index."""
+        return self._replace(only=None, index=None)
+
+    def environment(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """``env`` for git to read :attr:`index`, when there is one."""
+        return env if self.index is None else {**env, "GIT_INDEX_FILE": self.index}
+
     def config(self) -> tuple[tuple[str, str], ...]:
-        """:data:`DIFF_CONFIG` for a diff of these paths; with ``only``,
+        """:data:`DIFF_CONFIG` for a look at these paths; with ``only``,
         no preloading of the index (``core.preloadIndex``): to stat the
         few paths named, git would match every entry against the
         pathspecs on up to 20 threads before the diff matches them again
-        (on 50,000 files, 28% of the diff's instructions)."""
+        (on 50,000 files, 28% of the diff's instructions).  With
+        :attr:`index`, git writes it whole (``core.splitIndex``) and never
+        takes one name for another that differs in case
+        (``core.ignoreCase``: it would look for entries the index leaves
+        out; it is used only where git does not fold case)."""
         if self.only is None:
             return DIFF_CONFIG
-        return (*DIFF_CONFIG, ("core.preloadIndex", "false"))
+        only = (*DIFF_CONFIG, ("core.preloadIndex", "false"))
+        if self.index is None:
+            return only
+        return (*only, ("core.splitIndex", "false"), ("core.ignoreCase", "false"))
 
 
 #: Every path of the worktree.

@@ -62,15 +62,18 @@ def changed_entries(
     return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
 
 
-def parse_entries(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
-    """:func:`index_entries` of the index bytes ``data``."""
+def parse_entries(
+    data: bytes, hash_size: int, starts: list[int] | None = None
+) -> list[tuple[bytes, bytes]] | None:
+    """:func:`index_entries` of the index bytes ``data``; ``starts``, when
+    given, gets where each entry starts in ``data``."""
     try:
-        return _parse(data, hash_size)
+        return _parse(data, hash_size, [] if starts is None else starts)
     except (struct.error, IndexError, ValueError):
         return None
 
 
-def _parse(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
+def _parse(data: bytes, hash_size: int, starts: list[int]) -> list[tuple[bytes, bytes]] | None:
     signature, version, count = struct.unpack_from(">4sII", data, 0)
     if signature != b"DIRC" or version not in (2, 3, 4):
         return None
@@ -79,6 +82,7 @@ def _parse(data: bytes, hash_size: int) -> list[tuple[bytes, bytes]] | None:
     fixed = _STAT_BYTES + hash_size + 2
     for _ in range(count):
         start = at
+        starts.append(start)
         (flags,) = struct.unpack_from(">H", data, at + fixed - 2)
         at += fixed
         if flags & _EXTENDED:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from .diff import DIFF_CONFIG, only_pathspecs, worktree_args
+from .diff import EVERY_PATH, Paths, only_pathspecs, worktree_args
 from .files import HOST_FILES, WorktreeFiles
 from .index_entries import index_listing
 from .process import Spawn
@@ -43,7 +43,7 @@ def clear_hiding_flags(
     env: Mapping[str, str],
     spawn: Spawn | None = None,
     hash_size: int | None = None,
-    only: Sequence[bytes] | None = None,
+    paths: Paths = EVERY_PATH,
     files: WorktreeFiles = HOST_FILES,
     new_files: bool = False,
 ) -> GitResult[Listed]:
@@ -53,8 +53,9 @@ def clear_hiding_flags(
     UNCHANGED BIT" and "SKIP-WORKTREE BIT": git then never looks at the
     file).  An entry a sparse checkout leaves out (skip-worktree, no file)
     keeps its flag, as git itself clears the flag only for files present.
-    With ``only``, the entries of those paths alone
-    (:func:`.diff.only_pathspecs`).
+    With ``paths.only``, the entries of those paths alone
+    (:func:`.diff.only_pathspecs`), in the index ``paths`` reads
+    (``env`` names it), with its pinned settings (:meth:`.diff.Paths.config`).
 
     The index is listed by ``git ls-files -v``, or read in process when
     the object ids' ``hash_size`` is given and the index is one
@@ -67,12 +68,13 @@ def clear_hiding_flags(
     Returns:
         ``Ok(Listed)``, or ``Err(GitError)``.
     """
+    only, config = paths.only, paths.config()
     in_process = hash_size is not None and "GIT_INDEX_FILE" not in env and only is None
     listing = index_listing(git_dir, hash_size) if in_process and hash_size else None
     new: bytes | None = None
     warnings: tuple[str, ...] = ()
     if listing is None:
-        match _listed_by_git(worktree, git_dir, env, spawn, only, new_files):
+        match _listed_by_git(worktree, git_dir, env, spawn, only, new_files, config):
             case Err() as err:
                 return err
             case Ok((listing, new, warnings)):
@@ -91,7 +93,7 @@ def clear_hiding_flags(
         match run_git(
             [*worktree_args(worktree, git_dir), "update-index", option, "-z", "--stdin"],
             env=env,
-            config=DIFF_CONFIG,
+            config=config,
             input=b"".join(path + b"\0" for path in flagged),
             spawn=spawn,
         ):
@@ -109,6 +111,7 @@ def _listed_by_git(
     spawn: Spawn | None,
     only: Sequence[bytes] | None,
     new_files: bool,
+    config: Sequence[tuple[str, str]],
 ) -> GitResult[tuple[list[tuple[bytes, bytes, bytes]], bytes | None, tuple[str, ...]]]:
     """``git ls-files -v`` of ``only``: its ``(tag, b"", path)`` records,
     as :func:`.index_entries.index_listing` gives them; with ``new_files``,
@@ -128,7 +131,7 @@ def _listed_by_git(
             *only_pathspecs(only),
         ],
         env=env,
-        config=DIFF_CONFIG,
+        config=config,
         spawn=spawn,
         warnings=warnings,
     ):

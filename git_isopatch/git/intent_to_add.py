@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .attributes import is_attributes_file
-from .diff import DIFF_CONFIG, EVERY_PATH, Paths, only_pathspecs, worktree_args
+from .diff import EVERY_PATH, Paths, only_pathspecs, worktree_args
 from .files import HOST_FILES, WorktreeFiles
 from .index_flags import Listed
 from .process import Spawn
@@ -107,7 +107,7 @@ def mark_untracked_intent_to_add(
     Returns:
         ``Ok(number of paths marked)`` or ``Err(GitError)``.
     """
-    git = _bound_git(worktree, git_dir, env, spawn)
+    git = _bound_git(worktree, git_dir, env, spawn, paths.config())
     warnings: list[str] = [] if listed is None else list(listed.warnings)
     new = None if listed is None else listed.new
     if new is None:
@@ -142,8 +142,9 @@ def _bound_git(
     git_dir: GitDirPath,
     env: Mapping[str, str],
     spawn: Spawn | None,
+    config: Sequence[tuple[str, str]],
 ) -> Callable[..., GitResult[bytes]]:
-    """:func:`.run.run_git` in ``worktree`` with the diff's pinned settings."""
+    """:func:`.run.run_git` in ``worktree`` with the pinned settings ``config``."""
 
     def git(
         args: Sequence[str], *, input: bytes | None = None, warnings: list[str] | None = None
@@ -151,7 +152,7 @@ def _bound_git(
         return run_git(
             [*worktree_args(worktree, git_dir), *args],
             env=env,
-            config=DIFF_CONFIG,
+            config=config,
             input=input,
             warnings=warnings,
             spawn=spawn,

@@ -149,6 +149,12 @@ def _configured_bool(settings: Mapping[str, str | None], key: str) -> bool:
     return False
 
 
+def ignore_case_configured(settings: Mapping[str, str | None]) -> bool:
+    """``core.ignoreCase`` as the configuration (``settings``,
+    :func:`read_settings`) sets it."""
+    return _configured_bool(settings, IGNORE_CASE)
+
+
 def ignore_case_setting(worktree: str, settings: Mapping[str, str | None]) -> list[tuple[str, str]]:
     """``core.ignoreCase`` as the worktree's file system does
     (:func:`file_system_ignores_case`) when the configuration

@@ -8,7 +8,10 @@ A run in a worktree of its own looks before every command
 (:func:`.fidelity.look_before_command`); a base tree is never written
 after its checkout, so one look serves every run: it is kept in the base
 tree's private folder (:data:`BASELINE_FILE`), with the commit it was
-found for.
+found for.  Beside it, the table of where each entry of the base tree's
+index starts (:data:`INDEX_TABLE`, :func:`..git.partial_index.entry_table`):
+a run's extraction reads the entries of the paths it compares alone
+(:mod:`.compared_index`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import os
 from collections.abc import Mapping
 
 from ..git.admin_files import read_admin_file, replace_admin_file
-from ..git.index_entries import index_entries
+from ..git.index_entries import parse_entries, read_index
+from ..git.partial_index import entry_table
 from ..git.record import Record
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -28,6 +32,9 @@ from ..logger import log
 #: checkout; ``g``: a gitlink).
 BASELINE_FILE = "isopatch-baseline"
 _HEADER = b"git-isopatch baseline 2\n"
+#: The file of a base tree's private folder that holds where each entry of
+#: its index starts (:func:`..git.partial_index.entry_table`).
+INDEX_TABLE = "isopatch-index-table"
 
 
 class BaseLook(Record):
@@ -69,24 +76,35 @@ def look_once(
             case Err(error):
                 log.debug("no look at the base tree: %s", error.message())
                 return
-    links = _gitlinks(admin_dir, len(commit) // 2)
-    if links is None:
+    index = read_index(admin_dir)
+    starts: list[int] = []
+    entries = None if index is None else parse_entries(index, len(commit) // 2, starts)
+    if index is None or entries is None:
         return
+    links = [name for name, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"]
     listed = [b"b" + p for p in paths] + [b"g" + p for p in links]
     data = _HEADER + commit.encode() + b"\n" + b"".join(p + b"\0" for p in listed)
+    _keep_table(admin_dir, entry_table(index, entries, starts, len(commit) // 2))
     try:
         replace_admin_file(os.path.join(admin_dir, BASELINE_FILE), data)
     except OSError as exc:
         log.debug("could not keep the base tree's look: %s", exc)
 
 
-def _gitlinks(admin_dir: GitDirPath, hash_size: int) -> list[bytes] | None:
-    """The paths of the gitlinks of ``admin_dir``'s index (mode 160000, the
-    fifth number of an entry's stat data); ``None`` when it cannot be read."""
-    entries = index_entries(admin_dir, hash_size)
-    if entries is None:
-        return None
-    return [path for path, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"]
+def _keep_table(admin_dir: GitDirPath, table: bytes | None) -> None:
+    """Keep ``table``, the index's (:data:`INDEX_TABLE`); without one, none
+    is left from an earlier checkout.  Best effort: a table that does not
+    match the index is never used."""
+    path = os.path.join(admin_dir, INDEX_TABLE)
+    try:
+        if table is None:
+            os.unlink(path)
+        else:
+            replace_admin_file(path, table)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.debug("could not keep the base tree's index table: %s", exc)
 
 
 def look_of(admin_dir: GitDirPath, commit: str) -> BaseLook:

@@ -41,7 +41,7 @@ def prepare_index(
         IsopatchError: a classified git failure.
     """
     if attributes_outside:
-        paths = paths._replace(only=None)
+        paths = paths.every_path()
     worktree = git.worktree
     match git.still_checked_out(submodules):
         case Err(error):
@@ -52,9 +52,9 @@ def prepare_index(
     found = _mark_new_files(git, base, new_files)
     ignored = bool(found.ignored_attributes)  # git reads them: they changed
     if paths.only is not None and git.settle_attributes(
-        base, found.attributes, info_changed=ignored
+        base, found.attributes, info_changed=ignored, paths=paths
     ):
-        paths, new_files = paths._replace(only=None), new_files._replace(only=None)
+        paths, new_files = paths.every_path(), new_files.every_path()
         found = _mark_new_files(git, base, new_files)  # every file may now convert anew
     for said in found.unreadable:
         warn(unreadable_folder_warning(said))

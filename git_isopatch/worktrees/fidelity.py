@@ -31,6 +31,7 @@ from ..git.conversion_key import conversion_inputs, entry_inputs
 from ..git.pinned import (
     ATTRIBUTES_FILE,
     HOOKS_PATH,
+    ignore_case_configured,
     ignore_case_setting,
     read_settings,
     recurse_setting,
@@ -64,12 +65,17 @@ class Fidelity(Record):
             populated).
         conversions: the reading look's answer in a claimed worktree, to
             keep with it when it returns to the pool (:mod:`.conversions`).
+        folds_case: git-isopatch's git in the worktree takes names that
+            differ only in case for one (``core.ignoreCase`` as pinned,
+            else as configured): it then finds an entry of the index by
+            another name than the path's.  True where not looked at.
     """
 
     baseline: Baseline = Baseline()
     own_config: Pairs = ()
     command_config: Pairs = ()
     conversions: bytes | None = None
+    folds_case: bool = True
 
     def own_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` for git-isopatch's git calls, with :attr:`own_config`."""
@@ -299,7 +305,8 @@ def look_over_base_tree(
         if said is not None:
             warn(said)
     found = {path: fingerprint_at(locate(path)) for path in baseline}
-    return Fidelity(Baseline(found), own, command)
+    folds = dict(own).get("core.ignoreCase", "true" if ignore_case_configured(settings) else "")
+    return Fidelity(Baseline(found), own, command, folds_case=folds == "true")
 
 
 def settle_attributes(

@@ -40,8 +40,10 @@ class WorktreeGit(Record):
     confinement: Confinement
     files: WorktreeFiles = HOST_FILES
 
-    def _bound(self) -> dict[str, Any]:
-        env = self.confinement.objects(self.env)
+    def _bound(self, paths: diff.Paths = diff.EVERY_PATH) -> dict[str, Any]:
+        """The git directory, environment and confinement of a look at
+        ``paths`` (in the index they name, :meth:`.git.diff.Paths.environment`)."""
+        env = paths.environment(self.confinement.objects(self.env))
         return {"git_dir": self.admin_dir, "env": env, "spawn": self.confinement.spawn}
 
     def planted(self) -> list[str]:
@@ -63,10 +65,10 @@ class WorktreeGit(Record):
         return index_flags.clear_hiding_flags(
             self.worktree,
             hash_size=hash_size,
-            only=paths.only,
+            paths=paths,
             files=self.files,
             new_files=hash_size is None and not paths.exclude,
-            **self._bound(),
+            **self._bound(paths),
         )
 
     def mark_untracked_intent_to_add(
@@ -83,7 +85,7 @@ class WorktreeGit(Record):
             listed=listed,
             found=found,
             files=self.files,
-            **self._bound(),
+            **self._bound(paths),
         )
 
     def still_checked_out(self, submodules: Sequence[Submodule]) -> GitResult[list[Submodule]]:
@@ -94,16 +96,22 @@ class WorktreeGit(Record):
         )
 
     def settle_attributes(
-        self, base: CommitId, attributes: Sequence[bytes], *, info_changed: bool
+        self,
+        base: CommitId,
+        attributes: Sequence[bytes],
+        *,
+        info_changed: bool,
+        paths: diff.Paths = diff.EVERY_PATH,
     ) -> bool:
         """:func:`.fidelity.settle_attributes` (never raises but for the
-        confinement): whether the attributes changed."""
+        confinement): whether the attributes changed, ``attributes`` read
+        in the index of ``paths``."""
         return settle_attributes(
             self.worktree,
             self.admin_dir,
             base,
             attributes,
-            env=self.env,
+            env=paths.environment(self.env),
             info_changed=info_changed,
             spawn=self.confinement.spawn,
         )
@@ -116,7 +124,7 @@ class WorktreeGit(Record):
         paths: diff.Paths,
     ) -> GitResult[None]:
         """:func:`.git.diff.write_binary_diff`."""
-        return diff.write_binary_diff(self.worktree, base, out, paths=paths, **self._bound())
+        return diff.write_binary_diff(self.worktree, base, out, paths=paths, **self._bound(paths))
 
     def write_submodule_diff(self, submodule: Submodule, out: IO[bytes]) -> GitResult[None]:
         """:func:`.git.submodule.write_submodule_diff` (the submodule's own
@@ -135,7 +143,7 @@ class WorktreeGit(Record):
     ) -> GitResult[bytes]:
         """:func:`.git.diff.diff_stat`."""
         return diff.diff_stat(
-            self.worktree, base, paths=paths, color=color, width=width, **self._bound()
+            self.worktree, base, paths=paths, color=color, width=width, **self._bound(paths)
         )
 
     def snapshot(self, parent: CommitId, *, exclude: Sequence[str]) -> GitResult[CommitId]:

@@ -1,0 +1,210 @@
+"""An index holding a few paths' entries of another (gitformat-index(5)),
+for a git that looks at those paths alone: it reads and writes a few
+entries, not one for every file of the worktree.
+
+The entries are found in the whole index through a table of where each
+one starts (:func:`entry_table`, made once when that index was written,
+kept beside it, checked against its checksum and size) and copied as they
+are, their stat data with them: git takes the same files for unchanged,
+and reads the same ones again, as with the whole index.  Besides each
+path's own entries (and those below it), the new index holds what git
+reads of the index beside them on its way there (:func:`_wanted`): for
+each folder on the way, its own entry (a file, a gitlink) and its first
+one (git asks whether a folder is tracked before it asks whether it is a
+repository of its own, dir.c ``treat_directory``), its ``.gitignore`` and
+``.gitattributes`` (read from the index where the work tree lacks them: a
+sparse checkout); and the top's ``.gitmodules``.
+
+Only versions 2 and 3 are copied entry by entry (version 4 stores each
+path as the difference from the one before it); a sparse index (folder
+entries) and an index without a checksum (``index.skipHash``) get no
+table.
+"""
+
+from __future__ import annotations
+
+import array
+import mmap
+import os
+import stat
+import sys
+from collections.abc import Sequence
+
+from .admin_files import read_admin_file
+
+#: The first line of a table (:func:`entry_table`).
+TABLE_HEADER = b"git-isopatch index table 1\n"
+#: The stat data before the object id: ten 32-bit numbers.
+_STAT_BYTES = 40
+_EXTENDED = 0x4000
+_NAME_MASK = 0xFFF
+#: The mode of a sparse index's folder entry, as its entry holds it.
+_SPARSE_DIRECTORY = b"\x00\x00\x40\x00"
+#: A new index holding more than this share of the whole one's entries,
+#: and more than :data:`_FEW` of them, is not worth its making: git reads
+#: the whole one instead.
+_MOST = 0.5
+_FEW = 1024
+
+
+def entry_table(
+    data: bytes, entries: Sequence[tuple[bytes, bytes]], starts: Sequence[int], hash_size: int
+) -> bytes | None:
+    """The table of the index ``data`` (its ``entries`` and where each
+    starts, :func:`.index_entries.parse_entries`): the index's checksum and
+    size, then each start as a 4-byte number; ``None`` for an index whose
+    entries cannot be copied one by one (version 4, a sparse index, 4 GiB
+    or more, no checksum)."""
+    version = int.from_bytes(data[4:8], "big")
+    checksum = data[-hash_size:]
+    if version not in (2, 3) or len(data) >= 1 << 32 or not any(checksum):
+        return None
+    if any(meta[24:28] == _SPARSE_DIRECTORY for _, meta in entries):
+        return None
+    numbers = array.array("I", starts)
+    if numbers.itemsize != 4:
+        return None
+    if sys.byteorder == "little":
+        numbers.byteswap()
+    size = len(data).to_bytes(8, "big") + len(starts).to_bytes(4, "big")
+    return TABLE_HEADER + checksum + size + numbers.tobytes()
+
+
+def partial_index(index: str, table: str, paths: Sequence[bytes], hash_size: int) -> bytes | None:
+    """The bytes of an index holding the entries of the index file
+    ``index`` that git reads to look at ``paths`` (from the top, each with
+    what lies below it), in its order, with its version; ``table`` is the
+    file of its :func:`entry_table`.  ``None`` when that table is not the
+    index's (the index was written since), cannot be read, or the entries
+    would be too many (:data:`_MOST`)."""
+    try:
+        raw = read_admin_file(table, limit=1 << 32)
+        fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        head = len(TABLE_HEADER) + hash_size
+        checksum, size = raw[len(TABLE_HEADER) : head], int.from_bytes(raw[head : head + 8], "big")
+        if not raw.startswith(TABLE_HEADER) or not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size != size or size < 12 + hash_size:
+            return None
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+            if data[size - hash_size :] != checksum:
+                return None
+            starts = array.array("I")
+            starts.frombytes(raw[head + 12 :])
+            if sys.byteorder == "little":
+                starts.byteswap()
+            if len(starts) != int.from_bytes(raw[head + 8 : head + 12], "big"):
+                return None
+            return _Entries(data, starts, hash_size).partial(paths)
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        os.close(fd)
+
+
+class _Entries:
+    """The entries of an index's bytes ``data``, by number, found through
+    ``starts`` (a version 2 or 3 index)."""
+
+    def __init__(self, data: mmap.mmap, starts: array.array, hash_size: int) -> None:
+        self.data, self.starts, self.hash_size = data, starts, hash_size
+        self.fixed = _STAT_BYTES + hash_size + 2
+        self.most = max(_FEW, int(len(starts) * _MOST))
+
+    def path(self, number: int) -> tuple[bytes, int]:
+        """The path of entry ``number`` and where its bytes end."""
+        start = self.starts[number]
+        flags = int.from_bytes(self.data[start + self.fixed - 2 : start + self.fixed], "big")
+        begin = start + self.fixed + (2 if flags & _EXTENDED else 0)
+        length = flags & _NAME_MASK
+        end = begin + length if length < _NAME_MASK else self.data.find(b"\0", begin + length)
+        if end < 0 or end > len(self.data) - self.hash_size:
+            raise ValueError("an entry past the end")
+        return self.data[begin:end], start + ((end - start + 8) & ~7)
+
+    def first_at_least(self, key: bytes) -> int:
+        """The number of the first entry whose path is not before ``key``
+        (an index is sorted by path, byte by byte)."""
+        low, high = 0, len(self.starts)
+        while low < high:
+            middle = (low + high) // 2
+            if self.path(middle)[0] < key:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def numbers(
+        self, key: bytes, chosen: set[int], *, below: bool = False, first: bool = False
+    ) -> bool:
+        """Add to ``chosen`` the entries of path ``key`` (every stage), or
+        with ``below`` those whose path starts with ``key``; with
+        ``first``, the first of them alone.  False when ``chosen`` gets
+        too many (:data:`_MOST`)."""
+        number = self.first_at_least(key)
+        while number < len(self.starts):
+            path = self.path(number)[0]
+            if not (path.startswith(key) if below else path == key):
+                break
+            chosen.add(number)
+            if first or len(chosen) > self.most:
+                break
+            number += 1
+        return len(chosen) <= self.most
+
+    def partial(self, paths: Sequence[bytes]) -> bytes | None:
+        """The index holding the entries :func:`_wanted` names for
+        ``paths``, or ``None`` when they are too many."""
+        chosen: set[int] = set()
+        exact, folders = _wanted(paths)
+        found = all(self.numbers(key, chosen) for key in exact)
+        found = found and all(
+            self.numbers(folder + b"/", chosen, below=True, first=True) for folder in folders
+        )
+        if not (found and all(self.numbers(p + b"/", chosen, below=True) for p in paths)):
+            return None
+        out = bytearray(self.data[:8])
+        out += len(chosen).to_bytes(4, "big")
+        for number in sorted(chosen):
+            out += self.data[self.starts[number] : self.path(number)[1]]
+        out += _digest(bytes(out), self.hash_size)
+        return bytes(out)
+
+
+def _wanted(paths: Sequence[bytes]) -> tuple[set[bytes], set[bytes]]:
+    """What git reads of the index to look at ``paths`` besides what lies
+    below each: the paths themselves, and for each folder on the way (the
+    top too) its ``.gitignore`` and ``.gitattributes``, and the folder's own
+    entry; the top's ``.gitmodules``.  Then the folders on the way, whose
+    first entry git reads too."""
+    exact, folders = {b".gitmodules"}, set()
+    for path in paths:
+        exact.add(path)
+        parts = path.split(b"/")
+        for depth in range(len(parts)):
+            folder = b"/".join(parts[:depth])
+            if folder in folders:
+                continue
+            prefix = folder + b"/" if folder else b""
+            exact.update((prefix + b".gitignore", prefix + b".gitattributes"))
+            if folder:
+                folders.add(folder)
+                exact.add(folder)
+    return exact, folders
+
+
+def _digest(data: bytes, hash_size: int) -> bytes:
+    """The index's checksum: the repository's hash of ``data``."""
+    if hash_size == 20:
+        try:
+            from _sha1 import sha1  # cheaper to load than hashlib
+        except ImportError:
+            from hashlib import sha1
+        return sha1(data).digest()
+    from hashlib import sha256
+
+    return sha256(data).digest()
