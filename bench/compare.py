@@ -18,6 +18,8 @@ the load than wall time.
 ``--sandbox`` adds ``--sandbox`` to every tool run (else ``--no-sandbox``),
 ``--cold`` drops the pool; ``<commit>+sandbox``, ``<commit>+cold`` (or both)
 do it for one way, so that ``HEAD HEAD+sandbox`` times what the sandbox costs.
+``--edit``: every way runs ``sh -c 'echo x >> README.txt'`` instead of
+``true`` (a one-line patch: the extraction's git runs).
 ``--attributes LINE`` (repeatable) times a clone of the repository whose
 last commit adds a ``.gitattributes`` holding those lines (``'* text
 eol=lf'``: git converts every file); each commit's way then runs in a
@@ -144,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         "--cold", action="store_true", help="no pool: every tool run makes its worktree"
     )
     parser.add_argument(
+        "--edit", action="store_true", help="every way appends a line to README.txt"
+    )
+    parser.add_argument(
         "--attributes",
         metavar="LINE",
         action="append",
@@ -166,9 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     patch = run_tmp / "isopatch.patch"
     warm = ["-c", "isopatch.pool=1", "-c", f"isopatch.tmpdir={pool_tmp}"]
 
+    command = ["sh", "-c", "echo x >> README.txt"] if args.edit else ["true"]
     ways: dict[str, tuple[list[str], dict[str, str]]] = {
-        "bare": (["sh", str(bench.BARE_SCRIPT), "--", "true"], env),
-        "inplace": (["sh", str(bench.INPLACE_SCRIPT), "--", "true"], env),
+        "bare": (["sh", str(bench.BARE_SCRIPT), "--", *command], env),
+        "inplace": (["sh", str(bench.INPLACE_SCRIPT), "--", *command], env),
     }
     labels = {}
     cwd: dict[str, Path] = {"bare": repo, "inplace": repo}
@@ -179,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         full, folder = export(commit, workdir / "sources")
         bin_dir = launcher(folder, args.python)
         tool_env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
-        options = ["-q", "-o", str(patch), *sandbox, "--", "true"]
+        options = ["-q", "-o", str(patch), *sandbox, "--", *command]
         name = "+".join([full[:12], *modes])
         ways[name] = (["git", *([] if cold else warm), "isopatch", *options], tool_env)
         labels[name] = way
@@ -228,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     print(
         f"size {args.size}, {args.rounds} rounds, {'cold' if args.cold else 'warm'}"
+        f"{', edit' if args.edit else ''}"
         f"{', --sandbox' if args.sandbox else ''}; load average (1 min) during the rounds "
         f"{min(loads):.1f}-{max(loads):.1f}, median {statistics.median(loads):.1f}"
     )

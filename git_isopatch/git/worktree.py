@@ -242,11 +242,22 @@ def discovered_top(folder: str, *, env: Mapping[str, str]) -> GitResult[str]:
     ``core.bare`` that reaches ``folder`` shows here (git-worktree(1),
     "Configuration file": with ``extensions.worktreeConfig`` the
     repository's own ``core.worktree`` applies to every worktree)."""
-    match run_git(["rev-parse", "--show-toplevel"], env=env, cwd=folder):
-        case Ok(output):
-            return Ok(output.decode("utf-8", "surrogateescape").rstrip("\n"))
-        case Err() as err:
-            return err
+    return start_discovered_top(folder, env=env)()
+
+
+def start_discovered_top(folder: str, *, env: Mapping[str, str]) -> Callable[[], GitResult[str]]:
+    """:func:`discovered_top` started now (:func:`.run.start_git`); the
+    function returned finishes it (call it exactly once)."""
+    finish = start_git(["rev-parse", "--show-toplevel"], env=env, cwd=folder)
+
+    def result() -> GitResult[str]:
+        match finish():
+            case Ok(output):
+                return Ok(output.decode("utf-8", "surrogateescape").rstrip("\n"))
+            case Err() as err:
+                return err
+
+    return result
 
 
 def set_worktree_config(

@@ -6,16 +6,29 @@ must not leak in)").
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..errors import IsopatchError, known_failure
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
-from ..git.worktree import discovered_top, set_worktree_config
+from ..git.worktree import discovered_top, set_worktree_config, start_discovered_top
 
 
 def take_as_top(worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]) -> None:
-    """Make sure git run inside ``worktree`` takes it as its top.
+    """:func:`start_taking_as_top`, finished at once.
+
+    Raises:
+        IsopatchError: as :func:`start_taking_as_top`'s function.
+    """
+    start_taking_as_top(worktree, admin_dir, env=env)()
+
+
+def start_taking_as_top(
+    worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]
+) -> Callable[[], None]:
+    """Make sure git run inside ``worktree`` takes it as its top: its
+    first question to git started now, the rest in the function returned
+    (call it exactly once), so that the caller's work goes on beside it.
 
     With ``extensions.worktreeConfig``, a ``core.worktree`` or
     ``core.bare`` in the repository's shared ``config`` applies to every
@@ -28,15 +41,32 @@ def take_as_top(worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[s
     set to it; then git is asked again.
 
     Raises:
-        IsopatchError: ``worktree-not-isolated`` when git still takes
-            another folder as the top.
+        IsopatchError: from the function returned: ``worktree-not-isolated``
+            when git still takes another folder as the top.
     """
-    real = os.path.realpath(worktree)
-    match discovered_top(worktree, env=env):
-        case Ok(top) if os.path.realpath(top) == real:
-            return
-        case _:
-            pass
+    first = start_discovered_top(worktree, env=env)
+
+    def finish() -> None:
+        real = os.path.realpath(worktree)
+        match first():
+            case Ok(top) if os.path.realpath(top) == real:
+                return
+            case _:
+                pass
+        _configure_top(worktree, admin_dir, real, env)
+
+    return finish
+
+
+def _configure_top(
+    worktree: WorktreePath, admin_dir: GitDirPath, real: str, env: Mapping[str, str]
+) -> None:
+    """Give ``worktree`` (its real path ``real``) a ``config.worktree`` that
+    makes it git's top, then ask git again.
+
+    Raises:
+        IsopatchError: ``worktree-not-isolated``.
+    """
     settings = (("core.bare", "false"), ("core.worktree", real))
     match set_worktree_config(admin_dir, settings, env=env):
         case Err(error):

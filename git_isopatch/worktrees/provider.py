@@ -31,7 +31,7 @@ from ..logger import log, warning
 from . import kept
 from .isolation import Isolation, OverBaseTree
 from .lock import AdminLock, LockWaitInterrupted
-from .own_top import take_as_top
+from .own_top import start_taking_as_top, take_as_top
 from .placement import place_worktree, remove_tree, worktree_name
 from .removal import make_room, refusal, remove_ours
 from .space import no_space
@@ -192,13 +192,19 @@ class WorktreeProvider:
         except BaseException:
             remove_tree(container, warn=self.warn)
             raise
-        made = None
+        made = top = None
         try:
             made = self._add(repository, base, private_dir, container, command, None, False)
+            top = start_taking_as_top(made.worktree, made.admin_dir, env=self.env)
             from .run_layer import make_run_layer
 
             layer = make_run_layer(pin, made.worktree, made.admin_dir, layers, base, env=self.env)
+            top, finish = None, top
+            finish()
         except BaseException:
+            if top is not None:  # its git is waited for
+                with contextlib.suppress(Exception):
+                    top()
             if made is not None:
                 self.remove(made)
             trees.release(pin)
@@ -216,7 +222,9 @@ class WorktreeProvider:
         checkout: bool = True,
     ) -> Isolation:
         """``git worktree add`` in ``container`` (without a checkout unless
-        ``checkout``); on failure ``container`` is deleted."""
+        ``checkout``: the caller then makes git take it as its top beside
+        its own work, :func:`.own_top.start_taking_as_top`); on failure
+        ``container`` is deleted."""
         path = os.path.join(container, worktree_name(repository.top))
         record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
         with contextlib.ExitStack() as held:
@@ -262,7 +270,8 @@ class WorktreeProvider:
                 self.store.save(admin_dir, record)
             except OSError as exc:
                 raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
-            take_as_top(worktree, admin_dir, env=self.env)
+            if checkout:  # without one, beside the run's layer (_over_base_tree)
+                take_as_top(worktree, admin_dir, env=self.env)
             poolable = bool(self.pool) and checkout and _as_added(admin_dir)
         except BaseException:
             with contextlib.suppress(IsopatchError, LockWaitInterrupted):
