@@ -237,12 +237,15 @@ LONGEST_SESSION_NAME = 100
 def session_name_refusal(name: str) -> str | None:
     """Why ``name`` cannot name a session (``--session``), or ``None``: a
     name is not a path (no ``/``, no ``..``, not ``.``- or ``-``-first),
-    holds no control character, and is at most
+    holds no control character (C1 too: a terminal takes ``\x9b`` for
+    ``ESC [``), is UTF-8 (it is printed, and a JSON string), and is at most
     :data:`LONGEST_SESSION_NAME` bytes."""
     if not name:
         return "option 'session' expects a name"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in name):
         return "invalid session name: it holds a control character"
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):  # a byte that is no UTF-8
+        return "invalid session name: it is not UTF-8"
     if name.startswith("-"):  # most often the name left out: ``--session -- cmd``
         return f"option 'session' expects a name, not '{name}' (a name does not start with '-')"
     if "/" in name or "\\" in name or ".." in name or name.startswith("."):

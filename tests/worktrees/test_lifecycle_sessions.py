@@ -207,7 +207,9 @@ def test_a_session_keeps_its_base_when_head_moves(make_repo, env) -> None:
 
 
 @pytest.mark.hostile
-@pytest.mark.parametrize("name", ["a/b", "..", "x..y", ".hidden", "-n", "tab\there", "", "é" * 51])
+@pytest.mark.parametrize(
+    "name", ["a/b", "..", "x..y", ".hidden", "-n", "tab\there", "", "é" * 51, "caf\udce9", "\x9b2J"]
+)
 def test_a_session_name_is_not_a_path(make_repo, env, name) -> None:
     repo = make_repo()
     before = repo_state(repo, env)
