@@ -3,9 +3,10 @@
 what the command did (:class:`Ran`, step 5) and the patch (:class:`Extracted`,
 step 6).  Every step may import this module; no step imports another.
 
-Annotations here are evaluated as the module loads (no ``from __future__
-import annotations``); only names imported for type checking are strings,
-which a :class:`~.git.record.Record` never compiles."""
+Annotations are strings, never evaluated (as for every
+:class:`~.git.record.Record`)."""
+
+from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING

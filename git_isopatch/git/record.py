@@ -14,6 +14,11 @@ or keyword, attribute and tuple access, equality, hashing, ``_replace``,
 ``_asdict``, ``_fields``, ``_field_defaults``, ``__match_args__`` and the
 ``repr``; the annotations stay as written, never evaluated.  The methods
 are shared by every record; a record class adds only its field getters.
+
+A record's module says ``from __future__ import annotations``: its class
+body then holds its annotations, as strings, on every Python.  Without it,
+Python 3.14 and later hold only a function that makes them on demand
+(PEP 649), and the class is refused rather than left with no fields.
 """
 
 from __future__ import annotations
@@ -29,12 +34,20 @@ except ImportError:  # pragma: no cover (not CPython)
         return property(itemgetter(index), doc=doc)
 
 
+def _annotated_lazily(namespace: dict[str, Any]) -> bool:
+    """The class body annotated fields but holds only the function that
+    makes the annotations (Python 3.14's names for it)."""
+    return "__annotate__" in namespace or "__annotate_func__" in namespace
+
+
 class _RecordClass(type):
     """Makes each subclass of :class:`Record` a tuple of its annotated fields."""
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]):
         if not any(isinstance(base, _RecordClass) for base in bases):
             return super().__new__(mcls, name, bases, namespace)  # Record itself
+        if "__annotations__" not in namespace and _annotated_lazily(namespace):
+            raise TypeError(f"{name}: a record's module needs 'from __future__ import annotations'")
         fields = tuple(namespace.get("__annotations__", {}))
         defaults = {field: namespace.pop(field) for field in fields if field in namespace}
         required = [field for field in fields if field not in defaults]

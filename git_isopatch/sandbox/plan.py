@@ -2,10 +2,10 @@
 :class:`ConfinementPlan` (:data:`UNCONFINED` without ``--sandbox``), which
 :func:`.confinement.confine` enters once the worktree is there.  Apart
 from the confinement itself, so that the checks of a run that is not
-confined load nothing of it.  Only names imported for type checking are
-strings in annotations (a :class:`~..git.record.Record` never evaluates
-them).
+confined load nothing of it.
 """
+
+from __future__ import annotations
 
 import os
 from collections.abc import Sequence

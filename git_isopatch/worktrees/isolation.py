@@ -1,10 +1,9 @@
 """A run's worktree as the life cycle holds it (:mod:`.provider`,
 :mod:`.lifecycle`): the value the procedure's steps read.
 
-Annotations here are evaluated as the module loads (no ``from __future__
-import annotations``); only names imported for type checking are strings,
-which a :class:`~.git.record.Record` never compiles.
 """
+
+from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING

@@ -5,10 +5,13 @@ annotations (the start-up test of named tuples keeps them so)."""
 from __future__ import annotations
 
 import pickle
+import re
+from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
 import pytest
 
+import git_isopatch
 from git_isopatch.git.record import Record
 
 T = TypeVar("T")
@@ -94,3 +97,24 @@ def test_a_field_without_a_default_after_one_with_a_default_is_refused() -> None
         class Bad(Record):
             a: int = 0
             b: int
+
+
+def test_a_record_whose_annotations_are_made_on_demand_is_refused() -> None:
+    """Python 3.14's class body without the future import: annotations
+    behind a function, none in the namespace."""
+    with pytest.raises(TypeError, match="from __future__ import annotations"):
+        type(Record)("Lazy", (Record,), {"__annotate__": lambda format: {"a": "int"}})
+
+
+def test_every_module_defining_a_record_holds_its_annotations_as_strings() -> None:
+    """Each module with a record says ``from __future__ import annotations``,
+    so that its records have their fields on Python 3.14 too."""
+    package = Path(git_isopatch.__file__).parent
+    missing = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if re.search(r"^class \w+\((?:[\w.]+, )*Record\b", path.read_text(), re.M)
+        and not re.search(r"^from __future__ import annotations$", path.read_text(), re.M)
+        and path.name != "record.py"
+    ]
+    assert missing == []
