@@ -142,8 +142,9 @@ def test_worktree_that_cannot_be_created_is_fatal(env, make_repo, tmp_path) -> N
 
 def test_failed_extraction_keeps_the_worktree(env, make_repo) -> None:
     repo = make_repo()
-    # The command leaves its worktree's index locked: git add -N cannot run.
-    script = 'echo x > new; touch "$(git rev-parse --git-dir)/index.lock"'
+    # The command stages a file (git reads its index, not the base tree's
+    # copy) and leaves that index locked: git add -N cannot run.
+    script = 'echo x > new; echo y > staged; git add staged; touch "$(git rev-parse --git-dir)/index.lock"'
     run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
     assert run.returncode == 128
     fields = run.fields()
@@ -154,6 +155,23 @@ def test_failed_extraction_keeps_the_worktree(env, make_repo) -> None:
     assert "fatal: could not mark new files intent-to-add" in run.err
     assert f"hint: the worktree is kept for inspection at '{worktree}'" in run.err
     assert registered_worktrees(repo, env) == [f"worktree {worktree}"]
+
+
+def test_a_lock_left_on_an_index_the_command_never_changed_keeps_no_patch_back(
+    env, make_repo
+) -> None:
+    """Over a base tree, the extraction reads an index of the compared
+    entries alone: a lock on the run's own, unchanged index is no obstacle."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+    script = 'echo x > new; touch "$(git rev-parse --git-dir)/index.lock"'
+    run = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.fields()
+    assert fields["files"] == "1"
+    assert b"+++ b/new\n" in Path(fields["patch"]).read_bytes()
+    assert registered_worktrees(repo, env) == []
+    assert repo_state(repo, env) == before
 
 
 def test_usage_error_exits_129_and_creates_nothing(env, make_repo) -> None:
