@@ -144,7 +144,8 @@ def test_failed_extraction_keeps_the_worktree(env, make_repo) -> None:
     repo = make_repo()
     # The command stages a file (git reads its index, not the base tree's
     # copy) and leaves that index locked: git add -N cannot run.
-    script = 'echo x > new; echo y > staged; git add staged; touch "$(git rev-parse --git-dir)/index.lock"'
+    script = "echo x > new; echo y > staged; git add staged; "
+    script += 'touch "$(git rev-parse --git-dir)/index.lock"'
     run = isopatch("--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
     assert run.returncode == 128
     fields = run.fields()

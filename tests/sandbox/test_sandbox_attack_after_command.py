@@ -130,9 +130,18 @@ def test_nothing_a_planted_filter_starts_outlives_the_run(env, make_repo, tmp_pa
     assert list(marks.iterdir()) == []
 
 
+@pytest.mark.hostile
 @pytest.mark.needs("tmux")
-def test_a_planted_filter_cannot_type_into_the_users_tmux(env, make_repo, tmp_path: Path) -> None:
-    socket = tmp_path / "tmux.sock"
+@pytest.mark.parametrize("in_home", [False, True], ids=["beside", "in-the-home"])
+def test_a_planted_filter_cannot_type_into_the_users_tmux(
+    env, make_repo, tmp_path: Path, in_home: bool
+) -> None:
+    """The server's socket beside the repository, or in the home (``tmux
+    -S ~/.tmux.sock``; an ssh ``ControlPath`` under ``~/.ssh``, a
+    ``~/.gnupg`` agent alike): git-isopatch's own git sees the real home
+    (its global configuration is there), where a unix socket can be
+    connected to; the filter the command planted must reach neither."""
+    socket = (Path(env["HOME"]) if in_home else tmp_path) / "tmux.sock"
     tmux = ["tmux", "-S", str(socket)]
     subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True)
     try:
@@ -196,28 +205,3 @@ def test_git_runs_inside_with_the_objects_the_command_added(env, make_repo) -> N
     fields = run.fields()
     patch = Path(fields["patch"]).read_text()
     assert "+b" in patch and "+c" in patch, patch
-
-
-@pytest.mark.hostile
-@pytest.mark.needs("tmux")
-def test_a_planted_filter_cannot_type_into_a_tmux_whose_socket_is_in_the_home(
-    env, make_repo, tmp_path: Path
-) -> None:
-    """The same with the server's socket in the home (``tmux -S
-    ~/.tmux.sock``; an ssh ``ControlPath`` under ``~/.ssh``, a
-    ``~/.gnupg`` agent alike): git-isopatch's own git sees the real home
-    (its global configuration is there), where a unix socket can be
-    connected to; the filter the command planted must not reach it."""
-    socket = Path(env["HOME"]) / "tmux.sock"
-    tmux = ["tmux", "-S", str(socket)]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True)
-    try:
-        _, marks, _, run = _planted(
-            make_repo(), tmp_path, env, TYPE_INTO_TMUX, TMUX_SOCKET=str(socket)
-        )
-        _looked_at_the_submodule(run)
-        time.sleep(1)  # what the pane's shell would run, it runs by then
-        assert not (marks / "typed").exists()
-        assert list(marks.iterdir()) == []
-    finally:
-        subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
