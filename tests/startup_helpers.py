@@ -62,20 +62,31 @@ def imported_before_the_first_git(
     return names
 
 
-_DATACLASSES_PROBE = """
+#: Prints ``module.Class`` for each class a module of ``sys.argv[2:]``
+#: defines that is a dataclass (``sys.argv[1] == "dataclass"``) or made by
+#: ``collections.namedtuple``, ``typing.NamedTuple`` among them.
+_CLASSES_PROBE = """
 import dataclasses, importlib, sys
-for name in sys.argv[1:]:
+kind = sys.argv[1]
+for name in sys.argv[2:]:
     module = importlib.import_module(name)
     for value in list(vars(module).values()):
-        if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value):
+        if not (isinstance(value, type) and value.__module__ == name):
+            continue
+        if kind == "dataclass":
+            found = dataclasses.is_dataclass(value)
+        else:  # collections.namedtuple's
+            found = issubclass(value, tuple) and all(
+                hasattr(value, attribute) for attribute in ("_fields", "_make")
+            )
+        if found:
             print(f"{name}.{value.__qualname__}")
 """
 
 
-def dataclasses_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
-    """The dataclasses (``module.Class``) the package's ``modules`` define."""
+def _classes_of(kind: str, modules: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-c", _DATACLASSES_PROBE, *modules],
+        [sys.executable, "-c", _CLASSES_PROBE, kind, *modules],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -86,30 +97,15 @@ def dataclasses_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[st
     return set(done.stdout.split())
 
 
-_NAMED_TUPLES_PROBE = """
-import importlib, sys
-for name in sys.argv[1:]:
-    module = importlib.import_module(name)
-    for value in list(vars(module).values()):
-        if isinstance(value, type) and value.__module__ == name and issubclass(value, tuple):
-            if hasattr(value, "_fields") and hasattr(value, "_make"):  # collections.namedtuple's
-                print(f"{name}.{value.__qualname__}")
-"""
+def dataclasses_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
+    """The dataclasses (``module.Class``) the package's ``modules`` define."""
+    return _classes_of("dataclass", modules, cwd, env)
 
 
 def named_tuples_of(modules: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
     """The classes (``module.Class``) the package's ``modules`` make with
     ``collections.namedtuple`` (``typing.NamedTuple`` among them)."""
-    done = subprocess.run(
-        [sys.executable, "-c", _NAMED_TUPLES_PROBE, *modules],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return set(done.stdout.split())
+    return _classes_of("namedtuple", modules, cwd, env)
 
 
 def imported_by_the_libraries(cwd: Path, env: dict[str, str]) -> set[str]:

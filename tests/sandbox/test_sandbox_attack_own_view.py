@@ -17,18 +17,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from hostile import wait_until
 from repo_helpers import ISOPATCH, git, isopatch
-
-
-def _until(condition, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 @pytest.mark.hostile
@@ -55,7 +48,9 @@ def test_a_worktree_that_is_no_folder_in_the_real_view_fails_the_run(
     )  # fmt: skip
     moved = home / "src-moved"
     try:
-        _until(lambda: (signals / "ready").exists() or run.poll() is not None, "no command")
+        wait_until(
+            lambda: (signals / "ready").exists() or run.poll() is not None, what="no command"
+        )
         (home / "src").rename(moved)
         (home / "src").symlink_to(moved)
         (signals / "go").touch()

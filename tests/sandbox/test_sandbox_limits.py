@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile import wait_until
 from repo_helpers import ISOPATCH, isopatch
 from sandbox_helpers import run_as_nobody
 
@@ -201,14 +202,6 @@ def _members(group: str) -> list[str]:
     return []
 
 
-def _until(condition, what: str) -> None:
-    """Wait for ``condition`` (bounded: a run that never gets there fails)."""
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 @pytest.mark.hostile
 def test_the_groups_of_a_killed_run_go_with_a_later_run(env, make_repo) -> None:
     """SIGKILL ends git-isopatch before it removes its groups: they stay
@@ -222,12 +215,16 @@ def test_the_groups_of_a_killed_run_go_with_a_later_run(env, make_repo) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _until(lambda: any(_members(g) for g in _groups_of(killed.pid)), "the run never started")
+        wait_until(
+            lambda: any(_members(g) for g in _groups_of(killed.pid)), what="the run never started"
+        )
         left = _groups_of(killed.pid)
     finally:
         killed.send_signal(signal.SIGKILL)
         killed.wait()
-    _until(lambda: not any(_members(g) for g in left), "the killed run's namespace lives on")
+    wait_until(
+        lambda: not any(_members(g) for g in left), what="the killed run's namespace lives on"
+    )
     assert left and all(os.path.isdir(g) for g in left)  # left behind
     an_hour_ago = time.time() - 3600
     for group in left:
@@ -255,7 +252,9 @@ def test_a_left_group_whose_pid_was_given_again_goes_with_a_later_run(env, make_
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _until(lambda: any(_members(g) for g in _groups_of(running.pid)), "the run never started")
+        wait_until(
+            lambda: any(_members(g) for g in _groups_of(running.pid)), what="the run never started"
+        )
         parents = {os.path.dirname(g) for g in _groups_of(running.pid)}
     finally:
         running.send_signal(signal.SIGTERM)
