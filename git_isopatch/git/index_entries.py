@@ -16,15 +16,18 @@ from .admin_files import read_admin_file
 from .types import GitDirPath
 
 #: The stat data before the object id: ten 32-bit numbers.
-_STAT_BYTES = 40
-_EXTENDED = 0x4000
+STAT_BYTES = 40
+#: The entry's flags: extended flags follow (version 3 and later); the
+#: length of its path (this mask: the path is longer, up to its NUL).
+EXTENDED = 0x4000
+NAME_MASK = 0xFFF
 #: The entry's flags (gitformat-index(5)): assume-unchanged ("valid"); in
 #: the extended flags of version 3 and later, skip-worktree.
 _ASSUME_VALID = 0x8000
 _STAGE = 0x3000
 _SKIP_WORKTREE = 0x4000
 #: The mode of a sparse index's directory entry.
-_SPARSE_DIRECTORY = 0o040000
+SPARSE_DIRECTORY = 0o040000
 
 
 def read_index(git_dir: GitDirPath) -> bytes | None:
@@ -57,8 +60,8 @@ def changed_entries(
     mine, theirs = index_entries(git_dir, hash_size), index_entries(other_dir, hash_size)
     if mine is None or theirs is None:
         return None
-    old = {path: meta[_STAT_BYTES:] for path, meta in theirs}
-    new = {path: meta[_STAT_BYTES:] for path, meta in mine}
+    old = {path: meta[STAT_BYTES:] for path, meta in theirs}
+    new = {path: meta[STAT_BYTES:] for path, meta in mine}
     return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}
 
 
@@ -79,13 +82,13 @@ def _parse(data: bytes, hash_size: int, starts: list[int]) -> list[tuple[bytes, 
         return None
     entries: list[tuple[bytes, bytes]] = []
     at, previous = 12, b""
-    fixed = _STAT_BYTES + hash_size + 2
+    fixed = STAT_BYTES + hash_size + 2
     for _ in range(count):
         start = at
         starts.append(start)
         (flags,) = struct.unpack_from(">H", data, at + fixed - 2)
         at += fixed
-        if flags & _EXTENDED:
+        if flags & EXTENDED:
             if version < 3:
                 return None
             at += 2
@@ -98,8 +101,8 @@ def _parse(data: bytes, hash_size: int, starts: list[int]) -> list[tuple[bytes, 
             path = previous[: len(previous) - strip] + data[at:end]
             at = end + 1
         else:
-            length = flags & 0xFFF
-            end = at + length if length < 0xFFF else data.index(b"\0", at + length)
+            length = flags & NAME_MASK
+            end = at + length if length < NAME_MASK else data.index(b"\0", at + length)
             if data[end] != 0:
                 return None
             path = data[at:end]
@@ -124,11 +127,11 @@ def index_listing(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, byte
     listing = []
     for path, meta in entries:
         (mode,) = struct.unpack_from(">I", meta, 24)
-        if mode == _SPARSE_DIRECTORY:
+        if mode == SPARSE_DIRECTORY:
             return None
-        flags, extended = struct.unpack_from(">H", meta, _STAT_BYTES + hash_size)[0], 0
-        if flags & _EXTENDED:
-            (extended,) = struct.unpack_from(">H", meta, _STAT_BYTES + hash_size + 2)
+        flags, extended = struct.unpack_from(">H", meta, STAT_BYTES + hash_size)[0], 0
+        if flags & EXTENDED:
+            (extended,) = struct.unpack_from(">H", meta, STAT_BYTES + hash_size + 2)
         tag = b"M" if flags & _STAGE else b"S" if extended & _SKIP_WORKTREE else b"H"
         listing.append((tag.lower() if flags & _ASSUME_VALID else tag, b"%06o" % mode, path))
     return listing

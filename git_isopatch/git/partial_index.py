@@ -31,15 +31,10 @@ import sys
 from collections.abc import Sequence
 
 from .admin_files import read_admin_file
+from .index_entries import EXTENDED, NAME_MASK, SPARSE_DIRECTORY, STAT_BYTES
 
 #: The first line of a table (:func:`entry_table`).
 TABLE_HEADER = b"git-isopatch index table 1\n"
-#: The stat data before the object id: ten 32-bit numbers.
-_STAT_BYTES = 40
-_EXTENDED = 0x4000
-_NAME_MASK = 0xFFF
-#: The mode of a sparse index's folder entry, as its entry holds it.
-_SPARSE_DIRECTORY = b"\x00\x00\x40\x00"
 #: A new index holding more than this share of the whole one's entries,
 #: and more than :data:`_FEW` of them, is not worth its making: git reads
 #: the whole one instead.
@@ -59,7 +54,7 @@ def entry_table(
     checksum = data[-hash_size:]
     if version not in (2, 3) or len(data) >= 1 << 32 or not any(checksum):
         return None
-    if any(meta[24:28] == _SPARSE_DIRECTORY for _, meta in entries):
+    if any(int.from_bytes(meta[24:28], "big") == SPARSE_DIRECTORY for _, meta in entries):
         return None
     numbers = array.array("I", starts)
     if numbers.itemsize != 4:
@@ -112,16 +107,16 @@ class _Entries:
 
     def __init__(self, data: mmap.mmap, starts: array.array, hash_size: int) -> None:
         self.data, self.starts, self.hash_size = data, starts, hash_size
-        self.fixed = _STAT_BYTES + hash_size + 2
+        self.fixed = STAT_BYTES + hash_size + 2
         self.most = max(_FEW, int(len(starts) * _MOST))
 
     def path(self, number: int) -> tuple[bytes, int]:
         """The path of entry ``number`` and where its bytes end."""
         start = self.starts[number]
         flags = int.from_bytes(self.data[start + self.fixed - 2 : start + self.fixed], "big")
-        begin = start + self.fixed + (2 if flags & _EXTENDED else 0)
-        length = flags & _NAME_MASK
-        end = begin + length if length < _NAME_MASK else self.data.find(b"\0", begin + length)
+        begin = start + self.fixed + (2 if flags & EXTENDED else 0)
+        length = flags & NAME_MASK
+        end = begin + length if length < NAME_MASK else self.data.find(b"\0", begin + length)
         if end < 0 or end > len(self.data) - self.hash_size:
             raise ValueError("an entry past the end")
         return self.data[begin:end], start + ((end - start + 8) & ~7)

@@ -44,10 +44,9 @@ def compared_index(
         return None
     if not layer.index_is_base_trees(admin_dir, commit):
         return None
-    tree = layer.pin.tree
     data = partial_index(
-        os.path.join(tree.admin_dir, "index"),
-        os.path.join(tree.admin_dir, INDEX_TABLE),
+        layer.base_tree_index,
+        os.path.join(layer.pin.tree.admin_dir, INDEX_TABLE),
         paths,
         len(commit) // 2,
     )
