@@ -17,7 +17,10 @@ git reads, so our own git sees the real folders at their own paths.
 The real folders (``$HOME``, ``$XDG_CONFIG_HOME``, the folder of
 ``$GIT_CONFIG_GLOBAL``) are bound read-only, once, when the namespaces
 are made, each below :data:`PLACE` (a small tmpfs made read-only after
-them: the command can neither write in it nor rename a folder of it).
+them: the command can neither write in it nor rename a folder of it), which
+the command never sees: it runs in a mount namespace of its own where an
+empty tmpfs covers :data:`PLACE` (a unix socket of a read-only bind still
+answers; :func:`.launcher_main._hide_real`).
 Once the command has ended and nothing of it is left, the launcher
 (:mod:`.launcher`), which alone keeps ``CAP_SYS_ADMIN`` (and
 ``CAP_SETPCAP``, to drop it) in the sandbox's user namespace (the command

@@ -55,7 +55,8 @@ def main(argv):
     inherited = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     unblocked = inherited - {int(s) for s in sigs.split(",") if s}
     if command:
-        pid = _start(fd, os.execvpe, (command[0], command, env), unblocked)
+        hide = None if view == "-" else _hide_real
+        pid = _start(fd, os.execvpe, (command[0], command, env), unblocked, hide)
         if pid is not None:
             _report(control, pid, counted=True)
     try:
@@ -192,9 +193,9 @@ def _start(fd, execute, arguments, mask, setup=None):
         return pid
     code = 126
     try:
-        drop_capabilities()
         if setup is not None:
             setup()
+        drop_capabilities()
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -313,6 +314,20 @@ def _show(real, folder):
         _call("mount", b"overlay", folder, b"overlay", 1, lower)  # MS_RDONLY
     except OSError:
         _call("mount", real, folder, None, 0x1000 | 0x4000, None)  # MS_BIND | MS_REC
+
+
+def _hide_real():
+    """The command's own mount namespace, where :data:`PLACE` (the real
+    folders, bound read-only for our own git) is covered by an empty
+    read-only tmpfs: a read-only bind still lets a unix socket of the real
+    home answer (a tmux server's, an ssh master's), and the command must
+    not find it there.  Run in the command's process before its ``exec``,
+    with the capabilities it drops then: the launcher's namespace, where
+    :func:`own_view` reads them, keeps them (the mounts of a namespace made
+    in bubblewrap's nested user namespace are locked, and the cover does
+    not propagate back)."""
+    _call("unshare", 0x20000)  # CLONE_NEWNS
+    _call("mount", b"tmpfs", PLACE, b"tmpfs", 1 | 2 | 4 | 8, b"size=4k,mode=0")
 
 
 def own_view(spec):

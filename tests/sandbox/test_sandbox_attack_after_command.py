@@ -205,3 +205,39 @@ def test_git_runs_inside_with_the_objects_the_command_added(env, make_repo) -> N
     fields = run.fields()
     patch = Path(fields["patch"]).read_text()
     assert "+b" in patch and "+c" in patch, patch
+
+
+#: Tries every socket named ``tmux.sock`` the command can find under
+#: ``/run`` (where the real folders are bound for our own git) and in the
+#: home: typing a command into the user's tmux.
+COMMAND_TYPES_INTO_TMUX = (
+    'for s in "$HOME/tmux.sock" $(find /run -name tmux.sock 2>/dev/null); do'
+    ' tmux -S "$s" send-keys "touch $MARKS/typed" Enter; done; echo n > new.txt'
+)
+
+
+@pytest.mark.hostile
+@pytest.mark.needs("tmux")
+def test_the_command_cannot_reach_the_real_home_bound_for_our_own_git(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """The real home is bound read-only inside the namespaces, for our own
+    git after the command; a read-only bind still lets a unix socket
+    answer.  The command must not find it: the user's tmux, its socket in
+    the home, receives nothing."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    socket = Path(env["HOME"]) / "tmux.sock"
+    tmux = ["tmux", "-S", str(socket)]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True)
+    try:
+        run = isopatch(
+            "--porcelain", "--sandbox", "--", "sh", "-c", COMMAND_TYPES_INTO_TMUX,
+            cwd=make_repo(), env={**env, "MARKS": str(marks)},
+        )  # fmt: skip
+        assert run.returncode == 0, run.err
+        assert "+++ b/new.txt" in Path(run.fields()["patch"]).read_text()
+        time.sleep(1)  # what the pane's shell would run, it runs by then
+        assert list(marks.iterdir()) == []
+    finally:
+        subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)

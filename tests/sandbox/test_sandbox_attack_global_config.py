@@ -155,13 +155,16 @@ REPLACE = (
 @pytest.mark.hostile
 def test_the_real_global_configuration_inside_cannot_be_replaced(env, make_repo) -> None:
     """The place where git-isopatch's own git reads the user's global
-    configuration is read-only and stays where it is."""
+    configuration is out of the command's sight (a unix socket there would
+    answer it: ``test_the_command_cannot_reach_the_real_home_bound_for_our_own_git``),
+    and neither it nor what covers it can be written or moved."""
     (Path(env["HOME"]) / ".gitconfig").write_text("[core]\n\tautocrlf = false\n")
     repo = make_repo({"a.txt": "a\n"})
     run = isopatch("--porcelain", "--sandbox", "--", "sh", "-c", REPLACE, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     fields = run.fields()
-    assert Path(fields["stdout"]).read_text() == "", "the command changed the real folders' place"
+    said = Path(fields["stdout"]).read_text()
+    assert said == "unseen\n", "the command saw or changed the real folders' place"
     assert b"+++ b/new.txt" in Path(fields["patch"]).read_bytes()
 
 
@@ -381,3 +384,18 @@ def test_a_link_on_the_way_to_the_global_configuration_is_read_as_it_was(
     assert b"+++ b/new.txt" in patch, patch
     assert b"+evil" in patch, patch
     assert link.resolve() == real
+
+
+@pytest.mark.hostile
+def test_the_real_folders_place_is_out_of_sight_as_an_unprivileged_user(env) -> None:
+    """As uid 65534 (an unprivileged user namespace): the command finds
+    nothing of the real home (its ``repo``) where our own git's view is
+    bound."""
+    seek = (
+        'if [ -n "$(find /run -maxdepth 4 -name repo 2>/dev/null)" ]; then'
+        " echo seen > seen.txt; fi; echo n > new.txt"
+    )
+    with run_as_nobody(env, AS_NOBODY, seek) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert "+++ b/new.txt" in seen["patch"], json.dumps(seen)
+        assert "seen.txt" not in seen["patch"], json.dumps(seen)
