@@ -11,7 +11,8 @@ tree's private folder (:data:`BASELINE_FILE`), with the commit it was
 found for.  Beside it, the table of where each entry of the base tree's
 index starts (:data:`INDEX_TABLE`, :func:`..git.partial_index.entry_table`):
 a run's extraction reads the entries of the paths it compares alone
-(:mod:`.compared_index`).
+(:mod:`.compared_index`).  A base tree made before tables were kept gets
+its table from the first run over it (:func:`keep_missing_table`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ _HEADER = b"git-isopatch baseline 2\n"
 #: The file of a base tree's private folder that holds where each entry of
 #: its index starts (:func:`..git.partial_index.entry_table`).
 INDEX_TABLE = "isopatch-index-table"
+#: What :data:`INDEX_TABLE` holds for an index that has no table (a version
+#: 4 or sparse index, a split one): no run makes it again.
+NO_TABLE = b"git-isopatch no index table\n"
 
 
 class BaseLook(Record):
@@ -76,35 +80,66 @@ def look_once(
             case Err(error):
                 log.debug("no look at the base tree: %s", error.message())
                 return
-    index = read_index(admin_dir)
-    starts: list[int] = []
-    entries = None if index is None else parse_entries(index, len(commit) // 2, starts)
-    if index is None or entries is None:
+    entries, table = _index_of(admin_dir, len(commit) // 2)
+    _keep_table(admin_dir, table)
+    if entries is None:
         return
     links = [name for name, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"]
     listed = [b"b" + p for p in paths] + [b"g" + p for p in links]
     data = _HEADER + commit.encode() + b"\n" + b"".join(p + b"\0" for p in listed)
-    _keep_table(admin_dir, entry_table(index, entries, starts, len(commit) // 2))
     try:
         replace_admin_file(os.path.join(admin_dir, BASELINE_FILE), data)
     except OSError as exc:
         log.debug("could not keep the base tree's look: %s", exc)
 
 
+def _index_of(
+    admin_dir: GitDirPath, hash_size: int
+) -> tuple[list[tuple[bytes, bytes]] | None, bytes | None]:
+    """The entries of the index of ``admin_dir`` and its table (``None``
+    for an index that has none, or that cannot be read)."""
+    index = read_index(admin_dir)
+    starts: list[int] = []
+    entries = None if index is None else parse_entries(index, hash_size, starts)
+    if index is None or entries is None:
+        return None, None
+    return entries, entry_table(index, entries, starts, hash_size)
+
+
 def _keep_table(admin_dir: GitDirPath, table: bytes | None) -> None:
-    """Keep ``table``, the index's (:data:`INDEX_TABLE`); without one, none
-    is left from an earlier checkout.  Best effort: a table that does not
-    match the index is never used."""
-    path = os.path.join(admin_dir, INDEX_TABLE)
+    """Keep ``table``, the index's (:data:`INDEX_TABLE`), or
+    :data:`NO_TABLE`.  Best effort: a table that does not match the index
+    is never used."""
     try:
-        if table is None:
-            os.unlink(path)
-        else:
-            replace_admin_file(path, table)
-    except FileNotFoundError:
-        pass
+        replace_admin_file(os.path.join(admin_dir, INDEX_TABLE), table or NO_TABLE)
     except OSError as exc:
         log.debug("could not keep the base tree's index table: %s", exc)
+
+
+def keep_missing_table(admin_dir: GitDirPath, hash_size: int) -> None:
+    """Keep the table of the index of the base tree whose private folder is
+    ``admin_dir`` when it has none (made before tables were kept), once:
+    the run pinning it (which holds it at its commit) takes the lock beside
+    the table without waiting, and writes it unless another run did first.
+    A run that finds the lock held reads the whole index meanwhile.  Best
+    effort, never raises."""
+    path = os.path.join(admin_dir, INDEX_TABLE)
+    if os.path.lexists(path):
+        return
+    from .lock import try_flock  # only for a base tree without a table
+
+    try:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.debug("could not lock the base tree's index table: %s", exc)
+        return
+    try:
+        if try_flock(fd, exclusive=True) and not os.path.lexists(path):
+            _keep_table(admin_dir, _index_of(admin_dir, hash_size)[1])
+    except Exception as exc:  # best effort: the run reads the whole index
+        log.debug("could not keep the base tree's index table: %s", exc)
+    finally:
+        os.close(fd)
 
 
 def look_of(admin_dir: GitDirPath, commit: str) -> BaseLook:

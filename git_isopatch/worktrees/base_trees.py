@@ -47,7 +47,7 @@ from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
 from ..logger import log, warning
-from .base_look import look_once
+from .base_look import keep_missing_table, look_once
 from .lock import (
     PIN_FILE,
     POLL_SECONDS,
@@ -215,12 +215,13 @@ class BaseTrees:
         while True:
             with self.lock.held(self.repository.common_dir):
                 plan = self._plan(commit)
-                if plan.pin is not None:
-                    return plan.pin
-                if plan.wait is None and plan.move is None:
+                if plan.pin is None and plan.wait is None and plan.move is None:
                     tree, fd = self._register(commit)
                 elif plan.move is not None:
                     tree, fd = plan.move, plan.fd
+            if plan.pin is not None:
+                keep_missing_table(plan.pin.tree.admin_dir, len(commit) // 2)
+                return plan.pin
             if plan.wait is not None:
                 self._wait(plan.wait)
                 continue
