@@ -27,6 +27,7 @@ import array
 import mmap
 import os
 import stat
+import struct
 import sys
 from collections.abc import Sequence
 
@@ -40,29 +41,70 @@ TABLE_HEADER = b"git-isopatch index table 1\n"
 #: the whole one instead.
 _MOST = 0.5
 _FEW = 1024
+#: The modes of a gitlink and of a sparse index's directory entry, as an
+#: entry holds them.
+_GITLINK = (0o160000).to_bytes(4, "big")
+_SPARSE_DIRECTORY = SPARSE_DIRECTORY.to_bytes(4, "big")
 
 
-def entry_table(
-    data: bytes, entries: Sequence[tuple[bytes, bytes]], starts: Sequence[int], hash_size: int
-) -> bytes | None:
-    """The table of the index ``data`` (its ``entries`` and where each
-    starts, :func:`.index_entries.parse_entries`): the index's checksum and
-    size, then each start as a 4-byte number; ``None`` for an index whose
-    entries cannot be copied one by one (version 4, a sparse index, 4 GiB
-    or more, no checksum)."""
-    version = int.from_bytes(data[4:8], "big")
+def index_table(data: bytes, hash_size: int) -> tuple[bytes | None, list[bytes]] | None:
+    """The table of the index ``data`` (its checksum and size, then where
+    each entry starts as a 4-byte number) and its gitlinks' paths, in one
+    walk that reads each entry's flags and mode alone; the table is
+    ``None`` for an index whose entries cannot be copied one by one (a
+    sparse index, no checksum).  ``None`` for an index of another version
+    than 2 or 3 (version 4 stores each path as the difference from the one
+    before: :func:`.index_entries.parse_entries` reads it), of 4 GiB or
+    more, or that cannot be read."""
+    try:
+        signature, version, count = struct.unpack_from(">4sII", data, 0)
+        if signature != b"DIRC" or version not in (2, 3) or len(data) >= 1 << 32:
+            return None
+        walked = _walk(data, hash_size, min(count, len(data) // 8), extended=version == 3)
+    except (struct.error, IndexError, ValueError):
+        return None
+    if walked is None or len(walked[0]) != count:
+        return None
+    starts, links, sparse = walked
     checksum = data[-hash_size:]
-    if version not in (2, 3) or len(data) >= 1 << 32 or not any(checksum):
-        return None
-    if any(int.from_bytes(meta[24:28], "big") == SPARSE_DIRECTORY for _, meta in entries):
-        return None
-    numbers = array.array("I", starts)
-    if numbers.itemsize != 4:
-        return None
+    if sparse or not any(checksum):
+        return None, links
     if sys.byteorder == "little":
-        numbers.byteswap()
-    size = len(data).to_bytes(8, "big") + len(starts).to_bytes(4, "big")
-    return TABLE_HEADER + checksum + size + numbers.tobytes()
+        starts.byteswap()
+    size = len(data).to_bytes(8, "big") + count.to_bytes(4, "big")
+    return TABLE_HEADER + checksum + size + starts.tobytes(), links
+
+
+def _walk(
+    data: bytes, hash_size: int, count: int, *, extended: bool
+) -> tuple[array.array, list[bytes], bool] | None:
+    """Where each of the ``count`` entries of ``data`` starts, the paths of
+    the gitlinks, and whether a sparse directory entry is there; ``None``
+    when an entry is not as its version has it."""
+    starts = array.array("I", bytes(4 * count))
+    if starts.itemsize != 4:
+        return None
+    links: list[bytes] = []
+    sparse, at, fixed = False, 12, STAT_BYTES + hash_size + 2
+    for number in range(count):
+        starts[number] = at
+        flags = (data[at + fixed - 2] << 8) | data[at + fixed - 1]
+        name = at + fixed
+        if flags & EXTENDED:
+            if not extended:
+                return None
+            name += 2
+        length = flags & NAME_MASK
+        end = name + length if length < NAME_MASK else data.index(b"\0", name + length)
+        if data[end]:
+            return None
+        mode = data[at + 24 : at + 28]
+        if mode == _GITLINK:
+            links.append(data[name:end])
+        elif mode == _SPARSE_DIRECTORY:
+            sparse = True
+        at += (end - at + 8) & ~7
+    return None if at > len(data) - hash_size else (starts, links, sparse)
 
 
 def partial_index(index: str, table: str, paths: Sequence[bytes], hash_size: int) -> bytes | None:

@@ -9,7 +9,7 @@ A run in a worktree of its own looks before every command
 after its checkout, so one look serves every run: it is kept in the base
 tree's private folder (:data:`BASELINE_FILE`), with the commit it was
 found for.  Beside it, the table of where each entry of the base tree's
-index starts (:data:`INDEX_TABLE`, :func:`..git.partial_index.entry_table`):
+index starts (:data:`INDEX_TABLE`, :func:`..git.partial_index.index_table`):
 a run's extraction reads the entries of the paths it compares alone
 (:mod:`.compared_index`).  A base tree made before tables were kept gets
 its table from the first run over it (:func:`keep_missing_table`).
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.index_entries import parse_entries, read_index
-from ..git.partial_index import entry_table
+from ..git.partial_index import index_table
 from ..git.record import Record
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -34,7 +34,7 @@ from ..logger import log
 BASELINE_FILE = "isopatch-baseline"
 _HEADER = b"git-isopatch baseline 2\n"
 #: The file of a base tree's private folder that holds where each entry of
-#: its index starts (:func:`..git.partial_index.entry_table`).
+#: its index starts (:func:`..git.partial_index.index_table`).
 INDEX_TABLE = "isopatch-index-table"
 #: What :data:`INDEX_TABLE` holds for an index that has no table (a version
 #: 4 or sparse index, a split one): no run makes it again.
@@ -80,11 +80,10 @@ def look_once(
             case Err(error):
                 log.debug("no look at the base tree: %s", error.message())
                 return
-    entries, table = _index_of(admin_dir, len(commit) // 2)
+    links, table = _index_of(admin_dir, len(commit) // 2)
     _keep_table(admin_dir, table)
-    if entries is None:
+    if links is None:
         return
-    links = [name for name, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"]
     listed = [b"b" + p for p in paths] + [b"g" + p for p in links]
     data = _HEADER + commit.encode() + b"\n" + b"".join(p + b"\0" for p in listed)
     try:
@@ -93,17 +92,18 @@ def look_once(
         log.debug("could not keep the base tree's look: %s", exc)
 
 
-def _index_of(
-    admin_dir: GitDirPath, hash_size: int
-) -> tuple[list[tuple[bytes, bytes]] | None, bytes | None]:
-    """The entries of the index of ``admin_dir`` and its table (``None``
-    for an index that has none, or that cannot be read)."""
+def _index_of(admin_dir: GitDirPath, hash_size: int) -> tuple[list[bytes] | None, bytes | None]:
+    """The gitlinks' paths of the index of ``admin_dir`` and its table
+    (``None`` for an index that has none); no paths when the index cannot
+    be read."""
     index = read_index(admin_dir)
-    starts: list[int] = []
-    entries = None if index is None else parse_entries(index, hash_size, starts)
-    if index is None or entries is None:
+    walked = None if index is None else index_table(index, hash_size)
+    if walked is not None:
+        return walked[1], walked[0]
+    entries = None if index is None else parse_entries(index, hash_size)  # version 4
+    if entries is None:
         return None, None
-    return entries, entry_table(index, entries, starts, hash_size)
+    return [name for name, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"], None
 
 
 def _keep_table(admin_dir: GitDirPath, table: bytes | None) -> None:

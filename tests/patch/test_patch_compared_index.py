@@ -25,7 +25,7 @@ import pytest
 from repo_helpers import base_trees, git, isopatch, write_tree
 
 from git_isopatch.git.index_entries import parse_entries
-from git_isopatch.git.partial_index import entry_table, partial_index
+from git_isopatch.git.partial_index import index_table, partial_index
 
 #: Enough entries that a look at a few reads far fewer than the whole index.
 FILES: dict[str, str] = {
@@ -152,13 +152,9 @@ def test_a_tracked_folder_made_a_repository(env, make_repo, tmp_path) -> None:
 
 
 def _table(folder: Path, index: Path) -> Path:
-    data = index.read_bytes()
-    starts: list[int] = []
-    entries = parse_entries(data, 20, starts)
-    assert entries is not None
-    table = entry_table(data, entries, starts, 20)
-    assert table is not None
-    (folder / "table").write_bytes(table)
+    walked = index_table(index.read_bytes(), 20)
+    assert walked is not None and walked[0] is not None
+    (folder / "table").write_bytes(walked[0])
     return folder / "table"
 
 

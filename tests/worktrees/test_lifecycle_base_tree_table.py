@@ -24,7 +24,7 @@ import pytest
 from repo_helpers import ISOPATCH, base_trees, git, isopatch, write_tree
 
 from git_isopatch.git.index_entries import parse_entries
-from git_isopatch.git.partial_index import entry_table
+from git_isopatch.git.partial_index import TABLE_HEADER, index_table
 
 #: Enough entries that a look at a few reads far fewer than the whole index.
 FILES: dict[str, str] = {
@@ -50,14 +50,18 @@ def _old_base_tree(repo: Path, env: dict[str, str]) -> Path:
 
 
 def _table_of_index(admin: Path) -> bytes:
-    """The table the base tree's index has (what a look would keep)."""
-    data = (admin / "index").read_bytes()
+    """The table the base tree's index has (what a look keeps)."""
+    return reference_table((admin / "index").read_bytes())
+
+
+def reference_table(data: bytes) -> bytes:
+    """The table of the index ``data`` as :func:`parse_entries` finds its
+    entries: the checksum, the size and number of entries, each start."""
     starts: list[int] = []
-    entries = parse_entries(data, 20, starts)
-    assert entries is not None
-    table = entry_table(data, entries, starts, 20)
-    assert table is not None
-    return table
+    assert parse_entries(data, 20, starts) is not None
+    numbers = b"".join(start.to_bytes(4, "big") for start in starts)
+    size = len(data).to_bytes(8, "big") + len(starts).to_bytes(4, "big")
+    return TABLE_HEADER + data[-20:] + size + numbers
 
 
 def _diff_reads(trace: Path) -> list[int]:
@@ -218,3 +222,35 @@ def test_an_index_that_has_no_table_is_looked_at_once(env, make_repo, tmp_path) 
         assert written.count(TABLE.encode()) == writes, written
     own = isopatch("--porcelain", "--no-sandbox", "--", "sh", "-c", SCRIPT, cwd=repo, env=env)
     assert Path(run.fields()["patch"]).read_bytes() == Path(own.fields()["patch"]).read_bytes()
+
+
+def test_the_walk_of_an_index_finds_what_its_parse_finds(env, make_repo) -> None:
+    """The table and the gitlinks of one walk over the entries, against
+    the whole parse: a gitlink, an intent-to-add entry (extended flags: a
+    version 3 index), a path of 4095 bytes and more (its length is past the
+    flags' mask), conflict stages; a version 4 index is left to the parse,
+    a sparse one has no table."""
+    repo = make_repo(FILES)
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    blob = git("rev-parse", "HEAD:a.txt", cwd=repo, env=env).decode().strip()
+    long = "/".join(["d" * 200] * 21) + "/f"
+    info = f"160000 {head} 0\tsub\n100644 {blob} 0\t{long}\n"
+    info += "".join(f"100644 {blob} {stage}\tlib/m03.c\n" for stage in (1, 2, 3))
+    git("update-index", "--index-info", cwd=repo, env=env, input=info.encode())
+    write_tree(repo, {"new.c": "n\n"})
+    git("add", "-N", "new.c", cwd=repo, env=env)
+    data = (repo / ".git" / "index").read_bytes()
+    assert data[4:8] == (3).to_bytes(4, "big")
+    assert index_table(data, 20) == (reference_table(data), [b"sub"])
+    git("update-index", "--index-version", "2", cwd=repo, env=env)
+    git("update-index", "--force-remove", "new.c", cwd=repo, env=env)
+    data = (repo / ".git" / "index").read_bytes()
+    assert data[4:8] == (2).to_bytes(4, "big")
+    assert index_table(data, 20) == (reference_table(data), [b"sub"])
+    git("update-index", "--index-version", "4", cwd=repo, env=env)
+    assert index_table((repo / ".git" / "index").read_bytes(), 20) is None
+    sparse = bytearray(data)
+    at = reference_table(data)
+    first = int.from_bytes(at[len(TABLE_HEADER) + 32 : len(TABLE_HEADER) + 36], "big")
+    sparse[first + 24 : first + 28] = (0o040000).to_bytes(4, "big")
+    assert index_table(bytes(sparse), 20) == (None, [b"sub"])
