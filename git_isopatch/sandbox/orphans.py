@@ -62,31 +62,31 @@ def running() -> bool:
     return False
 
 
-#: Times the threads' children are listed again when a thread ended while
-#: they were read.
-_TRIES = 8
-
-
 def _children() -> set[str] | None:
     """The pids of this process's children: each thread's own, in
     ``/proc/self/task/<tid>/children`` (proc(5)); ``None`` where they
-    cannot be read.  A thread that ends while they are read (a timer, a
-    stream's copy) is gone before its file is opened, and the children it
-    had move to another thread, perhaps one read already: the threads are
-    then read again."""
-    for _ in range(_TRIES):
-        try:
-            tasks = os.listdir("/proc/self/task")
-        except OSError:
-            return None
-        children: set[str] = set()
-        try:
-            for task in tasks:
-                with open(f"/proc/self/task/{task}/children", "rb") as handle:
-                    children.update(handle.read().decode("ascii").split())
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # that thread ended meanwhile
-        except OSError:
-            return None
-        return children
-    return None
+    cannot be read.  A thread that ends (a timer, a stream's copy) hands
+    its children to the first live thread of the group, the leader
+    (kernel/exit.c, ``find_new_reaper``), before its entry leaves
+    ``/proc``: the other threads are read first and the leader last, so a
+    thread gone before its file is read has already handed its children
+    to a list still to be read."""
+    leader = str(os.getpid())
+    try:
+        tasks = [task for task in os.listdir("/proc/self/task") if task != leader]
+    except OSError:
+        return None
+    children: set[str] = set()
+    try:
+        for task in tasks:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                children.update(_task_children(task))
+        children.update(_task_children(leader))
+    except OSError:
+        return None
+    return children
+
+
+def _task_children(task: str) -> list[str]:
+    with open(f"/proc/self/task/{task}/children", "rb") as handle:
+        return handle.read().decode("ascii").split()

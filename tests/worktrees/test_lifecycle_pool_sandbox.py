@@ -119,6 +119,23 @@ def test_an_unconfined_run_whose_processes_all_ended_is_pooled(make_repo, env) -
     assert len(_pooled(repo, env)) == 1
 
 
+def _churning(spawn, threads: int) -> tuple[threading.Event, list[threading.Thread]]:
+    """Threads that each start and join short-lived threads running
+    ``spawn`` until the event is set."""
+    done = threading.Event()
+
+    def churn() -> None:
+        while not done.is_set():
+            thread = threading.Thread(target=spawn)
+            thread.start()
+            thread.join()
+
+    churners = [threading.Thread(target=churn) for _ in range(threads)]
+    for churner in churners:
+        churner.start()
+    return done, churners
+
+
 def test_threads_that_come_and_go_are_not_taken_for_a_running_child() -> None:
     """A thread of git-isopatch that ends while the children are listed
     (a timer, a stream's copy: each thread has its own list in /proc)
@@ -126,19 +143,44 @@ def test_threads_that_come_and_go_are_not_taken_for_a_running_child() -> None:
     is none (a worktree would otherwise leave the pool for nothing)."""
     from git_isopatch.sandbox.orphans import running
 
-    done = threading.Event()
-
-    def churn() -> None:
-        while not done.is_set():
-            thread = threading.Thread(target=lambda: None)
-            thread.start()
-            thread.join()
-
-    churner = threading.Thread(target=churn)
-    churner.start()
+    done, churners = _churning(lambda: None, threads=6)
     try:
-        said = [running() for _ in range(2000)]
+        said = [running() for _ in range(6000)]
     finally:
         done.set()
-        churner.join()
+        for churner in churners:
+            churner.join()
     assert not any(said), f"a running child seen {sum(said)} times of {len(said)}"
+
+
+def test_a_child_whose_thread_ends_is_still_seen_running() -> None:
+    """A thread that started a child and ends hands it to the main thread:
+    however the threads that start children come and go, the youngest
+    child, always running, is seen at every look."""
+    import subprocess
+
+    from git_isopatch.sandbox.orphans import running
+
+    children: list[subprocess.Popen] = [subprocess.Popen(["sleep", "60"])]
+    lock = threading.Lock()
+
+    def start_child() -> None:
+        child = subprocess.Popen(["sleep", "60"])
+        with lock:
+            children.append(child)
+            if len(children) > 2:
+                old = children.pop(0)
+                old.kill()
+                old.wait()
+
+    done, churners = _churning(start_child, threads=2)
+    try:
+        said = [running() for _ in range(3000)]
+    finally:
+        done.set()
+        for churner in churners:
+            churner.join()
+        for child in children:
+            child.kill()
+            child.wait()
+    assert all(said), f"no running child seen {said.count(False)} times of {len(said)}"
