@@ -17,15 +17,16 @@ worktree add`` runs (:func:`load`), not after it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import start
 from .checkout import CheckoutLook
-from .errors import IsopatchError
+from .errors import Interrupted, IsopatchError
 from .logger import log, warning
 from .request import CaptureRequest
 
@@ -103,18 +104,18 @@ def run(
             given without a sandbox); default: the ``git_isopatch`` logger.
 
     Returns:
-        A :class:`CaptureResult`.  When extraction fails, ``error`` and
-        ``error_code`` are set, ``patch_path`` is ``None`` and the worktree is
-        kept (``worktree_path``).  Linked and copied paths are never in the
-        patch.
+        A :class:`CaptureResult`.  When extraction fails, ``error`` and ``error_code``
+        are set, ``patch_path`` is ``None`` and the worktree is kept
+        (``worktree_path``).  Linked and copied paths are never in the patch.
 
     Raises:
         ValueError: the request holds a combination that cannot go together
             (:func:`.request.conflicts`).
         IsopatchError: not a work tree, a bad configuration value, a base
             that does not resolve, a refused include, no room for a worktree
-            (``too-many-worktrees``), no sandbox here, a worktree that could
-            not be made (:func:`.start.check`); no worktree was created.
+            (``too-many-worktrees``), no sandbox here, a worktree that could not
+            be made (:func:`.start.check`); no worktree was created.
+        Interrupted: a signal stopped the run before it had a result.
     """
     started, warn = time.monotonic(), warn or warning
     # 1-2. Options, repository, commit, includes, sandbox plan: checked before anything exists.
@@ -126,6 +127,7 @@ def run(
     state: dict[str, int | None] = {"received": None}
     provider = provider or _provider(plan, warn, state)
     with (
+        _signal_wins(state),
         forward_signals(state),
         results.private_folder(plan.tmp_root, plan.repository.common_dir) as private,
     ):
@@ -159,6 +161,19 @@ def run(
     _settle(private.path, result)  # -o without captured output leaves nothing
     _expire(provider, plan)
     return result._replace(duration=time.monotonic() - started)
+
+
+@contextlib.contextmanager
+def _signal_wins(state: dict[str, int | None]) -> Iterator[None]:
+    """A failure after a signal reached the run (recorded in ``state``) is
+    the signal's doing (the git it killed as it was starting, still in
+    this process group): :class:`.errors.Interrupted`, not the failure."""
+    try:
+        yield
+    except IsopatchError as failure:
+        if state["received"] is None:
+            raise
+        raise Interrupted(failure.message, state["received"]) from failure
 
 
 def _settle(private_dir: str, result: CaptureResult) -> None:

@@ -42,6 +42,20 @@ class IsopatchError(Exception):
         self.worktree = worktree
 
 
+class Interrupted(Exception):
+    """A signal that reached git-isopatch stopped the run before it had a
+    result: it ends with ``128 + signum`` and nothing on stdout, as the
+    signal says, not as the failure the signal caused (a git it killed).
+
+    Attributes:
+        signum: the signal, when known.
+    """
+
+    def __init__(self, what: str, signum: int | None = None) -> None:
+        super().__init__(what)
+        self.signum = signum
+
+
 class UnexpectedGitFailure(RuntimeError):
     """Git failed in a way the classification table does not know: a bug."""
 

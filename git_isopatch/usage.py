@@ -411,9 +411,9 @@ def _main(argv: list[str] | None) -> NoReturn:
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except Exception as exc:
-        from .worktrees.lock import LockWaitInterrupted
+        from .errors import Interrupted
 
-        if isinstance(exc, LockWaitInterrupted):  # a signal ended a wait for a lock
+        if isinstance(exc, Interrupted):  # a signal ended the run before it had a result
             raise SystemExit(128 + (exc.signum or 2)) from None
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             # click's UsageError and its kind (typer's parser)

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from ..errors import IsopatchError
+from ..errors import Interrupted, IsopatchError
 from ..git.types import GitDirPath
 from ..logger import log
 from .store import RECORD_FILE
@@ -159,14 +159,13 @@ class LockTimeout(Exception):
         self.seconds = seconds
 
 
-class LockWaitInterrupted(Exception):
+class LockWaitInterrupted(Interrupted):
     """:func:`held_within` stopped waiting for ``path``: ``interrupted()``
     said so (a signal the caller recorded: ``signum`` when known)."""
 
     def __init__(self, path: str, signum: int | None = None) -> None:
-        super().__init__(path)
+        super().__init__(path, signum)
         self.path = path
-        self.signum = signum
 
 
 @contextlib.contextmanager

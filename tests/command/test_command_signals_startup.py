@@ -157,3 +157,43 @@ def test_ctrl_c_at_any_moment_of_the_start_is_never_lost(
     assert (fields["exit"], fields["signal"]) == ("130", "SIGINT")
     assert repo_state(repo, env) == before
     assert admin_dirs(repo, env) == []
+
+
+#: A ``git`` first on PATH that, for ``worktree add``, does what a Ctrl-C
+#: does when it comes in the moment a git child of git-isopatch has not
+#: yet left git-isopatch's process group (between fork and ``setpgid``):
+#: the signal reaches git-isopatch and kills that git.
+CTRL_C_IN_GIT = """#!/bin/sh
+case " $* " in
+*" worktree add "*) kill -INT "$PPID"; kill -INT $$ ;;
+esac
+exec {git} "$@"
+"""
+
+
+@pytest.mark.hostile
+def test_ctrl_c_that_kills_a_git_of_the_start_ends_the_run_with_130(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    """The Ctrl-C reached git-isopatch, and the git it was starting died of
+    it: the run ends as the Ctrl-C says (130, nothing printed on stdout),
+    not as a failure to make the worktree (128)."""
+    import shutil
+
+    repo = make_repo()
+    before = repo_state(repo, env)
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "git").write_text(CTRL_C_IN_GIT.format(git=shutil.which("git", path=env["PATH"])))
+    (shim / "git").chmod(0o755)
+    done = subprocess.run(
+        [str(ISOPATCH), "--porcelain", "--no-sandbox", "--", *COMMAND],
+        cwd=repo,
+        env={**env, "PATH": f"{shim}:{env['PATH']}", "RAN": str(tmp_path / "ran")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+    )
+    _assert_stopped_before_anything(done, done.stdout, done.stderr, 130, repo, env, before)
+    assert b"fatal:" not in done.stderr, done.stderr.decode()
+    assert not (tmp_path / "ran").exists()
