@@ -9,7 +9,8 @@ changed, not the size of the repository.  Measured by ``bench/run.py
   the base tree, as a first run at a new commit does;
 - ``next``: the same after a commit that changes one file (untimed): the
   run moves the kept base tree by that commit's difference;
-- ``inplace`` and ``bare``: ``bench/inplace.sh`` and ``bench/bare.sh``;
+- ``inplace`` and ``bare``: ``bench/inplace.sh`` and ``bench/bare.sh``,
+  the bare sequence's worktree made beside the base trees (:func:`_bare`);
 - ``floor``: the floor of the design card's libraries (``bench/floor.py``,
   started through git as ``git isopatch-floor``, as ``compare.py`` runs
   it: a typer app and pygit2 resolving HEAD);
@@ -42,6 +43,11 @@ from typing import Any
 import timing
 
 FLOOR_BWRAP_SCRIPT = Path(__file__).resolve().parent / "floor_bwrap.sh"
+BARE_SCRIPT = Path(__file__).resolve().parent / "bare.sh"
+#: Where the bare sequence makes its worktree (its ``$TMPDIR``): in the
+#: repository's git directory beside the folder of the base trees, not in
+#: the ``$TMPDIR`` every way's run folders are made and removed in.
+BARE_FOLDER = "isopatch-bench-bare"
 
 #: The repositories of this measurement.
 SIZES = ("1k", "10k", "50k")
@@ -151,22 +157,48 @@ def _rounds(bench: Any, floors: Floors, size: str, repo: Path, rounds: int) -> d
         elif way == "next":
             commits += 1
             _next_commit(repo, bench.env, commits)
-        implementation = way if way in ("inplace", "bare") else "sandbox"
+        if way == "bare":
+            return _bare(bench, repo, f"{size} {way}")
+        implementation = way if way == "inplace" else "sandbox"
         seconds = bench.capture(implementation, "edit", repo, f"{size} {way}")
         return None if seconds is None else (seconds, bench.last_cpu)
 
+    def after_round(index: int, timed: list) -> None:
+        _progress(size, index, rounds, timed)
+        by_way = dict(timed)
+        if "cold" in by_way and "bare" in by_way:  # the same state of the file system
+            paired.append(by_way["cold"][0] / by_way["bare"][0])
+
+    paired: list[float] = []
     bench.capture("sandbox", "edit", repo, f"{size} making the base tree")
-    samples = timing.interleaved(
-        list(WAYS),
-        rounds,
-        once,
-        warmup=0,
-        after_round=lambda index, timed: _progress(size, index, rounds, timed),
-    )
+    samples = timing.interleaved(list(WAYS), rounds, once, warmup=0, after_round=after_round)
     found: dict = {way: _median([wall for wall, _ in samples[way]]) for way in WAYS}
     found["cpu"] = {way: _median([cpu for _, cpu in samples[way]]) for way in WAYS}
     found["samples"] = {way: samples[way] for way in WAYS}
+    found["cold/bare by round"] = paired
+    shutil.rmtree(repo / ".git" / BARE_FOLDER, ignore_errors=True)
     return found
+
+
+def _bare(bench: Any, repo: Path, label: str) -> tuple[float, float] | None:
+    """Wall and CPU time of the bare sequence with its worktree made in
+    :data:`BARE_FOLDER`: its checkout and the cold run's are made in the
+    same folder of the file system (a checkout's cost there depends on
+    what was removed from it lately, see bench/README.md); ``None``: it
+    failed."""
+    folder = repo / ".git" / BARE_FOLDER
+    folder.mkdir(exist_ok=True)
+    patch = bench.run_tmp / "bare.patch"
+    argv = ["sh", str(BARE_SCRIPT), "-o", str(patch), "--", *EDIT]
+    run = timing.measure(argv, cwd=repo, env={**bench.env, "TMPDIR": str(folder)})
+    empty = not patch.exists() or patch.stat().st_size == 0
+    for left in folder.iterdir():  # its temporary folder (the worktree is removed)
+        shutil.rmtree(left, ignore_errors=True)
+    bench.clean_up(repo, label)
+    if run.exit_code != 0 or empty:
+        bench.fail(f"{label}: exit {run.exit_code}, patch empty: {empty}", run.stderr)
+        return None
+    return run.seconds, run.cpu_seconds
 
 
 def _progress(size: str, index: int, rounds: int, timed: list) -> None:
@@ -309,6 +341,14 @@ def report(results: dict, together: dict | None) -> list[str]:
     lines.append(f"{'files':>6}" + "".join(f"{name:>14}" for name in names))
     for size in results:
         lines.append(f"{size:>6}" + "".join(_fmt(ratios.get((size, n)), ".2f", 14) for n in names))
+    for size, found in results.items():
+        paired = found.get("cold/bare by round") or []
+        if paired:
+            each = " ".join(f"{ratio:.2f}" for ratio in paired)
+            lines.append(
+                f"{size} cold/bare round by round (each cold beside the bare sequence of its "
+                f"round): {each}; median {statistics.median(paired):.2f}"
+            )
     if ("1k..50k", "warm growth") in ratios:
         lines.append(f"warm growth from 1k to 50k files: {ratios['1k..50k', 'warm growth']:.2f}x")
     if together:
