@@ -323,8 +323,8 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
         if worktree.pid is not None and state == "running":
             state = f"running (pid {worktree.pid})"
         if worktree.session is not None:  # a name is no path: never quoted
-            base, size = (worktree.head or "")[:12], worktree.size or 0
-            state = f"session {worktree.session} at {base}, {size} bytes"
+            base, size = (worktree.head or "")[:12], human_size(worktree.size or 0)
+            state = f"session {worktree.session} at {base}, {size}"
         path = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
         # the command may hold newlines and control bytes: quoted as in the
         # porcelain, so that one worktree is one line and nothing reaches
@@ -343,6 +343,18 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
         ).rstrip(" ")
         for row in rows
     ]
+
+
+def human_size(size: int) -> str:
+    """``size`` as git writes one for people (``count-objects -H``, strbuf.c
+    ``strbuf_humanise_bytes``): ``1 byte``, ``1023 bytes``, ``1.50 KiB``."""
+    if size > 1 << 30:
+        return f"{size >> 30}.{(size & ((1 << 30) - 1)) // 10737419:02d} GiB"
+    for shift, unit, rounding in ((20, "MiB", 5243), (10, "KiB", 5)):
+        if size > 1 << shift:
+            x = size + rounding
+            return f"{x >> shift}.{((x & ((1 << shift) - 1)) * 100) >> shift:02d} {unit}"
+    return "1 byte" if size == 1 else f"{size} bytes"
 
 
 def prune_lines(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -157,16 +158,19 @@ def test_end_leaves_nothing_behind(make_repo, env, sandbox) -> None:
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_list_shows_a_session_with_its_base_age_and_size(make_repo, env, sandbox) -> None:
     """Its size: what its layer holds over its base tree (sandboxed), or
-    its whole change (a kept worktree)."""
+    its whole change (a kept worktree); to a person, as git's own sizes
+    (``count-objects -H``: 3000 bytes are 2.93 KiB)."""
     repo = make_repo()
-    result = _step(repo, env, "lint", "sh", "-c", "echo x > x.txt", options=(sandbox,))
+    script = "head -c 2999 /dev/zero | tr '\\0' x > x.txt; echo >> x.txt"
+    result = _step(repo, env, "lint", "sh", "-c", script, options=(sandbox,))
     listed = isopatch("list", "--porcelain", cwd=repo, env=env).fields()
     assert listed["state"] == "session" and listed["session"] == "lint"
     assert listed["head"] == result["base"]
-    size = len("x\n") if sandbox == "--sandbox" else os.path.getsize(result["session-patch"])
+    size = 3000 if sandbox == "--sandbox" else os.path.getsize(result["session-patch"])
     assert int(listed["size"]) == size > 0
     line = isopatch("list", cwd=repo, env=env).out
-    assert f"session lint at {result['base'][:12]}, {listed['size']} bytes" in line
+    shown = "2.93 KiB" if sandbox == "--sandbox" else r"\d+\.\d\d KiB"
+    assert re.search(rf"session lint at {result['base'][:12]}, {shown}  ", line), line
 
 
 def test_apply_brings_home_the_whole_change(make_repo, env) -> None:
