@@ -9,8 +9,9 @@
 # runs _git_isopatch too; source this file from ~/.zshrc.
 #
 # Completes options (--base's revisions, the paths of --link, --copy, -o,
-# --allow-write, the folder of -C) before the command, then the command's
-# name; its arguments are left to file name completion.  Keep the
+# --allow-write, the folder of -C, the sessions of --session) before the
+# command, then the command's name; its arguments are left to file name
+# completion.  Keep the
 # options in step with `git isopatch -h` (tests/cli/test_cli_completion.py checks).
 
 # The files and folders (ignored ones too) / the folders whose names start
@@ -23,6 +24,13 @@ __git_isopatch_paths ()
 __git_isopatch_folders ()
 {
 	__gitcomp_file_direct "$(compgen -d -- "$1")"
+}
+
+# The sessions of the repository (`git isopatch list --porcelain`), for
+# --session: a name never needs quoting.
+__git_isopatch_sessions ()
+{
+	__gitcomp_nl "$(__git isopatch list --porcelain 2>/dev/null | sed -n 's/^session //p')" "" "$1"
 }
 
 _git_isopatch ()
@@ -85,8 +93,12 @@ _git_isopatch ()
 			__git_isopatch_paths "$cur"
 			return
 			;;
-		--timeout|--max-processes|--max-memory|--session)
-			return # seconds, a number, a size, a name
+		--session)
+			__git_isopatch_sessions "$cur"
+			return
+			;;
+		--timeout|--max-processes|--max-memory)
+			return # seconds, a number, a size
 			;;
 		esac
 		case "$cur" in
@@ -98,7 +110,11 @@ _git_isopatch ()
 			__git_isopatch_paths "${cur#*=}"
 			return
 			;;
-		--timeout=*|--max-processes=*|--max-memory=*|--session=*)
+		--session=*)
+			__git_isopatch_sessions "${cur#--session=}"
+			return
+			;;
+		--timeout=*|--max-processes=*|--max-memory=*)
 			return
 			;;
 		-*)

@@ -96,6 +96,19 @@ def end_session(repo_path: str, name: str, environ: Mapping[str, str] | None = N
     return end(provider, repository, name)
 
 
+def session_names(repo_path: str, environ: Mapping[str, str] | None = None) -> list[str]:
+    """The names of the sessions of the repository at ``repo_path``, sorted.
+
+    Raises:
+        IsopatchError: not a git repository.
+    """
+    from .worktrees.sessions import sessions
+
+    environ = os.environ if environ is None else environ
+    repository = open_repository(repo_path, environ)
+    return sorted(session.record.name for session in sessions(repository, GitMetadataStore()))
+
+
 def _expiry(expire: str, env: Mapping[str, str]) -> float:
     """``expire`` as git's ``--expire`` reads it, in seconds since the epoch.
 

@@ -12,10 +12,12 @@ from .logger import configure_logging_on_first_use
 
 def end_session(params: Mapping[str, Any]) -> int:
     """``--session <name> --end``: end the session; 0, or 128 with one
-    ``fatal:`` line (none of that name, or it could not be removed), 129
+    ``fatal:`` line (none of that name: a ``hint:`` names those there
+    are; or it could not be removed), 129
     without ``--session`` or with a command."""
     from .errors import IsopatchError
     from .manage import end_session as end
+    from .manage import session_names
     from .request import session_name_refusal
 
     name = params["session"]
@@ -32,5 +34,7 @@ def end_session(params: Mapping[str, Any]) -> int:
         usage.fatal(failure)
     if not ended:
         usage.stderr_line(f"fatal: no session '{name}'")
+        if names := session_names(params["repo_path"]):  # a typo, or -C another repository
+            usage.stderr_line(f"hint: the sessions here: {', '.join(names)}")
         return usage.FATAL_STATUS
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from packages import GIT_COMPLETION
-from repo_helpers import git
+from repo_helpers import git, isopatch
 
 from git_isopatch import cli
 
@@ -89,6 +89,18 @@ def test_negation_and_values(repo, env) -> None:
         "feature ",
         "main ",
     ]
+
+
+def test_session_names_after_session(repo, env) -> None:
+    """``--session``: the repository's sessions (``--end`` one, or a step
+    of one); none offered where there are none."""
+    assert complete("git isopatch --session ", repo, env) == []
+    for name in ("lint", "fix"):
+        made = isopatch("--session", name, "--", "true", cwd=repo, env=env)
+        assert made.returncode == 0, made.err
+    assert sorted(complete("git isopatch --session ", repo, env)) == ["fix ", "lint "]
+    assert complete("git isopatch --session l", repo, env) == ["lint "]
+    assert complete("git isopatch --session=f", repo, env) == ["fix "]
 
 
 def test_paths_after_the_options_that_take_one(repo, env) -> None:

@@ -155,6 +155,21 @@ def test_end_leaves_nothing_behind(make_repo, env, sandbox) -> None:
     assert (again.returncode, again.err) == (128, "fatal: no session 's'\n")
 
 
+def test_ending_a_session_there_is_not_names_those_there_are(make_repo, env) -> None:
+    """A misspelt name (or ``-C`` another repository): the ``fatal:`` and a
+    ``hint:`` naming the sessions there are, sorted; nothing ends."""
+    repo = make_repo()
+    for name in ("lint", "fix"):
+        _step(repo, env, name, "touch", name)
+    ended = isopatch("--session", "lnit", "--end", cwd=repo, env=env)
+    assert (ended.returncode, ended.err) == (
+        128,
+        "fatal: no session 'lnit'\nhint: the sessions here: fix, lint\n",
+    )
+    listed = isopatch("list", "--porcelain", cwd=repo, env=env).out
+    assert listed.count("state session\n") == 2, listed
+
+
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_list_shows_a_session_with_its_base_age_and_size(make_repo, env, sandbox) -> None:
     """Its size: what its layer holds over its base tree (sandboxed), or
