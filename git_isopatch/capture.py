@@ -98,19 +98,17 @@ def run(
             the command (default ``os.environ``); git's repository variables
             are removed before the command sees it.
         provider: the worktrees' provider (default: as configured).
-        warn: called with each one-line warning (a linked or copied path
-            that does not exist, a kept worktree removed at
-            ``isopatch.maxWorktrees``, ``allow_write``/``allow_network``
-            given without a sandbox); default: the ``git_isopatch`` logger.
+        warn: called with each one-line warning (a linked or copied path that does not
+            exist, a kept worktree removed at ``isopatch.maxWorktrees``,
+            ``allow_write``/``allow_network`` without a sandbox); default: the logger.
 
     Returns:
-        A :class:`CaptureResult`.  When extraction fails, ``error`` and ``error_code``
-        are set, ``patch_path`` is ``None`` and the worktree is kept
-        (``worktree_path``).  Linked and copied paths are never in the patch.
+        A :class:`CaptureResult`, once nothing is left of the run but what it names.
+        When extraction fails, ``error`` and ``error_code`` are set, no ``patch_path``,
+        the worktree kept (``worktree_path``).  Linked and copied paths are never in it.
 
     Raises:
-        ValueError: the request holds a combination that cannot go together
-            (:func:`.request.conflicts`).
+        ValueError: a combination that cannot go together (:func:`.request.conflicts`).
         IsopatchError: not a work tree, a bad configuration value, a base
             that does not resolve, a refused include, no room for a worktree
             (``too-many-worktrees``), no sandbox here, a worktree that could not
@@ -130,6 +128,7 @@ def run(
         _signal_wins(state),
         forward_signals(state),
         results.private_folder(plan.tmp_root, plan.repository.common_dir) as private,
+        contextlib.ExitStack() as ending,  # bubblewrap waited for: after the worktree's end
     ):
         # 3. A worktree at the commit: claimed from the pool or made; given back on leaving.
         with lifecycle.worktree_for_run(
@@ -147,7 +146,8 @@ def run(
             # 5. Run the command, confined; the confinement lasts through extraction.
             from . import execute, report
 
-            with execute.command(plan, lease.isolation, state, warn, look) as (ran, confinement):
+            command = execute.command(plan, lease.isolation, state, warn, look, ending)
+            with command as (ran, confinement):
                 lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
                 lease.keep_on_failure()
@@ -156,7 +156,7 @@ def run(
                 )
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
-        # 7. Report shared writes, checkout changes, hints; --apply; settle the private folder.
+        # 7. Report shared writes, checkout changes, hints; --apply, while the sandbox ends.
         result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn, session)
     _settle(private.path, result)  # -o without captured output leaves nothing
     _expire(provider, plan)

@@ -26,7 +26,7 @@ from .git.run import command_environment
 from .git.shared_state import read_shared_state
 from .hints import ran_hints
 from .sandbox.command import CommandOutcome
-from .sandbox.confinement import Confinement, confine, watched
+from .sandbox.confinement import Confinement, confine
 from .values import Ran, Start
 from .worktrees.fidelity import Fidelity, Proof, look_before_command, look_over_base_tree
 from .worktrees.isolation import Isolation
@@ -41,20 +41,20 @@ def command(
     state: dict[str, int | None],
     warn: Callable[[str], None],
     checkout: CheckoutLook,
+    ending: contextlib.ExitStack,
 ) -> Iterator[tuple[Ran, Confinement]]:
     """Run the command; yield what it did and the confinement, alive for
-    the body (git-isopatch's own git calls in the worktree run confined
-    too), then closed.  ``state`` carries a signal received
-    (:func:`.sandbox.command.forward_signals`); ``checkout`` is the look
-    at the user's checkout before the command, under way.
+    the body (git-isopatch's own git in the worktree runs confined too),
+    then ended (:meth:`.sandbox.confinement.Confinement.end`); the rest of
+    its end is left on ``ending``, closed after the worktree's (step 7).
+    ``state`` carries a signal received (:func:`.sandbox.command.forward_signals`);
+    ``checkout`` is the look at the user's checkout before the command, under way.
 
     Raises:
-        IsopatchError: the sandbox could not be entered, or a file or
-            folder of the run could not be made.
+        IsopatchError: the sandbox could not be entered, or a run's file or folder not made.
     """
-    repository, layer = isolation.repository, isolation.layer
+    repository, layer, git_env = isolation.repository, isolation.layer, start.git_env
     env = command_environment(start.environ)
-    git_env = start.git_env
     before = read_shared_state(repository.git_dir, repository.common_dir, env=git_env)
     with contextlib.ExitStack() as stack:
         try:
@@ -67,7 +67,7 @@ def command(
             # under --sandbox the checkout cannot change through the command: None
             checkout_before = checkout.result()
             stdout, stderr, paths = _output(start, isolation.private_dir, stack)
-            confinement = stack.enter_context(
+            confinement = ending.enter_context(
                 confine(
                     start.sandbox,
                     worktree=isolation.worktree if layer is None else layer.overlay,
@@ -79,8 +79,9 @@ def command(
                     top=repository.top,
                 )
             )
+            stack.callback(confinement.end)  # however the block ends
             if start.pool and not confinement.confined:  # it may go back to the pool
-                confinement = stack.enter_context(watched())
+                confinement = stack.enter_context(_watched())
             pointers = read_pointers(isolation.admin_dir)
             with contextlib.ExitStack() as files:
                 for stream in (stdout, stderr):
@@ -114,6 +115,13 @@ def command(
             fidelity=fidelity,
         )
         yield ran, confinement
+
+
+def _watched() -> contextlib.AbstractContextManager[Confinement]:
+    """:func:`.sandbox.orphans.watched`, loaded by a pooled unconfined run alone."""
+    from .sandbox.orphans import watched
+
+    return watched()
 
 
 def _enter(isolation: Isolation, prefix: str) -> str:

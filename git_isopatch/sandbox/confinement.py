@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
@@ -114,37 +115,13 @@ class Confinement:
         nothing unconfined, where git reads what it always read."""
         return []
 
+    def end(self) -> None:
+        """Nothing the command started runs any more, nor anything here
+        after this: what it wrote may be removed (:func:`confine`)."""
+
 
 #: The confinement of an unconfined run.
 NONE = Confinement()
-
-
-class Watched(Confinement):
-    """Unconfined, in a run whose worktree may go back to the pool: what
-    the command leaves running out of its process group is this process's
-    to see (:mod:`.orphans`), and while any of it runs the worktree is not
-    pooled (it could write in the next run's worktree)."""
-
-    def __init__(self, adopted: bool) -> None:
-        self.adopted = adopted
-
-    @property
-    def poolable(self) -> bool:  # type: ignore[override]
-        from .orphans import running
-
-        return self.adopted and not running()
-
-
-@contextlib.contextmanager
-def watched() -> Iterator[Watched]:
-    """An unconfined run's :class:`Watched` confinement: this process the
-    subreaper of what the command starts, for as long as it lasts."""
-    from . import orphans
-
-    try:
-        yield Watched(orphans.adopt())
-    finally:
-        orphans.release()
 
 
 #: How often a command is launched again when bubblewrap could not set its
@@ -171,6 +148,7 @@ class Namespaced(Confinement):
         self.private_tmp = private_tmp
         self.inside: Inside | None = None
         self._objects: str | None = None
+        self._ended = False
 
     def run_command(
         self,
@@ -237,14 +215,24 @@ class Namespaced(Confinement):
         Raises:
             subprocess.SubprocessError: the namespaces cannot be had.
         """
+        if self._ended:
+            raise subprocess.SubprocessError("the sandbox's namespaces ended")
         if self.inside is None or self.inside.gone:
             self.inside = self.namespaces.serve()
         program = self.inside.program(argv[0], env) if "/" not in argv[0] else argv[0]
         own = self.namespaces.policy.global_config.environment(env)
         return self.inside.spawn([program, *argv[1:]], env=own, cwd=cwd, fds=fds)
 
+    def end(self) -> None:
+        """Every process of the namespaces gone (:meth:`.inside.Inside.end`):
+        their layers may go before :meth:`close` waits for bubblewrap."""
+        self._ended = True
+        if self.inside is not None:
+            self.inside.end()
+
     def close(self) -> None:
-        """End the namespaces: nothing runs inside any more."""
+        """End the namespaces, wait for bubblewrap: nothing runs inside."""
+        self._ended = True
         if self.inside is not None:
             self.inside.close()
             self.inside = None
@@ -318,9 +306,10 @@ def confine(
     folder is ``top``: :data:`NONE` unconfined; else a private ``TMPDIR`` (set in
     ``env``) in the run's ``private_dir`` and the namespaces, the files
     behind the command's ``streams`` (stdout, stderr) staying writable.
-    On leaving, the namespaces end, then their layers and the private
-    ``TMPDIR`` are removed, however deep (:func:`.untrusted.remove_tree`),
-    and the cache layer is let go (:func:`.cache_layer.held`).
+    On leaving, the namespaces end (:meth:`Confinement.end`, maybe called
+    earlier), their layers and the private ``TMPDIR`` are removed, however
+    deep (:func:`.untrusted.remove_tree`), while bubblewrap ends; then it is
+    waited for, and its cgroups and the cache layer (:func:`.cache_layer.held`) go.
 
     Raises:
         IsopatchError: ``sandbox-unavailable``.
@@ -354,9 +343,12 @@ def confine(
             try:
                 yield namespaced
             finally:
-                namespaced.close()
+                namespaced.end()  # their processes gone: the layers go while bubblewrap ends
+                remove_tree(private_tmp)
+                remove_tree(layers)
+                namespaced.close()  # bubblewrap gone: its cgroups can go, its caches be let go
     finally:
-        remove_tree(private_tmp)
+        remove_tree(private_tmp)  # a failure before the namespaces left them
         remove_tree(layers)
 
 

@@ -101,6 +101,10 @@ class Inside:
         self._send = threading.Lock()
         self._programs: dict[tuple[str, str | None], str] = {}
         self.gone = False
+        #: :meth:`end` was called: nothing runs inside any more.
+        self.ended = False
+        #: :meth:`wait` was called: bubblewrap is reaped.
+        self.waited = False
 
     def line(self, timeout: float | None) -> bytes | None:
         """The launcher's next line; ``None`` after ``timeout`` seconds.
@@ -190,10 +194,44 @@ class Inside:
         with contextlib.suppress(Gone):
             self.send(frame(KILL))
 
-    def close(self) -> None:
-        """End the namespaces: the launcher ends what is left and exits;
-        wait until every process of them is gone (bubblewrap killed when it
-        does not end in :data:`.pidns.GONE_TIMEOUT_SECONDS`)."""
+    def end(self) -> None:
+        """Begin the namespaces' end, and return once every process of them
+        but the launcher is gone: our end of the socket is closed for
+        writing, the launcher kills and reaps everything else and says
+        ``gone`` (:mod:`.launcher_main`), then exits.  What those processes
+        could write can then be removed while the launcher's exit unmounts
+        the namespaces' file systems (a sync of each layer's disk: the
+        longest part of the end) and until :meth:`wait`.  When the launcher
+        does not say so in :data:`GONE_TIMEOUT_SECONDS` (or ended before
+        it could), this waits as :meth:`wait` does.  Nothing runs inside
+        afterwards (:meth:`spawn` raises :class:`Gone`)."""
+        if self.ended:
+            return
+        self.ended = self.gone = True
+        with contextlib.suppress(OSError):
+            self.control.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + GONE_TIMEOUT_SECONDS
+        while True:
+            try:
+                line = self.line(max(0.0, deadline - time.monotonic()))
+            except Gone:  # it ended without saying so: wait for bubblewrap
+                break
+            if line is None:  # it does not end: bubblewrap is killed
+                with contextlib.suppress(OSError):
+                    self.process.kill()
+                break
+            if line == b"gone":
+                return
+        self.wait()
+
+    def wait(self) -> None:
+        """Wait until bubblewrap has ended and every process of the
+        namespaces is gone (bubblewrap killed when it does not end in
+        :data:`GONE_TIMEOUT_SECONDS`)."""
+        self.ended = self.gone = True
+        if self.waited:
+            return
+        self.waited = True
         with contextlib.suppress(OSError):
             self.control.close()
         if not _ended(self.process, GONE_TIMEOUT_SECONDS):
@@ -204,7 +242,12 @@ class Inside:
         with contextlib.suppress(OSError):
             os.close(self.status_fd)
         wait_gone(status.get("child-pid"))
-        self.gone = True
+
+    def close(self) -> None:
+        """End the namespaces (:meth:`end`) and wait until bubblewrap and
+        every process of them are gone (:meth:`wait`)."""
+        self.end()
+        self.wait()
 
 
 def _ended(process: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -124,7 +124,9 @@ class _Control:
 
     def receive(self, size, ancillary=0):
         """``size`` bytes and the descriptors that came with them; when
-        git-isopatch closed its end, everything ends."""
+        git-isopatch closed its end (for writing), everything ends: every
+        other process of the namespace is killed and reaped, ``gone`` said
+        (:meth:`.inside.Inside.end`), and the launcher exits."""
         data, fds = b"", []
         while len(data) < size:
             got, anc, _, _ = self.socket.recvmsg(size - len(data), ancillary)
@@ -136,6 +138,10 @@ class _Control:
                 for f in fds:
                     os.close(f)
                 _kill_all()
+                try:
+                    os.write(self.fd, b"gone\n")
+                except OSError:  # its end closed for reading too
+                    pass
                 os._exit(0)
             data, ancillary = data + got, 0
         return data, fds

@@ -4,8 +4,9 @@ parent (a child subreaper, prctl(2) ``PR_SET_CHILD_SUBREAPER``: an orphan
 of the command's tree is reparented to it, not to init), and
 :func:`running` tells whether one still runs when the run ends.  Such a
 process can go on writing in the worktree: a worktree it stands in does
-not go back to the pool (:attr:`.confinement.Confinement.poolable`), where
-the next run would take its writes for its own command's.
+not go back to the pool (:attr:`Watched.poolable`, the confinement of a
+pooled unconfined run: :func:`watched`), where the next run would take its
+writes for its own command's.
 
 A process started outside the command's tree (``systemd-run``, ``at``, a
 daemon already running that the command asks) is not seen.
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
+
+from .confinement import Confinement
 
 #: prctl(2) options (include/uapi/linux/prctl.h).
 _PR_SET_CHILD_SUBREAPER = 36
@@ -90,3 +94,27 @@ def _children() -> set[str] | None:
 def _task_children(task: str) -> list[str]:
     with open(f"/proc/self/task/{task}/children", "rb") as handle:
         return handle.read().decode("ascii").split()
+
+
+class Watched(Confinement):
+    """Unconfined, in a run whose worktree may go back to the pool: what
+    the command leaves running out of its process group is this process's
+    to see (:func:`adopt`), and while any of it runs the worktree is not
+    pooled (it could write in the next run's worktree)."""
+
+    def __init__(self, adopted: bool) -> None:
+        self.adopted = adopted
+
+    @property
+    def poolable(self) -> bool:  # type: ignore[override]
+        return self.adopted and not running()
+
+
+@contextlib.contextmanager
+def watched() -> Iterator[Watched]:
+    """An unconfined run's :class:`Watched` confinement: this process the
+    subreaper of what the command starts, for as long as it lasts."""
+    try:
+        yield Watched(adopt())
+    finally:
+        release()
