@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..git.process import Spawn
 from ..git.result import Ok
@@ -30,30 +30,41 @@ if TYPE_CHECKING:
     from ..git.repo import UserRepository
     from .namespaces import Namespaces
 
+_T = TypeVar("_T")
+
 #: What stands for a file of the shared state the command made something
 #: that is not one (a FIFO, a link): it differs from any content.
 NOT_A_FILE = b"\0not a regular file"
 
 
 class _Layered:
-    """The repository's git directory ``common`` as the command left it:
-    a name is read in the layer that holds it (:meth:`.namespaces.Namespaces.place`),
-    else in the repository itself."""
+    """The repository's git directory ``common`` as the command left it.
+    It is copy-on-write whatever the run allows (:func:`.run_policy.run_policy`),
+    so what the command wrote there is in the layer that holds it
+    (:meth:`.namespaces.Namespaces.place`), and a name the layer does not
+    hold is as it was before the command: it is not read again."""
 
     def __init__(self, box: Namespaces, common: str) -> None:
         self.box = box
         self.common = common
 
-    def entry(self, name: str) -> tuple[int, bytes] | None:
+    def written(self) -> bool:
+        """Whether the layer holds anything at or beneath the git directory
+        (outside every layer: whether it may have been written)."""
+        place = self.box.place(self.common)
+        return place is None or lstat_beneath(*place) is not None
+
+    def entry(self, name: str, before: _T) -> tuple[int, bytes] | None | _T:
         """(type and mode, content or link target) of ``name``, as
-        :func:`..git.shared_state.read_entry`; ``None`` when absent or removed."""
+        :func:`..git.shared_state.read_entry`; ``None`` when removed;
+        ``before`` when the layer does not hold it."""
         place = self.box.place(os.path.join(self.common, name))
         if place is None:
             return read_entry(os.path.join(self.common, name))
         root, relative = place
         st = lstat_beneath(root, relative)
         if st is None:
-            return read_entry(os.path.join(self.common, name))
+            return before
         if is_whiteout(st):
             return None
         if stat.S_ISLNK(st.st_mode):
@@ -64,12 +75,12 @@ class _Layered:
         return (st.st_mode, data) if data is not None else None
 
     def names(self, folder: str) -> set[str]:
-        """The names in ``folder``, in the repository and in its layer."""
-        found = set(list_beneath(self.common, folder))
+        """The names the layer holds in ``folder`` (outside every layer:
+        those in the repository)."""
         place = self.box.place(os.path.join(self.common, folder))
-        if place is not None:
-            found |= set(list_beneath(*place))
-        return found
+        if place is None:
+            return set(list_beneath(self.common, folder))
+        return set(list_beneath(*place))
 
 
 def shared_state_in(
@@ -81,26 +92,33 @@ def shared_state_in(
 ) -> SharedState | None:
     """The shared state as the command left it in its layers: the refs
     listed by git inside the namespaces (``spawn``), the files read
-    through the layer."""
+    through the layer where it holds them, else as they were (``old``)."""
     refs = _refs_in(box, repository, old, env, spawn)
     if refs is None:
         return None
     layered = _Layered(box, os.path.realpath(repository.common_dir))
+    if not layered.written():
+        return SharedState(refs, old.config, old.files, old.worktrees)
     names = set(WATCHED_FILES) | set(old.files)
     names |= {f"{HOOKS}/{name}" for name in layered.names(HOOKS)}
     files = {}
     for name in sorted(names):
-        entry = layered.entry(name)
+        entry = layered.entry(name, old.files.get(name))
         if entry is not None:
             files[name] = entry
-    config_entry = layered.entry(CONFIG)
+    before = None if old.config is None else (stat.S_IFREG, old.config)
+    config_entry = layered.entry(CONFIG, before)
     config = None
     if config_entry is not None:
         config = config_entry[1] if stat.S_ISREG(config_entry[0]) else NOT_A_FILE
     worktrees = {}
     registered = set(old.worktrees) | {f"worktrees/{n}" for n in layered.names("worktrees")}
     for name in sorted(registered):
-        gitdir = layered.entry(f"{name}/gitdir")
+        gitdir = layered.entry(f"{name}/gitdir", _AS_BEFORE)
+        if gitdir is _AS_BEFORE:  # not written: as it was
+            if name in old.worktrees:
+                worktrees[name] = old.worktrees[name]
+            continue
         if gitdir is None or not stat.S_ISREG(gitdir[0]):
             continue
         dotgit = gitdir[1][:4096].decode("utf-8", "surrogateescape").strip()
@@ -108,6 +126,10 @@ def shared_state_in(
             admin = os.path.join(layered.common, name)
             worktrees[name] = os.path.normpath(os.path.dirname(os.path.join(admin, dotgit)))
     return SharedState(refs, config, files, worktrees)
+
+
+#: What :meth:`_Layered.entry` is told to give for a file the layer does not hold.
+_AS_BEFORE = object()
 
 
 #: Where git keeps refs, in a git directory.
