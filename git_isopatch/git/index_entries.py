@@ -114,14 +114,23 @@ def _parse(data: bytes, hash_size: int, starts: list[int]) -> list[tuple[bytes, 
     return entries
 
 
-def index_listing(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, bytes, bytes]] | None:
-    """``(tag, mode, path)`` of every entry of ``git_dir``'s index, in its
+def index_listing(
+    git_dir: GitDirPath, hash_size: int, index: str | None = None
+) -> list[tuple[bytes, bytes, bytes]] | None:
+    """``(tag, mode, path)`` of every entry of ``git_dir``'s index (or of
+    the whole index file ``index``), in its
     order, as ``git ls-files -v -s`` lists them: tag ``H``, ``M`` for an
     unmerged entry, ``S`` for skip-worktree, lower case for
     assume-unchanged (ls-files.c, ``show_files``); the mode in octal
     (``100644``).  ``None`` when :func:`index_entries` has none, or the
     index is a sparse one (its directory entries are what git expands)."""
-    entries = index_entries(git_dir, hash_size)
+    if index is None:
+        entries = index_entries(git_dir, hash_size)
+    else:
+        try:
+            entries = parse_entries(read_admin_file(index, limit=1 << 34), hash_size)
+        except OSError:
+            entries = None
     if entries is None:
         return None
     listing = []

@@ -45,7 +45,7 @@ def clear_hiding_flags(
     hash_size: int | None = None,
     paths: Paths = EVERY_PATH,
     files: WorktreeFiles = HOST_FILES,
-    new_files: bool = False,
+    own_index: int | None = None,
 ) -> GitResult[Listed]:
     """Clear the index flags with which a command could hide a change from
     ``git diff``: assume-unchanged on any entry, skip-worktree on an entry
@@ -60,10 +60,14 @@ def clear_hiding_flags(
     The index is listed by ``git ls-files -v``, or read in process when
     the object ids' ``hash_size`` is given and the index is one
     :func:`.index_entries.index_listing` reads (the caller gives it only
-    where git-isopatch may read what the command left: unconfined).  With
-    ``new_files``, the same ``git ls-files`` lists the new files too
-    (``--others --exclude-standard``, tagged ``?``): one read of the index
-    where two would grow with the repository.
+    where git-isopatch may read what the command left: unconfined).  Without
+    it, when ``paths`` leaves nothing out, the same ``git ls-files`` lists
+    the new files too (``--others --exclude-standard``, tagged ``?``): one
+    read of the index where two would grow with the repository.  With ``own_index`` (the
+    object ids' size), ``paths.index`` is git-isopatch's own, made after
+    the command (nothing the command left): it is read in process, and
+    when every path of ``paths.only`` is one of its entries and none is a
+    folder now, no file is new, and no git runs.
 
     Returns:
         ``Ok(Listed)``, or ``Err(GitError)``.
@@ -72,8 +76,16 @@ def clear_hiding_flags(
     in_process = hash_size is not None and "GIT_INDEX_FILE" not in env and only is None
     listing = index_listing(git_dir, hash_size) if in_process and hash_size else None
     new: bytes | None = None
+    if listing is None and own_index and only and paths.index is not None:
+        listing = _all_tracked(index_listing(git_dir, own_index, paths.index), paths)
+        if listing is not None and any(
+            files.is_real_folder(os.path.join(worktree, os.fsdecode(path))) for path in only
+        ):  # the command made a folder of a tracked file: what it holds is new
+            listing = None
+        new = None if listing is None else b""
     warnings: tuple[str, ...] = ()
     if listing is None:
+        new_files = hash_size is None and not paths.exclude
         match _listed_by_git(worktree, git_dir, env, spawn, only, new_files, config):
             case Err() as err:
                 return err
@@ -102,6 +114,23 @@ def clear_hiding_flags(
             case Ok():
                 pass
     return Ok(Listed(b"".join(path + b"\0" for path in paths), new, warnings))
+
+
+def _all_tracked(
+    listing: list[tuple[bytes, bytes, bytes]] | None, paths: Paths
+) -> list[tuple[bytes, bytes, bytes]] | None:
+    """``listing``'s entries of ``paths`` when each path of ``paths.only``
+    is one of them: what ``git ls-files`` of ``paths`` lists, and, unless
+    the worktree made a folder of one, no new file; else ``None``."""
+    wanted = set(paths.only or ())
+    if listing is None or not wanted <= {path for _, _, path in listing}:
+        return None
+    out = [os.fsencode(path).strip(b"/") for path in paths.exclude]
+    return [
+        (tag, mode, path)
+        for tag, mode, path in listing
+        if path in wanted and not any(path == x or path.startswith(x + b"/") for x in out)
+    ]
 
 
 def _listed_by_git(

@@ -60,14 +60,17 @@ class WorktreeGit(Record):
         what the command left is read under its rights anyway, and a git
         process is spared.  Confined, the same ``git ls-files`` lists the
         new files too when ``paths`` leaves nothing out (its pathspecs are
-        then the listing's): the index is read once, not twice."""
+        then the listing's): the index is read once, not twice.  The
+        index of the compared paths (``paths.index``,
+        :func:`.compared_index.compared_index`) is ours: read in process,
+        and no git runs when every compared path is tracked."""
         hash_size = None if self.confinement.confined else len(base) // 2
         return index_flags.clear_hiding_flags(
             self.worktree,
             hash_size=hash_size,
             paths=paths,
             files=self.files,
-            new_files=hash_size is None and not paths.exclude,
+            own_index=None if paths.index is None else len(base) // 2,
             **self._bound(paths),
         )
 

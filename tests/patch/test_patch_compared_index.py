@@ -105,6 +105,19 @@ def test_the_extraction_reads_the_compared_entries_alone(env, make_repo, tmp_pat
     assert read["add"], read  # the new file went in as intent-to-add
 
 
+def test_a_change_to_tracked_files_alone_takes_one_git(env, make_repo, tmp_path) -> None:
+    """Every path the layer holds is an entry of the compared index (ours,
+    made after the command) and none is a folder now: no file is new,
+    git-isopatch lists those entries itself, and the diff is the
+    extraction's one git."""
+    repo = make_repo(FILES)
+    script = "echo more >> lib/m07.c && rm a.txt && chmod +x README"
+    patch, read = _patches(repo, env, tmp_path, script)
+    for holds in (b"+++ b/lib/m07.c", b"--- a/a.txt", b"new mode 100755"):
+        assert holds in patch, patch
+    assert {name for name in read if name in EXTRACTION} == {"diff"}, read
+
+
 @pytest.mark.hostile
 def test_an_index_the_command_rewrote_is_read_whole(env, make_repo, tmp_path) -> None:
     """The command's ``git add -f`` of an ignored file rewrote the run's
