@@ -22,11 +22,10 @@ from .logger import warning
 from .result import CaptureResult
 from .worktrees.lock import APPLY_LOCK_FILE, LockTimeout, LockWaitInterrupted, held_within
 
-#: Said when the fix does not merge with unstaged edits: the commit is
-#: stopped, and this is the way on.
-UNSTAGED_HINT = (
-    "stage those files whole (git add) or set their unstaged edits aside, then commit again"
-)
+#: Said when the fix does not merge with unstaged edits, and the way on:
+#: in a pre-commit hook (git names the index it commits in
+#: ``GIT_INDEX_FILE``) the commit is stopped; elsewhere the run is.
+UNSTAGED_HINT = "stage those files whole (git add) or set their unstaged edits aside, then {}"
 
 #: How long an apply waits for another one to the same repository, in
 #: seconds, before it gives up with nothing written.
@@ -169,7 +168,9 @@ def apply_result(
             exit_code=128 + received,
         )
     if outcome.error is not None:
-        hints = (UNSTAGED_HINT,) if outcome.error.startswith(UNSTAGED_REFUSAL) else ()
+        again = "commit again" if environ.get("GIT_INDEX_FILE") else "run it again"
+        unstaged = outcome.error.startswith(UNSTAGED_REFUSAL)
+        hints = (UNSTAGED_HINT.format(again),) if unstaged else ()
         return result._replace(
             applied=False,
             error=outcome.error,

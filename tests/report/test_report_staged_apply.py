@@ -6,6 +6,8 @@ when the patch does not apply, the messages come as ``git apply`` and
 
 from __future__ import annotations
 
+import subprocess
+
 from repo_helpers import git, isopatch, write_tree
 
 #: The command: the last line "bad" becomes "good".
@@ -15,7 +17,7 @@ STAGED = BASE + "bad\n"
 #: An unstaged edit next to the fix: the fix cannot be merged with it.
 NEXT_TO_FIX = STAGED.replace("line 9\n", "an unstaged edit\n")
 STAGE_HINT = (
-    "hint: stage those files whole (git add) or set their unstaged edits aside, then commit again"
+    "hint: stage those files whole (git add) or set their unstaged edits aside, then run it again"
 )
 
 
@@ -72,3 +74,23 @@ def test_the_porcelain_still_holds_the_apply_hint(env, make_repo) -> None:
     assert "applied false" in records and "error-code apply-failed" in records
     assert records[-1] == STAGE_HINT.replace("hint: ", "hint ", 1)
     assert [line for line in run.err.splitlines() if line.startswith("hint: ")][-1] == STAGE_HINT
+
+
+def test_in_a_pre_commit_hook_the_apply_hint_says_commit_again(env, make_repo) -> None:
+    """Run by ``git commit``'s pre-commit hook (git names the index in
+    ``GIT_INDEX_FILE``), the way on is to commit again; the commit stops."""
+    repo = _staged_repo(make_repo, env, unstaged=NEXT_TO_FIX)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(
+        "#!/bin/sh\n"
+        "exec git isopatch --no-sandbox --staged --apply -q -- sh -c \"sed -i 's/^bad$/good/' f\"\n"
+    )
+    hook.chmod(0o755)
+    committed = subprocess.run(
+        ["git", "commit", "-q", "-m", "fix"], cwd=repo, env=env, capture_output=True, check=False
+    )
+    assert committed.returncode != 0
+    err = committed.stderr.decode()
+    assert err.splitlines()[-1] == STAGE_HINT.replace("run it again", "commit again"), err
+    assert git("rev-list", "--count", "HEAD", cwd=repo, env=env) == b"1\n"
