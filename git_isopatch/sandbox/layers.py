@@ -98,6 +98,29 @@ def _unescape(field: str) -> str:
     return out.decode("utf-8", "surrogateescape")
 
 
+#: The file systems overlayfs takes no upper layer on (it needs xattrs,
+#: ``O_TMPFILE``, no remote revalidation): an overlay itself (a container's
+#: image), FUSE (``fuse``, ``fuse.sshfs``, ``fuseblk``), network ones.
+_NO_UPPER = ("overlay", "fuse", "nfs", "cifs", "smb", "9p", "afs", "ceph")
+
+
+def holds_upper_layer(folder: str) -> bool:
+    """``folder`` lies on a file system overlayfs can keep an upper layer
+    on, by the type ``/proc/self/mountinfo`` gives the mount holding it;
+    True when that cannot be read (the mount then says)."""
+    real, holding, kind = os.path.realpath(folder), "", ""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+            for line in table:
+                fields = line.split()
+                point = _unescape(fields[4])
+                if inside(real, point) and len(point) >= len(holding):  # the last one mounted
+                    holding, kind = point, fields[fields.index("-") + 1]
+    except (OSError, ValueError, IndexError):
+        return True
+    return not kind.startswith(_NO_UPPER)
+
+
 def mount_points() -> tuple[str, ...]:
     """Every mount point of this process's mount namespace (proc(5),
     ``/proc/self/mountinfo``, field 5); empty when it cannot be read."""

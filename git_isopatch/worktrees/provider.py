@@ -139,6 +139,11 @@ class WorktreeProvider:
                 warn=self.warn,
                 same_each_run=not self.pool,  # pooled worktrees keep their own places
             ).container
+            if over is not None and over.layer_in is not None:
+                from ..sandbox.layers import holds_upper_layer  # a sandboxed session's
+
+                if not holds_upper_layer(container):  # its kept layer: a checkout instead
+                    over = None
             if over is not None:
                 roots = (worktree_root, tmp_root)
                 made = self._over_base_tree(
