@@ -14,7 +14,9 @@ layers folder) holding overlays of its subfolders that have no mount
 beneath (a project or virtual environment under ``/tmp`` stays readable),
 its own files hidden; any other is split into its subfolders, each its
 own overlay, down to the mounts (which are lower layers of their own), its
-own files staying read-only.
+own files shown read-only on an empty tmpfs, one by one (:data:`SPLIT`):
+bound as it is, the folder would let a unix socket among them (a tmux
+server's in the home) answer the command.
 
 A layer is ``<layers>/<n>/upper`` (and ``work`` for an overlay) for the
 n-th of :func:`plan_layers`; :func:`layer_writes` lists what a layer holds
@@ -41,6 +43,10 @@ PRIVATE = "private"
 #: An overlay of a cache folder whose upper layer is kept for later runs
 #: (:mod:`.cache_layer`): made and held elsewhere than the run's layers.
 CACHE = "cache"
+#: A folder split into its subfolders (a mount beneath it): an empty
+#: read-only tmpfs showing its own entries as they were when the run
+#: began (:attr:`Layer.entries`); nothing is written there.
+SPLIT = "split"
 
 #: At most this many layers come from splitting one folder with mounts
 #: beneath it; the subfolders past that stay read-only.
@@ -49,12 +55,38 @@ MAX_SPLIT = 64
 
 class Layer(Record):
     """One copy-on-write layer: the real ``folder`` it covers, its
-    ``kind`` (:data:`OVERLAY`, :data:`PRIVATE` or :data:`CACHE`) and, for
-    :data:`CACHE`, the folder ``kept`` that holds its ``upper`` and ``work``."""
+    ``kind`` (:data:`OVERLAY`, :data:`PRIVATE`, :data:`CACHE` or
+    :data:`SPLIT`), for :data:`CACHE` the folder ``kept`` that holds its
+    ``upper`` and ``work``; for :data:`SPLIT` the folder's ``mode`` and
+    ``entries``: ``(what, name, target)``, ``what`` one of ``folder`` (a
+    mount point for a layer of its own), ``file``, ``bound`` (a subfolder
+    past :data:`MAX_SPLIT`, bound read-only as it is) and ``link`` (to
+    ``target``).  A unix socket, a FIFO, a device is left out: bound, a
+    socket would answer the command (a tmux server's in the home)."""
 
     folder: str
     kind: str = OVERLAY
     kept: str | None = None
+    mode: int = 0o755
+    entries: tuple[tuple[str, str, str], ...] = ()
+
+    def arguments(self, here: str) -> list[str]:
+        """bubblewrap's options mounting it, its ``upper`` and ``work`` in ``here``."""
+        if self.kind == PRIVATE:
+            return ["--bind", os.path.join(here, "upper"), self.folder]
+        if self.kind != SPLIT:
+            upper_dir, work_dir = os.path.join(here, "upper"), os.path.join(here, "work")
+            return ["--overlay-src", self.folder, "--overlay", upper_dir, work_dir, self.folder]
+        args = ["--perms", f"{self.mode:04o}", "--tmpfs", self.folder]
+        for what, name, target in self.entries:
+            path = os.path.join(self.folder, name)
+            if what == "folder":
+                args += ["--dir", path]
+            elif what == "link":
+                args += ["--symlink", target, path]
+            else:
+                args += ["--ro-bind-try", path, path]
+        return [*args, "--remount-ro", self.folder]
 
 
 class WorktreeOverlay(Record):
@@ -184,11 +216,25 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
         return
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
     except OSError:
         return
+    shown: list[tuple[str, str, str]] = []
+    found.append(Layer(folder, SPLIT))
+    at = len(found) - 1
     for entry in entries:
-        if len(found) < MAX_SPLIT and entry.is_dir(follow_symlinks=False):
+        try:
+            kind = stat.S_IFMT(entry.stat(follow_symlinks=False).st_mode)
+            target = os.readlink(entry.path) if kind == stat.S_IFLNK else ""
+        except OSError:
+            continue
+        if kind == stat.S_IFDIR and len(found) < MAX_SPLIT:
+            shown.append(("folder", entry.name, ""))
             _covering(entry.path, below, plan, found)
+        elif kind in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK):
+            what = {stat.S_IFDIR: "bound", stat.S_IFREG: "file"}.get(kind, "link")
+            shown.append((what, entry.name, target))
+    found[at] = Layer(folder, SPLIT, mode=mode, entries=tuple(shown))
 
 
 def _holding_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str]) -> list[Layer]:
@@ -287,7 +333,7 @@ def make_layers(layers: Sequence[Layer], root: str) -> None:
     a :data:`CACHE` layer's are made where it is kept."""
     os.makedirs(root, mode=0o700, exist_ok=True)
     for index, layer in enumerate(layers):
-        if layer.kind == CACHE:
+        if layer.kind in (CACHE, SPLIT):
             continue
         parts = ("upper", "work") if layer.kind == OVERLAY else ("upper",)
         for part in parts:
@@ -368,7 +414,7 @@ def layer_writes(layer_upper: str, lower: str, kind: str = OVERLAY) -> list[str]
     link, at most :data:`LISTED_AT_MOST` entries (a path too long to reach
     ends the walk there); never raises for what it holds.  A
     :data:`CACHE` layer is kept, not discarded: nothing is listed."""
-    if kind == CACHE:
+    if kind in (CACHE, SPLIT):
         return []
     found: list[str] = []
     stack = [_Folder("", _listed(layer_upper))]

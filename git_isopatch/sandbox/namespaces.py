@@ -79,7 +79,7 @@ from .global_config import GlobalConfig
 from .inside import Gone, Inside
 from .launcher import CAPABILITIES, Report, launcher_argv, launcher_program, signals_blocked
 from .layers import (
-    PRIVATE,
+    SPLIT,
     Layer,
     MountTable,
     WorktreeOverlay,
@@ -197,13 +197,14 @@ def bwrap_arguments(
             args += ["--perms", "0700", "--dir", os.path.abspath(runtime)]
         else:
             args += ["--perms", "0700", "--tmpfs", os.path.abspath(runtime)]
+    plan = policy.plan() if plan is None else plan
     args += policy.global_config.arguments()
     shields: list[tuple[str, int]] = []
-    for index, layer in enumerate(policy.plan() if plan is None else plan):
+    for index, layer in enumerate(plan):
         if layer.folder in policy.shielded:
             shields.append((layer.folder, index))
         else:
-            args += _layer_arguments(layer, here(layers, index, layer))
+            args += layer.arguments(here(layers, index, layer))
     # by depth, a shield just above the bind holding it, below deeper ones
     mounts = [(p, -1) for p in _depth_order(policy.writable)] + shields
     if policy.worktree is not None:
@@ -214,21 +215,13 @@ def bwrap_arguments(
         elif index < 0:
             args += ["--bind", path, path]
         else:
-            args += _layer_arguments(Layer(path), os.path.join(layers, str(index)))
+            args += Layer(path).arguments(os.path.join(layers, str(index)))
     for path in _depth_order(policy.protected):
         if os.path.lexists(path):
             args += ["--ro-bind", path, path]
     if chdir is not None:
         args += ["--chdir", chdir]
     return args
-
-
-def _layer_arguments(layer: Layer, here: str) -> list[str]:
-    """bubblewrap's options mounting ``layer`` from the folder ``here``."""
-    if layer.kind != PRIVATE:
-        upper_dir, work_dir = os.path.join(here, "upper"), os.path.join(here, "work")
-        return ["--overlay-src", layer.folder, "--overlay", upper_dir, work_dir, layer.folder]
-    return ["--bind", os.path.join(here, "upper"), layer.folder]
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:
@@ -434,7 +427,7 @@ class Namespaces:
         real = os.path.realpath(path)
         # a later layer is mounted above an earlier one that holds its folder
         for index, layer in reversed(list(enumerate(self.plan))):
-            if inside(real, layer.folder):
+            if layer.kind != SPLIT and inside(real, layer.folder):
                 return upper(self.layers, index, layer), os.path.relpath(real, layer.folder)
         return None
 

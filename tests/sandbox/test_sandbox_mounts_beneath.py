@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,17 +88,71 @@ def test_a_temporary_folder_with_a_mount_beneath_is_private(tmp_path: Path) -> N
 
 
 def test_another_folder_with_a_mount_beneath_is_split_down_to_the_mount(tmp_path: Path) -> None:
+    """Each folder on the way to the mount shows its own entries (a file,
+    a link, the mount points of its subfolders' layers), never a socket or
+    a FIFO."""
     home = tmp_path / "home"
     for name in ("a", "b/c", "b/d"):
         (home / name).mkdir(parents=True)
     (home / "file").write_text("x\n")
-    mounts = ["/", str(home / "b" / "c")]
-    plan = layers.plan_layers([str(home)], [], mounts)
+    (home / "link").symlink_to("file")
+    os.mkfifo(home / "fifo")
+    home.chmod(0o750)
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(home / "b" / "sock"))
+        mounts = ["/", str(home / "b" / "c")]
+        plan = layers.plan_layers([str(home)], [], mounts)
+    folders = (("folder", "c", ""), ("folder", "d", ""))
     assert plan == (
+        layers.Layer(
+            str(home),
+            layers.SPLIT,
+            mode=0o750,
+            entries=(
+                ("folder", "a", ""),
+                ("folder", "b", ""),
+                ("file", "file", ""),
+                ("link", "link", "file"),
+            ),
+        ),
         layers.Layer(str(home / "a")),
+        layers.Layer(str(home / "b"), layers.SPLIT, entries=folders),
         layers.Layer(str(home / "b" / "c")),
         layers.Layer(str(home / "b" / "d")),
     )
+
+
+@pytest.mark.hostile
+@pytest.mark.needs("tmux")
+def test_a_socket_in_a_split_home_does_not_answer(tmp_path: Path) -> None:
+    """Through the mechanism itself: ``$HOME`` with a tmpfs beneath it is
+    split, and the user's tmux server, its socket in the home (``tmux -S
+    ~/tmux.sock``), receives nothing from the command, which still reads
+    the home's files and cannot write them."""
+    bwrap = namespaces.find_bwrap()
+    assert not isinstance(bwrap, str), bwrap
+    home, work, marks = tmp_path / "home", tmp_path / "work", tmp_path / "marks"
+    for folder in (home, work, marks):
+        folder.mkdir()
+    (home / ".gitconfig").write_text("[core]\n")
+    tmux = ["tmux", "-S", str(home / "tmux.sock")]
+    with tmpfs(home / "mnt"):
+        subprocess.run([*tmux, "new-session", "-d", "sh"], check=True)
+        try:
+            policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
+            box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
+            box.prepare()
+            script = (
+                f"cat {home}/.gitconfig; echo x >> {home}/.gitconfig;"
+                f" tmux -S {home}/tmux.sock send-keys 'touch {marks}/typed' Enter; true"
+            )
+            done, _ = run_wrapped(box, script, work)
+            time.sleep(1)  # what the pane's shell would run, it runs by then
+            assert done.stdout == b"[core]\n", done.stderr
+            assert (home / ".gitconfig").read_text() == "[core]\n"
+            assert list(marks.iterdir()) == []
+        finally:
+            subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
 
 
 def test_a_split_home_keeps_its_warm_caches_and_discards_writes(tmp_path: Path) -> None:
