@@ -286,12 +286,16 @@ class Served:
         Raises:
             subprocess.TimeoutExpired: ``timeout`` seconds passed first.
             OSError: it could not be started.
+            ViewFailed: the launcher could not make our own git's view
+                (it said so while this one waited to start).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.returncode is None:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
                 line = self.inside.line(left)
+            except ViewFailed:  # it never ran: the launcher says why
+                raise
             except Gone:
                 self.returncode = -9
                 break
