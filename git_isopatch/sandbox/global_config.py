@@ -14,22 +14,30 @@ user's git never sees: an ignore rule hides a new file, a filter turns an
 edit back into the base's content.  No list of keys can say which files
 git reads, so our own git sees the real folders at their own paths.
 
-The real folders (``$HOME``, ``$XDG_CONFIG_HOME``, the folder of
-``$GIT_CONFIG_GLOBAL``) are bound read-only, once, when the namespaces
-are made, each below :data:`PLACE` (a small tmpfs made read-only after
-them: the command can neither write in it nor rename a folder of it), which
-the command never sees: it runs in a mount namespace of its own where an
-empty tmpfs covers :data:`PLACE` (a unix socket of a read-only bind still
-answers; :func:`.launcher_main._hide_real`).
+The real folders are bound read-only, once, when the namespaces are
+made, each below :data:`PLACE` (a small tmpfs made read-only after them:
+the command can neither write in it nor rename a folder of it): every
+folder the command could change (:meth:`GlobalConfig.showing`: its
+copy-on-write layers, ``$HOME``, the temporary folders, the folder
+holding the checkout: the configuration may name a file anywhere there,
+a team's excludes beside the checkouts, an ``include.path`` in ``/tmp``),
+and the folders of the global configuration that lie in the command's
+private temporary folder.  The command never sees them: it runs in a
+mount namespace of its own where an empty tmpfs covers :data:`PLACE` (a
+unix socket of a read-only bind still answers;
+:func:`.launcher_main._hide_real`).
 Once the command has ended and nothing of it is left, the launcher
 (:mod:`.launcher`), which alone keeps ``CAP_SYS_ADMIN`` (and
 ``CAP_SETPCAP``, to drop it) in the sandbox's user namespace (the command
 never holds a capability), takes a mount namespace of its own
 (:func:`.launcher_main.own_view`), where each real folder is shown over
-the command's view of it (through a read-only overlay, so that a unix
-socket in it, a tmux server's or an ssh master's, cannot be connected to
-by a filter the command planted; bound where the kernel refuses one),
-and what git-isopatch's own git must read as the command left it
+the command's view of it through a read-only overlay, never a bind, so
+that a unix socket in it, a tmux server's or an ssh master's, cannot be
+connected to by a filter the command planted (none has a mount beneath:
+the kernel would refuse the overlay; a folder with one is split into
+layers that have none, its own files shown without their sockets,
+:data:`.layers.SPLIT`), and what git-isopatch's own git must read as the
+command left it
 (:attr:`GlobalConfig.kept`: the worktree, its admin folder, the private
 ``TMPDIR``, the repository's git directory; and, where they can be, the
 cache folders and the paths ``--allow-write`` makes really writable) is
@@ -49,7 +57,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from ..git.record import Record
-from .layers import inside
+from .layers import CACHE, OVERLAY, PRIVATE, Layer, inside
 
 #: Where the real folders are bound inside the namespaces.
 PLACE = "/run/git-isopatch"
@@ -65,7 +73,9 @@ def _real(value: str | None) -> str | None:
 
 class GlobalConfig(Record):
     """The real folders (absolute, without links) bound read-only below
-    :data:`PLACE`, the n-th at ``PLACE/<n>``; the folders our own git reads
+    :data:`PLACE`, the n-th at ``PLACE/<n>`` (:meth:`of`: those of git's
+    global configuration; :meth:`showing`: every folder the command could
+    change); the folders our own git reads
     as the command left them where a real folder holds them, each with what
     it is (``kept``: the worktree, its admin folder, the private
     ``TMPDIR``, the repository's git directory: the view fails without
@@ -78,7 +88,7 @@ class GlobalConfig(Record):
 
     @classmethod
     def of(cls, environ: Mapping[str, str], kept: Sequence[tuple[str, str]] = ()) -> GlobalConfig:
-        """The folders ``environ`` names (:data:`VARIABLES`; a
+        """The folders of the global configuration ``environ`` names (:data:`VARIABLES`; a
         ``$GIT_CONFIG_GLOBAL``'s own folder), none inside another;
         ``kept``: ``(what, path)``."""
         home = _real(environ.get("HOME"))
@@ -94,6 +104,39 @@ class GlobalConfig(Record):
         """These, with ``optional`` read as the command left them where
         they can be."""
         return self._replace(optional=tuple(os.path.realpath(p) for p in optional))
+
+    def showing(self, layers: Sequence[Layer]) -> GlobalConfig:
+        """The folders the command could change, ``layers`` being its
+        copy-on-write ones (:func:`.layers.plan_layers`): the global
+        configuration may name any file there by its absolute path (an
+        excludes file beside the checkouts, in ``/tmp``), and git runs
+        programs from there; the command rewrote them in its view.  Each
+        overlay's folder (none has a mount beneath, so each can be shown
+        through an overlay), but those inside a folder read as the command
+        left it (:attr:`kept`, :attr:`optional`) or inside another; a split
+        folder's own files are read-only for the command already.  Of
+        :meth:`of`'s folders, those in the command's private temporary
+        folder outside every other layer; the files of that private folder
+        itself stay the command's.  Without a kept folder no view was asked
+        for (nothing of ours reads what a command left): as it is."""
+        if not self.kept:
+            return self
+        kept = [*(path for _, path in self.kept), *self.optional]
+        overlays = [layer.folder for layer in layers if layer.kind == OVERLAY]
+        private = [layer.folder for layer in layers if layer.kind == PRIVATE]
+        others = [layer.folder for layer in layers if layer.kind not in (PRIVATE, CACHE)]
+        named = [
+            folder
+            for folder in self.folders
+            if any(inside(folder, p) for p in private)
+            and not any(inside(folder, o) for o in others)
+        ]
+        shown: list[str] = []
+        for folder in sorted({*overlays, *named}, key=lambda p: (p.count("/"), p)):
+            if not any(inside(folder, k) for k in kept):
+                if not any(inside(folder, f) for f in shown):
+                    shown.append(folder)
+        return self._replace(folders=tuple(shown))
 
     def arguments(self) -> list[str]:
         """bubblewrap's options binding :attr:`folders` (a missing one is

@@ -73,6 +73,8 @@ def view_failure(line: bytes) -> ViewFailed:
     view = "could not show our own git the real folders"
     if what == "link":
         return ViewFailed(f"{view}: the command replaced {quoted(path)} by a link")
+    if what == "mount":
+        return ViewFailed(f"{view}: a mount was made beneath {quoted(path)} while the command ran")
     if what == "not a folder":
         return ViewFailed(f"{view}: the command replaced the folder {quoted(path)}")
     if path and where:

@@ -311,15 +311,16 @@ def _show(real, folder):
     socket of the real folder (a tmux server's, an ssh master's) is no
     socket of the overlay's, so our own git, and a filter the command
     planted, cannot connect to it, as the command cannot through its
-    copy-on-write view.  The kernel refuses an overlay over a folder that
-    holds mounts of the system's (their folders beneath would show): bound
-    then."""
+    copy-on-write view.  Never bound: the kernel refuses an overlay over a
+    folder that holds mounts of the system's, and no folder shown has one
+    (:meth:`.global_config.GlobalConfig.showing`) unless it was made while
+    the command ran: that fails the view."""
     escaped = real.replace(b"\\", b"\\\\").replace(b":", b"\\:").replace(b",", b"\\,")
     lower = b"userxattr,lowerdir=%s:%s/empty" % (escaped, PLACE)
     try:
         _call("mount", b"overlay", folder, b"overlay", 1, lower)  # MS_RDONLY
     except OSError:
-        _call("mount", real, folder, None, 0x1000 | 0x4000, None)  # MS_BIND | MS_REC
+        raise OSError(("mount", folder, b"")) from None
 
 
 def _hide_real():

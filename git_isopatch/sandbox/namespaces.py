@@ -198,7 +198,7 @@ def bwrap_arguments(
         else:
             args += ["--perms", "0700", "--tmpfs", os.path.abspath(runtime)]
     plan = policy.plan() if plan is None else plan
-    args += policy.global_config.arguments()
+    args += policy.global_config.showing(plan).arguments()
     shields: list[tuple[str, int]] = []
     for index, layer in enumerate(plan):
         if layer.folder in policy.shielded:
@@ -364,7 +364,7 @@ class Namespaces:
             groups = tuple(map(os.dup, self.bounds.fds)) if self.bounds else ()  # its own
             kept += (*fds[-2:], *groups)  # its standard error, its program
             spec = self.bounds.launcher_spec(groups) if self.bounds else "-"
-            view = self.policy.global_config.view()
+            view = self.policy.global_config.showing(self.plan).view()
             argv = launcher_argv(argv, child, env, spec, *fds[-2:], view)
             options = ["--as-pid-1", *options, *CAPABILITIES]  # the launcher is its init
         argv = [self.bwrap.path, *options, "--", *argv]

@@ -97,8 +97,9 @@ def run_policy(
     writable place or holds one.  Copy-on-write whatever ``allow_write``
     says (:func:`_shielded`): the checkout and the git directory.  Over
     the copy-on-write layers: the cache layers ``caches``
-    (:func:`cache_folders`).  Bound read-only for git-isopatch's own git:
-    the real folders of git's global configuration (``places.global_config``).
+    (:func:`cache_folders`).  Bound read-only for git-isopatch's own git
+    (``places.global_config``): the real folders of the copy-on-write ones
+    (:meth:`.global_config.GlobalConfig.showing`).
     """
     copy_on_write = _copy_on_write(places)
     worktree = () if places.overlay is not None else (places.worktree,)

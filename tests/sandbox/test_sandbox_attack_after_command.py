@@ -241,3 +241,35 @@ def test_the_command_cannot_reach_the_real_home_bound_for_our_own_git(
         assert list(marks.iterdir()) == []
     finally:
         subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
+
+
+@pytest.mark.hostile
+@pytest.mark.needs("tmux")
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root")
+def test_a_planted_filter_cannot_type_into_a_tmux_in_a_home_holding_a_mount(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """The same, in a home that holds a mount of the system's (a tmpfs):
+    the kernel refuses an overlay over such a folder.  Our own git's view
+    never binds it (the socket would answer there): it shows the real
+    contents of the layers the folder is split into, none holding a mount,
+    through overlays, and the folder's own files without their sockets."""
+    from repo_helpers import tmpfs
+
+    home = Path(env["HOME"])
+    (home / "mnt").mkdir()
+    socket = home / "tmux.sock"
+    tmux = ["tmux", "-S", str(socket)]
+    with tmpfs(home / "mnt", "1m"):
+        subprocess.run(
+            [*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True
+        )
+        try:
+            _, marks, _, run = _planted(
+                make_repo(), tmp_path, env, TYPE_INTO_TMUX, TMUX_SOCKET=str(socket)
+            )
+            _looked_at_the_submodule(run)
+            time.sleep(1)  # what the pane's shell would run, it runs by then
+            assert not (marks / "typed").exists()
+        finally:
+            subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)

@@ -313,26 +313,25 @@ def test_neither_the_command_nor_our_own_git_holds_a_capability(env, make_repo) 
 
 
 @pytest.mark.hostile
-def test_a_folder_of_the_global_configuration_replaced_by_a_link_fails_the_run(
+def test_a_folder_of_the_global_configuration_replaced_by_a_link_is_read_as_it_was(
     env, make_repo, tmp_path: Path
 ) -> None:
     """The folder of ``$GIT_CONFIG_GLOBAL`` (copy-on-write inside) becomes a
-    link to a planted configuration: our own git reads neither; the run
-    fails with one line and keeps the worktree."""
+    link to a planted configuration, which excludes ``new.txt``: our own
+    git reads the real folder (the folder holding it is shown as it is),
+    never the planted one."""
     folder = tmp_path / "tmp" / "config"
     folder.mkdir()
     (folder / "global.config").write_text("[core]\n\texcludesFile = /dev/null\n")
     env["GIT_CONFIG_GLOBAL"] = str(folder / "global.config")
     planted = tmp_path / "planted"
     planted.mkdir()
-    (planted / "global.config").write_text("[core]\n\texcludesFile = /etc/hostname\n")
+    (planted / "ignore").write_text("new.txt\n")
+    (planted / "global.config").write_text(f"[core]\n\texcludesFile = {planted}/ignore\n")
     repo = make_repo({"a.txt": "hi\n"})
     script = f"rm -r '{folder}' && ln -s '{planted}' '{folder}' && echo n > new.txt"
-    run = isopatch("--sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
-    assert run.returncode == 128, run.err
-    assert [ln for ln in run.err.splitlines() if ln.startswith("fatal:")] != [], run.err
-    assert len([ln for ln in run.err.splitlines() if ln.startswith("fatal:")]) == 1, run.err
-    assert "Traceback" not in run.err
+    patch = _patch(repo, env, script)
+    assert b"+++ b/new.txt" in patch, patch
     assert (folder / "global.config").is_file()
 
 
@@ -399,3 +398,67 @@ def test_the_real_folders_place_is_out_of_sight_as_an_unprivileged_user(env) -> 
         assert seen["code"] == 0, seen["err"]
         assert "+++ b/new.txt" in seen["patch"], json.dumps(seen)
         assert "seen.txt" not in seen["patch"], json.dumps(seen)
+
+
+@pytest.mark.parametrize("where", ["beside the checkout", "in the temporary folder"])
+@pytest.mark.parametrize(
+    ("key", "planted"),
+    [
+        ("core.excludesFile", "new.txt\n"),
+        ("core.attributesFile", "a.txt filter=hide\n"),
+        ("include.path", "[core]\n\texcludesFile = /dev/null\n"),
+    ],
+)
+def test_a_file_the_global_configuration_names_outside_the_home_is_read_as_it_was(
+    env, make_repo, tmp_path: Path, where: str, key: str, planted: str
+) -> None:
+    """The global configuration names a file outside the home and its
+    configuration folders: a team's excludes beside the checkouts, a file
+    in a temporary folder.  Those folders are copy-on-write for the command
+    too: it rewrites the file in its view, and git-isopatch's own git,
+    after it, must read the file as it was."""
+    home = Path(env["HOME"])
+    folder = tmp_path if where == "beside the checkout" else Path(env["TMPDIR"])
+    named = folder / "team.config"
+    real = "*.log\n" if key == "core.excludesFile" else ""
+    named.write_text(real)
+    excludes = home / "excludes"
+    excludes.write_text("*.log\n")
+    git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
+    git("config", "--global", "filter.hide.clean", 'printf "hi\\n"', cwd=home, env=env)
+    git("config", "--global", "--add", key, str(named), cwd=home, env=env)
+    payload = tmp_path / "payload"
+    payload.write_text(planted)
+    repo = make_repo({"a.txt": "hi\n"})
+    script = "echo n > new.txt && echo l > new.log && echo evil >> a.txt"
+    script += f" && cat '{payload}' > '{named}'"
+    patch = _patch(repo, env, script)
+    assert named.read_text() == real
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"+evil" in patch, patch
+    assert b"new.log" not in patch, patch
+
+
+#: As uid 65534, the global excludes file named by its absolute path
+#: outside the home (in the temporary folder holding it): the run's patch,
+#: from a command that empties it.
+AS_NOBODY_OUTSIDE = (
+    textwrap.dedent(
+        """\
+    named = os.path.join(os.path.dirname(os.environ["HOME"]), "team-ignore")
+    with open(named, "w") as handle:
+        handle.write("*.log\\n")
+    subprocess.run(["git", "config", "--global", "core.excludesFile", named], check=True)
+    """
+    )
+    + AS_NOBODY
+)
+
+
+@pytest.mark.hostile
+def test_a_global_file_named_outside_the_home_as_an_unprivileged_user(env) -> None:
+    script = 'echo > "$(dirname "$HOME")/team-ignore" && echo n > new.txt && echo l > new.log'
+    with run_as_nobody(env, AS_NOBODY_OUTSIDE, script) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert "+++ b/new.txt" in seen["patch"], json.dumps(seen)
+        assert "new.log" not in seen["patch"], json.dumps(seen)
