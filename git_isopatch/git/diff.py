@@ -31,13 +31,19 @@ T = TypeVar("T")
 #: (``free(): invalid pointer``, a segmentation fault) when it writes an
 #: intent-to-add entry outside the sparse set, and whenever it later
 #: converts such an index back to a sparse one; a full index in our own
-#: worktree costs only its size.
+#: worktree costs only its size.  Every stat field counts
+#: (``core.trustctime``, ``core.checkStat``): the repository's
+#: configuration is read as the command left it, and with fewer fields
+#: trusted a file it edited, keeping its size and putting its times back,
+#: is taken for unchanged and left out of the patch.
 DIFF_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.quotePath", "true"),
     ("diff.noprefix", "false"),
     ("diff.mnemonicPrefix", "false"),
     ("diff.suppressBlankEmpty", "false"),
     ("core.fileMode", "true"),
+    ("core.trustctime", "true"),
+    ("core.checkStat", "default"),
     ("core.fsmonitor", "false"),
     ("diff.ignoreSubmodules", "none"),
     ("core.hooksPath", os.devnull),

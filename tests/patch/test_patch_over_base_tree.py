@@ -11,6 +11,7 @@ of it on a clean checkout gives the tree the command left."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,35 @@ def test_an_index_rewritten_in_place_with_its_times_put_back_is_compared(
     assert f"+Subproject commit {'2' * 40}".encode() in patches[2], patches[2]
     assert patches[0] == patches[2], patches
     assert patches[1] == patches[2], patches
+
+
+#: Makes git take ``a.txt`` for unchanged: the repository's configuration
+#: (read as the command left it) told to trust fewer stat fields, then an
+#: edit of the same size with the file's times put back.
+HIDE_AN_EDIT = (
+    "git config {key} {value} && cp -p a.txt \"$TMPDIR/ref\" && printf 'A\\n' > a.txt"
+    ' && touch -r "$TMPDIR/ref" a.txt && echo n > new.txt'
+)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("core.checkStat", "minimal"), ("core.trustctime", "false")],
+)
+def test_an_edit_with_its_times_put_back_is_in_the_patch_whatever_stat_git_is_told(
+    env, make_repo, key: str, value: str
+) -> None:
+    """Over a base tree whose index is older than its files (no entry
+    racily clean), the command edits ``a.txt`` keeping its size, puts its
+    times back, and sets the repository's ``core.checkStat`` or
+    ``core.trustctime`` so that git would trust the index's stat data: the
+    edit is in the patch all the same."""
+    repo = make_repo(FILES)
+    for script in ("true", "echo n > new.txt"):  # the base tree's index written anew
+        run = isopatch("--sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        time.sleep(1.1)  # its files are now older than any index written after
+    patch, _ = _patch(repo, env, HIDE_AN_EDIT.format(key=key, value=value), "--sandbox")
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"-a\n+A\n" in patch, patch
