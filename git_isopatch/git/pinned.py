@@ -8,7 +8,7 @@ Two settings of the user's repository can be wrong for the worktree:
   probes it at ``git init``/``git clone``), and a repository copied from
   macOS or Windows keeps ``true`` on Linux.  There git takes a new
   ``README.MD`` beside the tracked ``README.md`` for the same file, and it
-  is missing from the patch.  :func:`ignore_case_setting` pins it to what
+  is missing from the patch.  :func:`ignore_case_settings` pins it to what
   the worktree's own file system does.
 - ``submodule.recurse=true`` makes ``git reset --hard``, ``git checkout
   .`` and ``git restore .`` recurse into every active submodule, and one
@@ -155,16 +155,22 @@ def ignore_case_configured(settings: Mapping[str, str | None]) -> bool:
     return _configured_bool(settings, IGNORE_CASE)
 
 
-def ignore_case_setting(worktree: str, settings: Mapping[str, str | None]) -> list[tuple[str, str]]:
+def ignore_case_settings(
+    worktree: str, settings: Mapping[str, str | None]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """``core.ignoreCase`` as the worktree's file system does
-    (:func:`file_system_ignores_case`) when the configuration
-    (``settings``, :func:`read_settings`) says otherwise; nothing when they
-    agree or the probe cannot tell (the command's environment stays as
-    given)."""
+    (:func:`file_system_ignores_case`): for git-isopatch's own git always
+    (the command may set the repository's, which that git reads as the
+    command left it: folding case, it takes a new ``README.MD`` for the
+    tracked ``README.md`` and leaves it out of the patch), for the command
+    only when the configuration (``settings``, :func:`read_settings`) says
+    otherwise (its environment stays as given); nothing when the probe
+    cannot tell."""
     ignores = file_system_ignores_case(worktree)
-    if ignores is None or ignores == _configured_bool(settings, IGNORE_CASE):
-        return []
-    return [("core.ignoreCase", "true" if ignores else "false")]
+    if ignores is None:
+        return [], []
+    pinned = [("core.ignoreCase", "true" if ignores else "false")]
+    return pinned, [] if ignores == _configured_bool(settings, IGNORE_CASE) else pinned
 
 
 def recurse_setting(

@@ -32,7 +32,7 @@ from ..git.pinned import (
     ATTRIBUTES_FILE,
     HOOKS_PATH,
     ignore_case_configured,
-    ignore_case_setting,
+    ignore_case_settings,
     read_settings,
     recurse_setting,
     with_config,
@@ -148,14 +148,14 @@ def look_before_command(
     the state its last step left) takes no look: no checkout made a path
     differ."""
     settings = read_settings(admin_dir, env)
-    own = tuple(ignore_case_setting(worktree, settings))
+    own, told = map(tuple, ignore_case_settings(worktree, settings))
     paths: list[str] = []
     match list_gitlinks(worktree, git_dir=admin_dir, env=env):
         case Ok(links):
             paths = [link.path for link in links]
         case Err(error):
             log.debug("no submodule list: %s", error.message())
-    command = own + tuple(recurse_setting(worktree, paths, settings))
+    command = told + tuple(recurse_setting(worktree, paths, settings))
     pinned = with_config(env, own)
     said = missing_hooks_warning(
         worktree, repository.top, settings.get(HOOKS_PATH), repository.prefix
@@ -286,8 +286,7 @@ def look_over_base_tree(
     the settings as in a worktree of its own (the submodules listed only
     where ``submodule.recurse`` needs them)."""
     settings = read_settings(admin_dir, env)
-    own = tuple(ignore_case_setting(worktree, settings))
-    command = own
+    own, command = map(tuple, ignore_case_settings(worktree, settings))
     if settings.get(RECURSE_SETTING, "false") not in ("false", "no", "off", "0"):
         modules = locate(b".gitmodules")
         paths: list[str] = []

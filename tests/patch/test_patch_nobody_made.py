@@ -126,6 +126,20 @@ def test_ignore_case_pin_goes_after_the_users_own_config_count(env, make_repo) -
     assert b"b/README.MD" in _patch(run)
 
 
+@pytest.mark.hostile
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+def test_ignore_case_the_command_set_hides_no_new_file(env, make_repo, sandbox: str) -> None:
+    """The command sets the repository's ``core.ignoreCase=true`` (read as
+    it left it, by git-isopatch's own git after it) and makes ``README.MD``
+    beside the tracked ``README.md``: folding case, git would take the new
+    file for the tracked one and leave it out of the patch."""
+    repo = make_repo({"README.md": "r\n"})
+    script = "git config core.ignoreCase true && echo big > README.MD"
+    run = isopatch("--porcelain", sandbox, "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert b"diff --git a/README.MD b/README.MD" in _patch(run)
+
+
 def test_a_file_named_git_in_a_folder_is_named_in_a_warning(env, make_repo) -> None:
     """A regular ``.git`` file (a broken ``gitdir:`` line, a tool's marker),
     in a new folder or in a tracked one, is never in a patch: git skips
