@@ -24,13 +24,14 @@ from .request import UsageConflict
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
 PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
+END_SYNOPSIS = "git isopatch --session <name> --end [-C <path>]"
 MCP_SYNOPSIS = (
     "git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] [--allow-write <path>]"
 )
 #: The synopsis lines of ``git isopatch -h``: the capture, then the others.
 CAPTURE_SYNOPSES = [
     SYNOPSIS,
-    *(f"   or: {s}" for s in (LIST_SYNOPSIS, PRUNE_SYNOPSIS, MCP_SYNOPSIS)),
+    *(f"   or: {s}" for s in (LIST_SYNOPSIS, PRUNE_SYNOPSIS, END_SYNOPSIS, MCP_SYNOPSIS)),
 ]
 
 #: parse-options.c: the option column is this wide, then a gap of 2; longer

@@ -22,6 +22,7 @@ import git_isopatch
 from git_isopatch import cli
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _option_lines(text: str) -> list[str]:
@@ -101,9 +102,10 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         lines = run.out.split("\n")
         assert lines[0] == SYNOPSIS
         # the subcommands' forms follow, as git prints them ("   or: ...")
-        assert lines[1:5] == [
+        assert lines[1:6] == [
             "   or: git isopatch list [--porcelain [-z] | --json] [-C <path>]",
             "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
+            "   or: git isopatch --session <name> --end [-C <path>]",
             "   or: git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] "
             "[--allow-write <path>]",
             "",
@@ -115,6 +117,24 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
             "    --[no-]keep           keep the worktree after the run, whatever its exit status"
             in lines
         )
+
+
+def test_short_help_names_every_form_of_the_manual_synopsis(env, make_repo) -> None:
+    """Each form the manual page's SYNOPSIS gives (but ``-h | --help |
+    --version``) is a line of ``-h``, in the same order: a user who reads
+    only ``-h`` still learns how to end a session."""
+    page = (ROOT / "man" / "git-isopatch.rst").read_text(encoding="utf-8")
+    synopsis = page.split("SYNOPSIS\n========\n", 1)[1].strip().split("\n\n", 1)[0]
+    forms = [re.sub(r"[*]", "", line.removeprefix("| ")) for line in synopsis.splitlines()]
+    forms = [form for form in forms if "--version" not in form]
+    run = isopatch("-h", cwd=make_repo(), env=env)
+    assert run.returncode == 129
+    shown = [
+        re.sub(r"^(usage|   or): ", "", line)
+        for line in run.out.splitlines()
+        if line.startswith(("usage: ", "   or: "))
+    ]
+    assert shown == forms
 
 
 def test_short_help_columns_match_gits_own(env, make_repo) -> None:
