@@ -23,7 +23,7 @@ from ..git.process import Spawn
 from ..git.result import Ok
 from ..git.run import run_git
 from ..git.shared_state import CONFIG, HOOKS, WATCHED_FILES, SharedState, read_entry
-from .layers import is_whiteout
+from .layer_writes import is_whiteout
 from .untrusted import link_beneath, list_beneath, lstat_beneath, read_beneath, walk
 
 if TYPE_CHECKING:

@@ -78,6 +78,7 @@ from .bwrap import find_bwrap as find_bwrap
 from .global_config import GlobalConfig
 from .inside import Gone, Inside
 from .launcher import CAPABILITIES, Report, launcher_argv, launcher_program, signals_blocked
+from .layer_writes import layer_writes
 from .layers import (
     SPLIT,
     Layer,
@@ -85,7 +86,6 @@ from .layers import (
     WorktreeOverlay,
     here,
     inside,
-    layer_writes,
     make_layers,
     mount_points,
     plan_layers,
@@ -405,7 +405,7 @@ class Namespaces:
 
     def outside_writes(self) -> tuple[str, ...]:
         """Every path outside the really writable places that the command
-        wrote into a throw-away layer (:func:`.layers.layer_writes`), in order."""
+        wrote into a throw-away layer (:func:`.layer_writes.layer_writes`), in order."""
         found: list[str] = []
         for index, layer in enumerate(self.plan):
             found += layer_writes(upper(self.layers, index), layer.folder, layer.kind)
