@@ -51,19 +51,33 @@ def release() -> None:
 def running() -> bool:
     """A child of this process still runs (a zombie does not count: it has
     ended).  True where ``/proc`` cannot tell: the worktree cannot be
-    vouched for then."""
-    children = _children()
-    if children is None:
-        return True
-    for pid in children:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # ended and reaped since
-        if state not in (b"Z", b"X", b"x"):
+    vouched for then.
+
+    A child reaped while the list is read can make the kernel skip the
+    next one (proc(5): the list is reliable only with the children
+    stopped; it goes on by position once the last one given is gone): a
+    listed child gone when looked at has the list read again."""
+    for _ in range(_TRIES):
+        children = _children()
+        if children is None:
             return True
-    return False
+        gone = False
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    state = handle.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                gone = True  # ended and reaped since
+                continue
+            if state not in (b"Z", b"X", b"x"):
+                return True
+        if not gone:
+            return False
+    return True
+
+
+#: Times the children are listed when one listed was reaped meanwhile.
+_TRIES = 8
 
 
 def _children() -> set[str] | None:
