@@ -21,10 +21,12 @@ unprivileged uid 65534.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,6 +99,18 @@ def _ran_inside(proof: Path) -> None:
     assert seen and os.readlink("/proc/self/ns/pid") not in seen, seen
 
 
+@contextlib.contextmanager
+def _tmux_server(socket: Path, env: dict[str, str]) -> Iterator[None]:
+    """A real tmux server, its socket at ``socket``, for the time of the
+    block: the user's terminal a command must not type into."""
+    tmux = ["tmux", "-S", str(socket)]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True)
+    try:
+        yield
+    finally:
+        subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
+
+
 def _looked_at_the_submodule(run) -> None:
     """The submodule look ran (inside): it named the planted repository."""
     assert "submodule 'sub' has changes that are not in the patch" in run.err, run.err
@@ -142,9 +156,7 @@ def test_a_planted_filter_cannot_type_into_the_users_tmux(
     (its global configuration is there), where a unix socket can be
     connected to; the filter the command planted must reach neither."""
     socket = (Path(env["HOME"]) if in_home else tmp_path) / "tmux.sock"
-    tmux = ["tmux", "-S", str(socket)]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True)
-    try:
+    with _tmux_server(socket, env):
         _, marks, _, run = _planted(
             make_repo(), tmp_path, env, TYPE_INTO_TMUX, TMUX_SOCKET=str(socket)
         )
@@ -152,8 +164,6 @@ def test_a_planted_filter_cannot_type_into_the_users_tmux(
         time.sleep(1)  # what the pane's shell would run, it runs by then
         assert not (marks / "typed").exists()
         assert list(marks.iterdir()) == []
-    finally:
-        subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
 
 
 #: As uid 65534: the delete-objects attack; prints whether the repository
@@ -228,9 +238,7 @@ def test_the_command_cannot_reach_the_real_home_bound_for_our_own_git(
     marks = tmp_path / "marks"
     marks.mkdir()
     socket = Path(env["HOME"]) / "tmux.sock"
-    tmux = ["tmux", "-S", str(socket)]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True)
-    try:
+    with _tmux_server(socket, env):
         run = isopatch(
             "--porcelain", "--sandbox", "--", "sh", "-c", COMMAND_TYPES_INTO_TMUX,
             cwd=make_repo(), env={**env, "MARKS": str(marks)},
@@ -239,8 +247,6 @@ def test_the_command_cannot_reach_the_real_home_bound_for_our_own_git(
         assert "+++ b/new.txt" in Path(run.fields()["patch"]).read_text()
         time.sleep(1)  # what the pane's shell would run, it runs by then
         assert list(marks.iterdir()) == []
-    finally:
-        subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
 
 
 @pytest.mark.hostile
@@ -259,17 +265,10 @@ def test_a_planted_filter_cannot_type_into_a_tmux_in_a_home_holding_a_mount(
     home = Path(env["HOME"])
     (home / "mnt").mkdir()
     socket = home / "tmux.sock"
-    tmux = ["tmux", "-S", str(socket)]
-    with tmpfs(home / "mnt", "1m"):
-        subprocess.run(
-            [*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], env=env, check=True
+    with tmpfs(home / "mnt", "1m"), _tmux_server(socket, env):
+        _, marks, _, run = _planted(
+            make_repo(), tmp_path, env, TYPE_INTO_TMUX, TMUX_SOCKET=str(socket)
         )
-        try:
-            _, marks, _, run = _planted(
-                make_repo(), tmp_path, env, TYPE_INTO_TMUX, TMUX_SOCKET=str(socket)
-            )
-            _looked_at_the_submodule(run)
-            time.sleep(1)  # what the pane's shell would run, it runs by then
-            assert not (marks / "typed").exists()
-        finally:
-            subprocess.run([*tmux, "kill-server"], env=env, check=False, capture_output=True)
+        _looked_at_the_submodule(run)
+        time.sleep(1)  # what the pane's shell would run, it runs by then
+        assert not (marks / "typed").exists()

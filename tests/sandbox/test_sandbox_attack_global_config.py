@@ -34,6 +34,34 @@ def _patch(repo: Path, env: dict[str, str], script: str) -> bytes:
     return Path(run.fields()["patch"]).read_bytes()
 
 
+def _planted_in_a_named_file(
+    env: dict[str, str], make_repo, tmp_path: Path, named: Path, key: str, planted: str
+) -> None:
+    """The global configuration names ``named`` under ``key`` (besides an
+    excludes file for ``*.log`` and a filter ``hide`` that would turn
+    ``a.txt`` back); the command writes ``planted`` there, makes
+    ``new.txt`` and ``new.log`` and edits ``a.txt``: the file is left as
+    it was and the patch is the one the real configuration gives."""
+    home = Path(env["HOME"])
+    real = "*.log\n" if key == "core.excludesFile" else ""
+    named.write_text(real)
+    excludes = home / "excludes"  # what the real configuration says holds
+    excludes.write_text("*.log\n")
+    git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
+    git("config", "--global", "filter.hide.clean", 'printf "hi\\n"', cwd=home, env=env)
+    git("config", "--global", "--add", key, str(named), cwd=home, env=env)
+    payload = tmp_path / "payload"
+    payload.write_text(planted)
+    repo = make_repo({"a.txt": "hi\n"})
+    script = "echo n > new.txt && echo l > new.log && echo evil >> a.txt"
+    script += f" && cat '{payload}' > '{named}'"
+    patch = _patch(repo, env, script)
+    assert named.read_text() == real
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"+evil" in patch, patch
+    assert b"new.log" not in patch, patch
+
+
 @pytest.mark.hostile
 def test_global_configuration_the_command_wrote_does_not_shape_its_patch(env, make_repo) -> None:
     repo = make_repo({"a.txt": "hi\n"})
@@ -238,25 +266,8 @@ def test_a_file_the_global_configuration_names_by_its_absolute_path_is_read_as_i
     shell expands ``~``, git keeps the absolute path, which names the home
     the command writes (copy-on-write) and not the real folders bound for
     git-isopatch's own git."""
-    home = Path(env["HOME"])
-    named = home / "named-by-the-global-config"
-    real = "*.log\n" if key == "core.excludesFile" else ""
-    named.write_text(real)
-    excludes = home / "excludes"  # what the real configuration says holds
-    excludes.write_text("*.log\n")
-    git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
-    git("config", "--global", "filter.hide.clean", 'printf "hi\\n"', cwd=home, env=env)
-    git("config", "--global", "--add", key, str(named), cwd=home, env=env)
-    payload = tmp_path / "payload"
-    payload.write_text(planted)
-    repo = make_repo({"a.txt": "hi\n"})
-    script = "echo n > new.txt && echo l > new.log && echo evil >> a.txt"
-    script += f" && cat '{payload}' > '{named}'"
-    patch = _patch(repo, env, script)
-    assert named.read_text() == real
-    assert b"+++ b/new.txt" in patch, patch
-    assert b"+evil" in patch, patch
-    assert b"new.log" not in patch, patch
+    named = Path(env["HOME"]) / "named-by-the-global-config"
+    _planted_in_a_named_file(env, make_repo, tmp_path, named, key, planted)
 
 
 @pytest.mark.hostile
@@ -417,26 +428,8 @@ def test_a_file_the_global_configuration_names_outside_the_home_is_read_as_it_wa
     in a temporary folder.  Those folders are copy-on-write for the command
     too: it rewrites the file in its view, and git-isopatch's own git,
     after it, must read the file as it was."""
-    home = Path(env["HOME"])
     folder = tmp_path if where == "beside the checkout" else Path(env["TMPDIR"])
-    named = folder / "team.config"
-    real = "*.log\n" if key == "core.excludesFile" else ""
-    named.write_text(real)
-    excludes = home / "excludes"
-    excludes.write_text("*.log\n")
-    git("config", "--global", "core.excludesFile", str(excludes), cwd=home, env=env)
-    git("config", "--global", "filter.hide.clean", 'printf "hi\\n"', cwd=home, env=env)
-    git("config", "--global", "--add", key, str(named), cwd=home, env=env)
-    payload = tmp_path / "payload"
-    payload.write_text(planted)
-    repo = make_repo({"a.txt": "hi\n"})
-    script = "echo n > new.txt && echo l > new.log && echo evil >> a.txt"
-    script += f" && cat '{payload}' > '{named}'"
-    patch = _patch(repo, env, script)
-    assert named.read_text() == real
-    assert b"+++ b/new.txt" in patch, patch
-    assert b"+evil" in patch, patch
-    assert b"new.log" not in patch, patch
+    _planted_in_a_named_file(env, make_repo, tmp_path, folder / "team.config", key, planted)
 
 
 #: As uid 65534, the global excludes file named by its absolute path
