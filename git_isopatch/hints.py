@@ -43,10 +43,11 @@ def _runs_a_package(command: Sequence[str]) -> bool:
     return name == "npm" and len(command) > 1 and command[1] in ("exec", "x")
 
 
+#: What the network hint says happened; the way out follows it.
+NETWORK_REFUSED = "the command failed after trying the network, which the sandbox keeps from it"
 #: The hint for a command that failed after the sandbox's network refused it.
 NETWORK_HINT = (
-    "the command failed after trying the network, which the sandbox keeps from it; "
-    "--allow-network keeps the network, --no-sandbox runs it unconfined"
+    f"{NETWORK_REFUSED}; --allow-network keeps the network, --no-sandbox runs it unconfined"
 )
 
 

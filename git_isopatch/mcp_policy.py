@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 
@@ -79,6 +80,26 @@ class ServerPolicy:
             + "): start it there (git isopatch mcp -C <path>), or send that folder "
             "as one of the client's MCP roots"
         )
+
+    def told(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with its network hint, which names the command line's
+        options, told in the terms of this server's calls: ``allow_network``
+        and ``sandbox: false`` where the server lets a call ask them, the
+        option of ``git isopatch mcp`` that would where it does not."""
+        from .hints import NETWORK_HINT, NETWORK_REFUSED
+
+        hints = result.get("hint")
+        if not isinstance(hints, list) or NETWORK_HINT not in hints:
+            return result
+        network = (
+            "a call with allow_network keeps the network"
+            if self.network
+            else "this server keeps the network from every call "
+            "(started with 'git isopatch mcp --allow-network', a call may ask allow_network)"
+        )
+        unconfined = ", one with sandbox false runs it unconfined" if self.unconfined else ""
+        told = f"{NETWORK_REFUSED}; {network}{unconfined}"
+        return {**result, "hint": [told if h == NETWORK_HINT else h for h in hints]}
 
     def check(
         self,

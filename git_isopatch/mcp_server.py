@@ -265,7 +265,7 @@ def _add_capture(tools: Tools, policy: ServerPolicy) -> None:
                 allow_write=options.allow_write,
             )
             argv = capture_argv(command, repo=where, options=options)
-            result = read_result(*await run_isopatch(argv))
+            result = policy.told(read_result(*await run_isopatch(argv)))
         except (CaptureFailure, Refused) as failure:
             raise ToolError(str(failure)) from None
         return add_patch_text(result, patch_limit)

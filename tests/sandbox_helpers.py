@@ -94,6 +94,17 @@ def refuse_syscall(name: str, code: int) -> Callable[[], None]:
 NO_NAMESPACES = ("unshare", errno.EPERM)
 
 
+#: Connects to an address of TEST-NET-1 (RFC 5737): in the sandbox no route
+#: leads there; it fails at once, before any packet could leave.
+CONNECT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('192.0.2.1', 9), timeout=1)\n"
+    "except OSError as exc:\n"
+    "    sys.exit(f'cannot connect: {exc}')\n"
+)
+
+
 @contextlib.contextmanager
 def loopback_server(reply: bytes = b"hello from outside\n") -> Iterator[int]:
     """A TCP server on 127.0.0.1 (never another address) that answers every

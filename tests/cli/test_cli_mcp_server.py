@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import ISOPATCH, isopatch, registered_worktrees, repo_state
+from sandbox_helpers import CONNECT
 from startup_helpers import imported
 
 mcp = pytest.importorskip(
@@ -570,3 +571,31 @@ def test_an_argument_a_tool_does_not_know_is_an_error_naming_it(env, make_repo, 
     assert apply.is_error and "staged" in text(apply), text(apply)
     assert tools["capture"].input_schema["additionalProperties"] is False
     assert tools["apply"].input_schema["additionalProperties"] is False
+
+
+def test_the_network_hint_names_what_a_call_can_ask(env, make_repo, tmp_path) -> None:
+    """A call has no ``--allow-network`` or ``--no-sandbox``: the hint for a
+    command that failed after trying the network names the call's
+    ``allow_network`` and ``sandbox`` where the server lets a call ask
+    them, and the server's option where it does not."""
+    import sys
+
+    repo = make_repo()
+    refused = "the command failed after trying the network, which the sandbox keeps from it"
+
+    async def body(client):
+        return await client.call_tool("capture", {"command": [sys.executable, "-c", CONNECT]})
+
+    closed = serve(repo, env, tmp_path, body)
+    loosened = serve(repo, env, tmp_path, body, "--allow-network", "--allow-unconfined")
+    for result in (closed, loosened):
+        assert not result.is_error, text(result)
+        assert result.structured_content["exit"] == 1, text(result)
+    assert closed.structured_content["hint"] == [
+        f"{refused}; this server keeps the network from every call (started with "
+        "'git isopatch mcp --allow-network', a call may ask allow_network)"
+    ]
+    assert loosened.structured_content["hint"] == [
+        f"{refused}; a call with allow_network keeps the network, "
+        "one with sandbox false runs it unconfined"
+    ]

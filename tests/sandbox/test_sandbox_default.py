@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import ISOPATCH, Run, repo_state
-from sandbox_helpers import NO_NAMESPACES, refuse_syscall
+from sandbox_helpers import CONNECT, NO_NAMESPACES, refuse_syscall
 
 #: ``git -c isopatch.sandbox=...`` as git passes it on to git-isopatch.
 AUTO = "'isopatch.sandbox'='auto'"
@@ -160,16 +160,6 @@ def test_without_namespaces_asking_for_the_sandbox_is_fatal(
 SANDBOX_HINT = (
     "hint: the command failed after trying the network, which the sandbox keeps from it; "
     "--allow-network keeps the network, --no-sandbox runs it unconfined"
-)
-
-#: Connects to an address of TEST-NET-1 (RFC 5737): in the sandbox no route
-#: leads there; it fails at once, before any packet could leave.
-CONNECT = (
-    "import socket, sys\n"
-    "try:\n"
-    "    socket.create_connection(('192.0.2.1', 9), timeout=1)\n"
-    "except OSError as exc:\n"
-    "    sys.exit(f'cannot connect: {exc}')\n"
 )
 
 
