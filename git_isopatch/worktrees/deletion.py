@@ -106,6 +106,7 @@ class _Walk:
             return None
         try:
             if not self.on_our_mount(path_fd):
+                self.failed(path, OSError(errno.EBUSY, "a mount point", path))
                 return None
             os.chmod(f"/proc/self/fd/{path_fd}", 0o700)
             return os.open(f"/proc/self/fd/{path_fd}", FOLDER_FLAGS & ~os.O_NOFOLLOW)
@@ -122,13 +123,19 @@ class _Walk:
             self.failed(path, exc)
             return []
 
-    def delete(self, name: str, parent: int, path: str) -> None:
+    def delete(self, name: str, parent: int, path: str) -> bool:
         """Delete ``name`` in the folder ``parent`` (shown as ``path``) and,
         when it is a folder on our mount, everything in it, depth first
-        without recursion; what cannot be deleted stays."""
+        without recursion; what cannot be deleted stays.
+
+        Returns:
+            True when ``name`` went (here or by another's hand): from then
+            on the name may be another's (``git worktree add`` makes the
+            first free ``worktrees/<id>``), never to be looked at again.
+        """
         top = self.open_folder(name, parent, path)
         if top is None:
-            return
+            return self.failure is None  # unlinked, or gone already
         frames = [(parent, name, path, top, self.names(top, path))]
         while frames:
             above, folder_name, folder_path, fd, names = frames[-1]
@@ -145,10 +152,17 @@ class _Walk:
             os.close(fd)
             try:
                 os.rmdir(folder_name, dir_fd=above)
+            except FileNotFoundError:
+                pass
             except NotADirectoryError:  # swapped for a link since it was opened
                 self.unlink(folder_name, above, folder_path)
+                continue
             except OSError as exc:
                 self.failed(folder_path, exc)
+                continue
+            if not frames:
+                return True
+        return False
 
 
 def _writable(fd: int) -> int:
@@ -165,7 +179,9 @@ def delete_tree(path: str) -> str | None:
     """Delete ``path`` and, when it is a folder, everything in it, by file
     descriptor (see the module's docstring).  The folder holding ``path`` is
     opened by its path, its last component without following a link;
-    ``path`` itself, when a symbolic link, is unlinked.  Folders on another
+    ``path`` itself, when a symbolic link, is unlinked.  Once ``path`` is
+    gone its name is not looked at again: another process may have made
+    it anew (git takes the first free ``worktrees/<id>``).  Folders on another
     mount than ``path``'s are left (the caller refuses those first,
     :func:`.mounts.mount_points_under`).  Never raises.
 
@@ -186,7 +202,8 @@ def delete_tree(path: str) -> str | None:
             if not _exists(name, parent):
                 return None
             walk.failure = None
-            walk.delete(name, parent, path)
+            if walk.delete(name, parent, path):
+                return None  # whatever has the name now is not ours
         if not _exists(name, parent):
             return None
         return walk.failure or f"cannot delete '{path}': entries keep appearing in it"

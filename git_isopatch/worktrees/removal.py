@@ -38,20 +38,26 @@ from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
 from .store import GitMetadataStore
 
 
-def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> None:
+def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> bool:
     """Delete the private folder of one worktree of ours, and
     ``$GIT_COMMON_DIR/worktrees`` when that leaves it empty, as git's own
     ``worktree prune`` and ``worktree remove`` do (worktree.c,
     ``delete_git_dir``); its lock goes with it.  Only a folder right under
     ``worktrees/`` of the user's repository is touched, by file descriptor
-    (:func:`.deletion.delete_tree`: the command may write in it)."""
+    (:func:`.deletion.delete_tree`: the command may write in it).
+
+    Returns:
+        True when it is gone: told by the deletion, not by its name, which
+        a concurrent ``git worktree add`` may take the moment it is free.
+    """
     worktrees = os.path.join(repository.common_dir, "worktrees")
     if os.path.realpath(os.path.dirname(admin_dir)) != os.path.realpath(worktrees):
         log.warning("not deleting '%s': not a worktree registration", admin_dir)
-        return
-    delete_tree(os.path.join(worktrees, os.path.basename(admin_dir)))
+        return False
+    gone = delete_tree(os.path.join(worktrees, os.path.basename(admin_dir))) is None
     with contextlib.suppress(OSError):
         os.rmdir(worktrees)
+    return gone
 
 
 def _mend_our_commondirs(repository: UserRepository, store: GitMetadataStore) -> None:
@@ -167,19 +173,15 @@ def remove_ours(
     if admin_dir is not None and claimed_elsewhere(path, admin_dir):
         # a copy of the repository (``cp -a``) registers the original's worktree:
         # only that registration is this repository's to remove
-        _delete_registration(repository, admin_dir)
-        return (
-            f"could not delete its registration '{admin_dir}'"
-            if os.path.lexists(admin_dir)
-            else None
-        )
+        if _delete_registration(repository, admin_dir):
+            return None
+        return f"could not delete its registration '{admin_dir}'"
     if admin_dir and os.path.isdir(admin_dir):
         with contextlib.suppress(OSError):  # a command may have rewritten it
             reset_commondir(admin_dir)
     failure = delete_tree(path)
     if admin_dir is not None and os.path.lexists(admin_dir):
-        _delete_registration(repository, admin_dir)  # even so, as git does
-        if os.path.lexists(admin_dir):
+        if not _delete_registration(repository, admin_dir):  # even so, as git does
             return failure or f"could not delete its registration '{admin_dir}'"
     if failure is not None:
         return failure

@@ -9,6 +9,7 @@ deletes nothing outside the worktree."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -84,3 +85,44 @@ def test_a_leftover_swapping_folders_for_links_deletes_nothing_outside(
     listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
     assert listed.count("worktree ") == 1, listed
     assert not list(tmp_path.glob("repo.isopatch-*")), "no folder of ours is left"
+
+
+def test_a_registration_taken_again_the_moment_it_goes_stays_the_new_worktrees(
+    env, make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run over a base tree removes its own registration without the
+    worktree lock (runs started together do not wait for each other's
+    deletions), while another run's ``git worktree add`` makes the first
+    free ``worktrees/<id>``: the very name just freed.  The removal,
+    once its folder went, never looks at that name again: the new
+    registration stays whole, and its git finds its repository."""
+    from git_isopatch.git.repo import UserRepository
+    from git_isopatch.git.types import GitDirPath, WorktreePath
+    from git_isopatch.worktrees.removal import remove_ours
+
+    repo = make_repo({"a.txt": "a\n"})
+    ours, theirs = tmp_path / "git-isopatch-abcdefgh" / "wt", tmp_path / "other" / "wt"
+    git("worktree", "add", "--detach", str(ours), cwd=repo, env=env)
+    worktrees = repo / ".git" / "worktrees"
+    rmdir, added = os.rmdir, []
+
+    def rmdir_then_add(path, *, dir_fd=None):
+        """The registration goes, and another's ``git worktree add`` takes its name."""
+        rmdir(path, dir_fd=dir_fd)
+        if dir_fd is not None and os.readlink(f"/proc/self/fd/{dir_fd}") == str(worktrees):
+            if not added:
+                added.append(git("worktree", "add", "--detach", str(theirs), cwd=repo, env=env))
+
+    monkeypatch.setattr(os, "rmdir", rmdir_then_add)
+    repository = UserRepository(str(repo), str(repo / ".git"), str(repo / ".git"), "")
+    reason = remove_ours(repository, WorktreePath(str(ours)), GitDirPath(str(worktrees / "wt")))
+    monkeypatch.undo()
+    assert added, "the registration went"
+    assert reason is None
+    assert not ours.exists()
+    assert {"HEAD", "commondir", "gitdir"} <= set(os.listdir(worktrees / "wt"))
+    assert (worktrees / "wt" / "gitdir").read_text().strip() == str(theirs / ".git")
+    head = git("rev-parse", "HEAD", cwd=repo, env=env)
+    assert git("rev-parse", "HEAD", cwd=theirs, env=env) == head
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    assert f"worktree {theirs}\n" in listed and f"worktree {ours}\n" not in listed
