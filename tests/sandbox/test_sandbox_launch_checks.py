@@ -67,6 +67,15 @@ def _calls(log: Path) -> list[str]:
     return calls
 
 
+def _launches_alone(log: Path) -> bool:
+    """Bubblewrap was called to launch the command, and for nothing else:
+    no check.  A launch may come again when a mount moved under a
+    copy-on-write folder as it was set up (other tests mount under
+    ``/tmp``: the confinement's relaunch), never as a check."""
+    calls = _calls(log)
+    return bool(calls) and set(calls) == {LAUNCH}
+
+
 #: The first word of the command's launch (the launcher is the namespace's
 #: init), and of the check's (bubblewrap's own init runs ``true``).
 LAUNCH, CHECK = "--as-pid-1", "--die-with-parent"
@@ -87,7 +96,7 @@ def test_the_second_run_launches_without_checking(setting, make_repo, no_leftove
         )
         assert again.returncode == 0, again.err
         assert again.fields()["files"] == "1"
-        assert _calls(log) == [LAUNCH]  # the command's launch alone
+        assert _launches_alone(log)
 
 
 def test_a_changed_bwrap_is_checked_again(setting, make_repo, no_leftovers) -> None:
@@ -166,7 +175,7 @@ def test_without_a_private_runtime_folder_the_cache_keeps_it(
     assert kept.is_file() and os.stat(kept.parent).st_mode & 0o777 == 0o700
     assert not (runtime / "git-isopatch").exists()
     assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=user).returncode == 0
-    assert _calls(log) == [LAUNCH]
+    assert _launches_alone(log)
 
 
 @pytest.mark.parametrize("cache", ["not-private", "link", "relative"])
