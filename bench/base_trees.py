@@ -16,7 +16,11 @@ changed, not the size of the repository.  Measured by ``bench/run.py
   it: a typer app and pygit2 resolving HEAD);
 - ``floor+bwrap``: the floor, then bubblewrap running the command over the
   base tree with the overlays a run sets up (``bench/floor_bwrap.sh``): what
-  no sandboxed run over a base tree can go below.
+  no sandboxed run over a base tree can go below;
+- ``floor+checkout``: ``floor+bwrap`` over a base tree it first checks out
+  with ``git worktree add --detach`` beside the tool's base trees,
+  after removing the previous one there (untimed), as ``cold`` does after
+  ``prune``: what no first run at a new commit can go below.
 
 And, on 10k, eight warm captures started together: their wall time against
 one capture's, beside eight ``floor+bwrap`` started together against one,
@@ -52,9 +56,13 @@ BARE_FOLDER = "isopatch-bench-bare"
 #: The repositories of this measurement.
 SIZES = ("1k", "10k", "50k")
 #: The ways, and what each is compared with.
-WAYS = ("warm", "cold", "next", "inplace", "bare", "floor", "floor+bwrap")
-#: The floors, and the tool's ways each stands under.
-FLOORS = ("floor", "floor+bwrap")
+WAYS = ("warm", "cold", "next", "inplace", "bare", "floor", "floor+bwrap", "floor+checkout")
+#: The floors; a cold run stands on the floor that makes its base tree.
+FLOORS = ("floor", "floor+bwrap", "floor+checkout")
+FLOORS_OF = {"cold": ("floor", "floor+checkout")}
+#: Where ``floor+checkout`` makes its base tree: beside the base trees, as
+#: the bare sequence makes its worktree.
+FLOOR_CHECKOUT = "isopatch-bench-floor/base"
 #: Targets: (size or "growth"/"parallel"/"disk", what) -> largest ratio.
 TARGETS: dict[tuple[str, str], float] = {
     ("50k", "warm/inplace"): 0.5,
@@ -107,6 +115,9 @@ class Floors:
         base = base_tree_of(repo)
         if self.bwrap is None or base is None:
             return None
+        if way == "floor+checkout":
+            made = repo / ".git" / FLOOR_CHECKOUT
+            return ["sh", str(FLOOR_BWRAP_SCRIPT), self.bwrap, "--checkout", str(made), "--", *EDIT]
         return ["sh", str(FLOOR_BWRAP_SCRIPT), self.bwrap, str(base), "--", *EDIT]
 
     def measure(self, way: str, repo: Path) -> tuple[float, float] | None:
@@ -114,8 +125,16 @@ class Floors:
         argv = self.argv(way, repo)
         if argv is None:
             return None
+        if way == "floor+checkout":  # untimed, as cold's prune
+            self.remove_checkout(repo)
         run = timing.measure(argv, cwd=repo, env=self.env)
         return (run.seconds, run.cpu_seconds) if run.exit_code == 0 else None
+
+    def remove_checkout(self, repo: Path) -> None:
+        """Remove the base tree ``floor+checkout`` made, if any."""
+        made = repo / ".git" / FLOOR_CHECKOUT
+        if made.exists():
+            _git(["worktree", "remove", "--force", str(made)], repo, self.env)
 
 
 def _bwrap(python: str) -> str | None:
@@ -177,6 +196,7 @@ def _rounds(bench: Any, floors: Floors, size: str, repo: Path, rounds: int) -> d
     found["samples"] = {way: samples[way] for way in WAYS}
     found["cold/bare by round"] = paired
     shutil.rmtree(repo / ".git" / BARE_FOLDER, ignore_errors=True)
+    floors.remove_checkout(repo)
     return found
 
 
@@ -328,12 +348,15 @@ def report(results: dict, together: dict | None) -> list[str]:
     """The tables and the targets, as lines: each target with what its
     floors reach (:func:`_ratios`)."""
     lines = ["", "base trees (issue 32): a command that changes one file, --sandbox"]
-    header = "".join(f"{way:>12}" for way in WAYS)
+    widths = {way: max(12, len(way) + 1) for way in WAYS}
+    header = "".join(f"{way:>{widths[way]}}" for way in WAYS)
     for title, pick in (("wall", lambda found: found), ("CPU", lambda found: found["cpu"])):
         lines.append(f"{title} time, medians in ms:")
         lines.append(f"{'files':>6}{header}")
         for size, found in results.items():
-            cells = [_fmt(pick(found).get(w) and pick(found)[w] * 1000, ".0f", 12) for w in WAYS]
+            cells = [
+                _fmt(pick(found).get(w) and pick(found)[w] * 1000, ".0f", widths[w]) for w in WAYS
+            ]
             lines.append(f"{size:>6}" + "".join(cells))
     ratios, bounds = _ratios(results, together)
     names = ("warm/inplace", "warm/bare", "cold/bare", "next/warm")
@@ -381,20 +404,25 @@ def _ratios(
             if value is None:
                 continue
             ratios[size, name] = value
-            floors = [ratio(found, floor, against) for floor in FLOORS]
-            above = found.get("floor+bwrap") and (found[way] - found["floor+bwrap"]) * 1000
-            bounds[size, name] = _bound(floors, TARGETS.get((size, name)), above)
+            names = FLOORS_OF.get(way, FLOORS[:2])
+            floors = [ratio(found, floor, against) for floor in names]
+            above = found.get(names[-1]) and (found[way] - found[names[-1]]) * 1000
+            bounds[size, name] = _bound(names, floors, TARGETS.get((size, name)), above)
     small, large = results.get("1k"), results.get("50k")
     if small and large and small.get("warm") and large.get("warm"):
         ratios["1k..50k", "warm growth"] = large["warm"] / small["warm"]
-        growth = [ratio({"a": large[f], "b": small[f]}, "a", "b") for f in FLOORS]
-        bounds["1k..50k", "warm growth"] = _bound(growth, TARGETS["1k..50k", "warm growth"], None)
+        growth = [ratio({"a": large[f], "b": small[f]}, "a", "b") for f in FLOORS[:2]]
+        bounds["1k..50k", "warm growth"] = _bound(
+            FLOORS[:2], growth, TARGETS["1k..50k", "warm growth"], None
+        )
     if together:
         one, many = together.get("one"), together.get("together")
         if one and many:
             ratios["10k", "8 together/one"] = many / one
             floors = [None, ratio(together, "floors together", "floor one")]
-            bounds["10k", "8 together/one"] = _bound(floors, TARGETS["10k", "8 together/one"], None)
+            bounds["10k", "8 together/one"] = _bound(
+                FLOORS[:2], floors, TARGETS["10k", "8 together/one"], None
+            )
         if together.get("checkout_kb"):
             # their changes are a line each: what is above one checkout is their runs' own
             ratios["10k", "8 together disk/one checkout"] = (
@@ -403,11 +431,14 @@ def _ratios(
     return ratios, bounds
 
 
-def _bound(floors: list[float | None], limit: float | None, above_ms: float | None) -> str:
-    """``floors`` (floor, floor+bwrap) as the target's line says them."""
+def _bound(
+    names: tuple[str, ...], floors: list[float | None], limit: float | None, above_ms: float | None
+) -> str:
+    """``floors`` (of the floors ``names``) as the target's line says them,
+    and how far the tool is above the last."""
     said = [
         f"{name} {value:.2f}"
-        for name, value in zip(FLOORS, floors, strict=True)
+        for name, value in zip(names, floors, strict=True)
         if value is not None
     ]
     if not said:
@@ -416,7 +447,7 @@ def _bound(floors: list[float | None], limit: float | None, above_ms: float | No
     out = limit is not None and max(reach) > limit
     text = "; " + ", ".join(said) + (" (out of the floor's reach)" if out else "")
     if above_ms is not None:
-        text += f", the tool {above_ms:.0f} ms above floor+bwrap"
+        text += f", the tool {above_ms:.0f} ms above {names[-1]}"
     return text
 
 

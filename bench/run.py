@@ -599,14 +599,18 @@ class Bench:
                 else:
                     shutil.rmtree(folder, ignore_errors=True)
         git(["worktree", "prune"], cwd=repo, env=self.env)
-        # the base trees sandboxed runs keep (in the git directory) stay too
-        kept = str(repo / ".git" / "isopatch") + os.sep
+        # the base trees sandboxed runs keep (in the git directory) stay too,
+        # and the one of the cold floor (base_trees.FLOOR_CHECKOUT)
+        kept = tuple(
+            f"worktree {repo / '.git' / folder}{os.sep}"
+            for folder in ("isopatch", Path(base_trees.FLOOR_CHECKOUT).parent)
+        )
         pooled |= {
             line[len("worktree ") :]
             for line in git(
                 ["worktree", "list", "--porcelain"], cwd=repo, env=self.env
             ).splitlines()
-            if line.startswith("worktree " + kept)
+            if line.startswith(kept)
         }
         if worktree_count(repo, self.env) != 1 + len(pooled):
             self.warn(f"{label}: a worktree was left behind")
