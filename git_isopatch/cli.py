@@ -299,8 +299,10 @@ def show_result(result: "CaptureResult", shown: "Rendering") -> int:
         usage.write_stderr(shown.diffstat)
     for line in shown.summary + shown.closing:
         stderr_line(line)
-    if shown.discard and not results.discard(result.tmpdir) and shown.drop_patch:
-        os.unlink(shown.patch_to_stdout or "")  # the folder holds a kept worktree
+    if shown.discard and results.discard(result.tmpdir):
+        pass
+    elif shown.drop_patch and result.patch_path is not None:
+        os.unlink(result.patch_path)  # the folder holds what stays
     return shown.status
 
 

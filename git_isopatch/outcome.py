@@ -236,9 +236,10 @@ class Rendering(NamedTuple):
         summary: stderr lines after the diffstat (:func:`summary_lines`).
         closing: stderr lines last (:func:`failure_lines`).
         discard: the run's private folder holds nothing anyone is told of
-            (``--stdout``, ``-q``, an applied patch): it may go.
-        drop_patch: when the folder cannot go (it holds a kept worktree),
-            the patch file may (it went to stdout).
+            (``--stdout``, ``-q``, an applied or empty patch): it may go.
+        drop_patch: when the folder cannot go (it holds a kept worktree,
+            or the session's whole change the summary names), the patch
+            file may (it went to stdout, or it is empty).
         status: the exit status (:func:`exit_status`).
     """
 
@@ -278,13 +279,18 @@ def plan(
     on_stdout = mode.stdout and result.patch_path is not None and not failed_apply
     # like stdout: a device or FIFO of -o took a copy (the file stays for porcelain)
     sent = on_stdout or (result.patch_copied_to is not None and not mode.machine)
+    # nothing to read, as git diff prints nothing (the record names it all the same)
+    empty = private and not mode.machine and not result.files
     summary: tuple[str, ...] = ()
     if not mode.quiet:
         from .render import summary_lines
 
-        shown_patch = not ((mode.stdout or result.patch_copied_to is not None) and private)
+        copied = mode.stdout or result.patch_copied_to is not None
+        shown_patch = not ((copied and private) or empty)
         summary = tuple(summary_lines(result, show_patch=shown_patch, cwd=cwd))
     unread = not mode.machine and (mode.quiet or bool(result.applied))
+    # the summary names the session's whole change, in the same folder
+    whole = not mode.quiet and bool(result.session_files) and not result.applied
     return Rendering(
         notices=tuple(notices(result, informational=mode.informational, summary=not mode.quiet)),
         record=record,
@@ -292,7 +298,7 @@ def plan(
         diffstat=None if mode.quiet else result.diffstat or None,
         summary=summary,
         closing=closing,
-        discard=not failed_apply and ((sent and private) or unread),
-        drop_patch=sent and private,
+        discard=not failed_apply and (((sent or empty) and private and not whole) or unread),
+        drop_patch=(sent or empty) and private,
         status=status,
     )

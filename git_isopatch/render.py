@@ -217,7 +217,8 @@ def summary_lines(
 ) -> Iterable[str]:
     """The human summary for stderr, after the diffstat (design: "The human
     summary"): ``isopatch: 3 files changed, exit 0, patch <path>`` (without
-    the patch when not ``show_patch``: it went to stdout; ``applied to the
+    the patch when not ``show_patch``: it went to stdout, or it is empty
+    and goes; ``applied to the
     work tree`` instead with ``--apply``, ``applied to the index and the
     work tree`` with ``--staged --apply``), a session's whole change (which
     ``--apply`` brings home: the session's line says it was applied, not
@@ -241,7 +242,7 @@ def summary_lines(
     if session:  # a step's --apply brings home the session's whole change
         patch, files = result.session_patch, result.session_files
         whole = plural(files or 0, "file", "files")
-        end = applied if result.applied else f", patch {_bare(patch)}"
+        end = applied if result.applied else f", patch {_bare(patch)}" if files else ""
         yield f"isopatch: session {result.session}: {whole} changed{end}"
     if result.worktree_path is not None:
         yield f"isopatch: worktree kept at {_bare(result.worktree_path)}"
@@ -249,7 +250,7 @@ def summary_lines(
         return
     if result.applied is False and files and result.exit_code != 0:
         yield f"hint: not applied: the command exited {result.exit_code}"
-    if files and show_patch and result.top is not None:
+    if files and (show_patch or session) and result.top is not None:
         yield f"hint: to apply it: {apply_command(patch, result.top, cwd or os.getcwd())}"
 
 

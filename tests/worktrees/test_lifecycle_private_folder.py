@@ -171,6 +171,43 @@ def test_quiet_leaves_nothing(env, make_repo, command, status: int) -> None:
     assert _folders(env) == []
 
 
+@pytest.mark.parametrize(("command", "status"), [(("true",), 0), (("false",), 1)])
+@pytest.mark.parametrize("extra", [(), ("--apply",)])
+def test_an_empty_patch_is_not_named_and_leaves_nothing(env, make_repo, command, status, extra):
+    """A command that changed nothing has nothing to read, as ``git diff``
+    then prints nothing: the summary names no patch and no folder stays.
+    (Unconfined: a command failing in the default sandbox gets its hint.)"""
+    repo = make_repo()
+    run = isopatch(*extra, "--no-sandbox", "--", *command, cwd=repo, env=env)
+    assert (run.returncode, run.err) == (status, f"isopatch: 0 files changed, exit {status}\n")
+    assert _folders(env) == []
+
+
+def test_an_empty_patch_is_named_in_the_record_that_names_the_output(env, make_repo) -> None:
+    """``--porcelain``: the ``patch`` record is absent only when extraction
+    failed or the patch went to stdout (design: "Porcelain v1"); the folder
+    holds the captured output it names anyway."""
+    repo = make_repo()
+    fields = isopatch("--porcelain", "--", "true", cwd=repo, env=env).fields()
+    assert fields["files"] == "0" and Path(fields["patch"]).read_bytes() == b""
+    assert Path(fields["stdout"]).parent == Path(fields["patch"]).parent
+
+
+def test_a_session_step_to_stdout_keeps_the_session_patch_it_names(env, make_repo) -> None:
+    repo = make_repo()
+    first = isopatch("--session", "s", "--", *CHANGE, cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    for extra in ("--stdout",), ():
+        run = isopatch("--session", "s", *extra, "--", "true", cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        line = run.err.splitlines()[1]
+        assert line.startswith("isopatch: session s: 1 file changed, patch "), run.err
+        whole = Path(line.split(", patch ")[1])
+        assert whole.read_bytes().startswith(b"diff --git a/README b/README\n")
+        assert not (whole.parent / "isopatch.patch").exists()
+    isopatch("--session", "s", "--end", cwd=repo, env=env)
+
+
 def test_exit_code_without_quiet_keeps_the_patch_it_names(env, make_repo) -> None:
     repo = make_repo()
     run = isopatch("--exit-code", "--", *CHANGE, cwd=repo, env=env)
