@@ -247,7 +247,12 @@ def readable_site() -> Path:
 
 
 @contextlib.contextmanager
-def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[Any]:
+def run_as_nobody(
+    env: Mapping[str, str],
+    script: str,
+    *args: str,
+    home_holds: Callable[[Path], contextlib.AbstractContextManager[Any]] | None = None,
+) -> Iterator[Any]:
     """Python ``script`` (``args`` in ``sys.argv[1:]``, a repository in
     ``repo``) as uid 65534, with no capability (bubblewrap then makes an
     unprivileged user namespace): yields the JSON it printed.  Its ``HOME``
@@ -258,7 +263,8 @@ def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[A
     environment may lie in a folder it cannot enter) and ``PATH`` is
     ``/usr/bin:/bin``, where uid 65534 may read them, and so does the
     interpreter, of this one's version (:func:`nobody_python`);
-    ``sys.executable`` in the script names it."""
+    ``sys.executable`` in the script names it.  ``home_holds``, given the
+    home, makes what it holds while the script runs (a mount root makes)."""
     shared = Path(tempfile.mkdtemp(prefix="isopatch-nobody-", dir="/tmp"))
     try:
         shared.chmod(0o755)
@@ -279,10 +285,11 @@ def run_as_nobody(env: Mapping[str, str], script: str, *args: str) -> Iterator[A
             "PATH": "/usr/bin:/bin",
         }
         python = nobody_python()
-        done = subprocess.run(
-            [*NOBODY, python, "-c", _NOBODY_PREAMBLE + script, str(home / "repo"), *args],
-            capture_output=True, check=False, cwd="/", env=user_env, timeout=300,
-        )  # fmt: skip
+        with home_holds(home) if home_holds else contextlib.nullcontext():
+            done = subprocess.run(
+                [*NOBODY, python, "-c", _NOBODY_PREAMBLE + script, str(home / "repo"), *args],
+                capture_output=True, check=False, cwd="/", env=user_env, timeout=300,
+            )  # fmt: skip
         assert done.returncode == 0, done.stderr.decode()
         yield json.loads(done.stdout)
     finally:

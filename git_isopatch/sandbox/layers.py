@@ -49,7 +49,8 @@ CACHE = "cache"
 SPLIT = "split"
 
 #: At most this many layers come from splitting one folder with mounts
-#: beneath it; the subfolders past that stay read-only.
+#: beneath it; the subfolders past that with no mount beneath are shown
+#: read-only, through an overlay (a unix socket there must not answer).
 MAX_SPLIT = 64
 
 
@@ -59,10 +60,13 @@ class Layer(Record):
     :data:`SPLIT`), for :data:`CACHE` the folder ``kept`` that holds its
     ``upper`` and ``work``; for :data:`SPLIT` the folder's ``mode`` and
     ``entries``: ``(what, name, target)``, ``what`` one of ``folder`` (a
-    mount point for a layer of its own), ``file``, ``bound`` (a subfolder
-    past :data:`MAX_SPLIT`, bound read-only as it is) and ``link`` (to
-    ``target``).  A unix socket, a FIFO, a device is left out: bound, a
-    socket would answer the command (a tmux server's in the home)."""
+    mount point for a layer of its own), ``file``, ``overlaid`` (a
+    subfolder past :data:`MAX_SPLIT` with no mount beneath, the i-th
+    entry: an overlay of it, its ``upper`` and ``work`` in ``<here>/<i>``,
+    remounted read-only) and ``link`` (to ``target``).  A unix socket, a
+    FIFO, a device is left out, and one in a subfolder past the limit
+    cannot be connected to through its overlay: bound, a socket would
+    answer the command (a tmux server's in the home)."""
 
     folder: str
     kind: str = OVERLAY
@@ -78,12 +82,15 @@ class Layer(Record):
             upper_dir, work_dir = os.path.join(here, "upper"), os.path.join(here, "work")
             return ["--overlay-src", self.folder, "--overlay", upper_dir, work_dir, self.folder]
         args = ["--perms", f"{self.mode:04o}", "--tmpfs", self.folder]
-        for what, name, target in self.entries:
+        for n, (what, name, target) in enumerate(self.entries):
             path = os.path.join(self.folder, name)
             if what == "folder":
                 args += ["--dir", path]
             elif what == "link":
                 args += ["--symlink", target, path]
+            elif what == "overlaid":
+                args += Layer(path).arguments(os.path.join(here, str(n)))
+                args += ["--remount-ro", path]
             else:
                 args += ["--ro-bind-try", path, path]
         return [*args, "--remount-ro", self.folder]
@@ -228,12 +235,13 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
             target = os.readlink(entry.path) if kind == stat.S_IFLNK else ""
         except OSError:
             continue
-        if kind == stat.S_IFDIR and len(found) < MAX_SPLIT:
+        if kind == stat.S_IFDIR and (len(found) < MAX_SPLIT or _beneath(entry.path, below)):
             shown.append(("folder", entry.name, ""))
             _covering(entry.path, below, plan, found)
-        elif kind in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK):
-            what = {stat.S_IFDIR: "bound", stat.S_IFREG: "file"}.get(kind, "link")
-            shown.append((what, entry.name, target))
+        elif kind == stat.S_IFDIR:
+            shown.append(("overlaid", entry.name, ""))
+        elif kind in (stat.S_IFREG, stat.S_IFLNK):
+            shown.append(("file" if kind == stat.S_IFREG else "link", entry.name, target))
     found[at] = Layer(folder, SPLIT, mode=mode, entries=tuple(shown))
 
 
@@ -329,15 +337,23 @@ def plan_layers(
 
 
 def make_layers(layers: Sequence[Layer], root: str) -> None:
-    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay), mode 0700;
-    a :data:`CACHE` layer's are made where it is kept."""
+    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay; for a split
+    folder, ``<root>/<n>/<i>/upper`` and ``work`` for its ``overlaid``
+    i-th entry), mode 0700; a :data:`CACHE` layer's are made where it is
+    kept."""
     os.makedirs(root, mode=0o700, exist_ok=True)
     for index, layer in enumerate(layers):
-        if layer.kind in (CACHE, SPLIT):
-            continue
-        parts = ("upper", "work") if layer.kind == OVERLAY else ("upper",)
-        for part in parts:
-            os.makedirs(os.path.join(root, str(index), part), mode=0o700, exist_ok=True)
+        places = [(os.path.join(root, str(index)), layer.kind)]
+        if layer.kind == SPLIT:
+            places = [
+                (os.path.join(root, str(index), str(n)), OVERLAY)
+                for n, (what, _, _) in enumerate(layer.entries)
+                if what == "overlaid"
+            ]
+        for place, kind in places:
+            if kind != CACHE:
+                for part in ("upper", "work") if kind == OVERLAY else ("upper",):
+                    os.makedirs(os.path.join(place, part), mode=0o700, exist_ok=True)
 
 
 def upper(root: str, index: int, layer: Layer | None = None) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import isopatch
-from sandbox_helpers import run_wrapped
+from sandbox_helpers import run_as_nobody, run_wrapped
 
 from git_isopatch.sandbox import layers, namespaces
 from git_isopatch.sandbox.seccomp import seccomp_filter
@@ -184,3 +184,135 @@ def test_a_split_home_keeps_its_warm_caches_and_discards_writes(tmp_path: Path) 
         assert str(mnt / "data") in written
     assert (work / "out").read_text() == "ok\n"
     assert not (home / ".cache" / "new").exists()
+
+
+#: Connects to the unix socket ``sys.argv[1]``: prints what happened.
+CONNECT = (
+    "import socket, sys\n"
+    "c = socket.socket(socket.AF_UNIX)\n"
+    "try:\n"
+    "    c.connect(sys.argv[1]); print('answered')\n"
+    "except OSError as exc:\n"
+    "    print(type(exc).__name__)\n"
+)
+
+
+@pytest.mark.hostile
+def test_a_socket_past_the_split_limit_does_not_answer(tmp_path: Path) -> None:
+    """A home with a tmpfs beneath it and more subfolders than
+    :data:`layers.MAX_SPLIT` (a crowded home is common): the subfolders
+    past the limit are not layers of their own, yet a socket in one of
+    them (a tmux server's, an ssh ``ControlPath``, a gpg agent's) must not
+    answer the command any more than one in the first, nor one beside a
+    second mount past the limit; their files still read as they are and
+    cannot be written."""
+    bwrap = namespaces.find_bwrap()
+    assert not isinstance(bwrap, str), bwrap
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    last = _crowded_home(home)
+    (last / "kept").write_text("kept\n")
+    mounted = home / "zz"
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(tmpfs(home / "mnt"))
+        stack.enter_context(tmpfs(mounted / "inner"))
+        stack.enter_context(_listening(last / "agent.sock"))
+        stack.enter_context(_listening(mounted / "agent.sock"))
+        policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
+        box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
+        box.prepare()
+        script = (
+            f"cat {last}/kept; echo x >> {last}/kept 2>/dev/null;"
+            f' python3 -c "$CONNECT" {last}/agent.sock;'
+            f' python3 -c "$CONNECT" {mounted}/agent.sock'
+        )
+        done, _ = run_wrapped(box, script, work, env={**os.environ, "CONNECT": CONNECT})
+    said = done.stdout.decode().splitlines()
+    assert said == ["kept", "ConnectionRefusedError", "FileNotFoundError"], done.stderr
+    assert (last / "kept").read_text() == "kept\n"
+
+
+def test_past_the_split_limit_a_folder_holding_a_mount_is_still_split(tmp_path: Path) -> None:
+    """Past the limit, a subfolder with no mount beneath is shown through an
+    overlay of its own (not a layer); one with a mount beneath is split as
+    before, down to the mount (itself read-only past the limit): the
+    kernel refuses an overlay over it, and bound as it is, a socket in it
+    would answer."""
+    home = tmp_path / "home"
+    last = _crowded_home(home)
+    (home / "zz" / "inner").mkdir(parents=True)
+    plan = layers.plan_layers([str(home)], [], ["/", str(home / "mnt"), str(home / "zz" / "inner")])
+    top = plan[0]
+    assert top.kind == layers.SPLIT
+    assert (("overlaid", last.name, "") in top.entries) and (("folder", "zz", "") in top.entries)
+    assert not [e for e in top.entries if e[0] not in ("folder", "overlaid")], top.entries
+    assert plan[-1] == layers.Layer(
+        str(home / "zz"), layers.SPLIT, entries=(("overlaid", "inner", ""),)
+    )
+
+
+def _crowded_home(home: Path) -> Path:
+    """More subfolders in ``home`` than :data:`layers.MAX_SPLIT`: the last one."""
+    names = [f"d{n:03}" for n in range(layers.MAX_SPLIT + 6)]
+    for name in names:
+        (home / name).mkdir(parents=True)
+    return home / names[-1]
+
+
+@contextlib.contextmanager
+def _listening(path: Path) -> Iterator[socket.socket]:
+    """A unix socket listening at ``path`` that anyone may connect to."""
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(path))
+        path.chmod(0o777)
+        listening.listen(1)
+        yield listening
+
+
+@pytest.mark.hostile
+def test_a_run_in_a_crowded_home_holding_a_mount_reaches_no_socket(make_repo, env) -> None:
+    """End to end: the command connects to a socket in the last subfolder
+    of a crowded home holding a tmpfs; nothing answers, and the patch is
+    captured."""
+    home = Path(env["HOME"])
+    last = _crowded_home(home)
+    script = f'python3 -c "$CONNECT" {last}/agent.sock; echo n > new.txt'
+    with tmpfs(home / "mnt"), _listening(last / "agent.sock"):
+        run = isopatch(
+            "--porcelain", "--sandbox", "--", "sh", "-c", script,
+            cwd=make_repo(), env={**env, "CONNECT": CONNECT},
+        )  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert "+++ b/new.txt" in Path(run.fields()["patch"]).read_text()
+    assert Path(run.fields()["stdout"]).read_text() == "ConnectionRefusedError\n"
+
+
+#: As uid 65534, the same run: prints its exit, stderr and what the command said.
+CROWDED_AS_NOBODY = """
+last = os.path.join(os.environ["HOME"], sys.argv[1])
+script = f'python3 -c "$CONNECT" {last}/agent.sock; echo n > new.txt'
+done = subprocess.run(
+    [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--", "sh", "-c", script],
+    cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, timeout=120,
+    env={**os.environ, "CONNECT": sys.argv[2]})
+fields = dict(line.split(" ", 1) for line in done.stdout.decode().splitlines() if " " in line)
+with open(fields.get("stdout", os.devnull)) as handle:
+    said = handle.read()
+print(json.dumps({"code": done.returncode, "err": done.stderr.decode(), "said": said}))
+"""
+
+
+@pytest.mark.hostile
+def test_a_crowded_home_holding_a_mount_reaches_no_socket_as_an_unprivileged_user(env) -> None:
+    """As uid 65534 (an unprivileged user namespace), the same."""
+
+    @contextlib.contextmanager
+    def crowded(home: Path) -> Iterator[None]:
+        last = _crowded_home(home)
+        with tmpfs(home / "mnt"), _listening(last / "agent.sock"):
+            yield
+
+    name = f"d{layers.MAX_SPLIT + 5:03}"
+    with run_as_nobody(env, CROWDED_AS_NOBODY, name, CONNECT, home_holds=crowded) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert seen["said"] == "ConnectionRefusedError\n", seen
