@@ -128,14 +128,19 @@ def test_an_empty_patch_has_no_path_records_and_an_empty_array(env, repo) -> Non
 
 
 def test_a_type_change_and_a_mode_change(env, make_repo) -> None:
+    """git writes a type change as two entries (deleted, then added): one
+    path, one ``path`` record, counted once in ``files`` as ``git diff
+    --stat`` counts it."""
     repo = make_repo({"link": "was a file\n", "tool": "#!/bin/sh\n"})
     run = isopatch(
         "--json", "--", "sh", "-c", "rm link; ln -s tool link; chmod +x tool", cwd=repo, env=env
     )
-    assert json.loads(run.stdout)["path"] == [
+    result = json.loads(run.stdout)
+    assert result["path"] == [
         {"status": "T", "path": "link"},
         {"status": "M", "path": "tool"},
     ]
+    assert result["files"] == 2
 
 
 def test_a_signal_that_ended_the_command_is_named(env, repo) -> None:

@@ -149,7 +149,9 @@ class PatchContents(Record):
     """What a patch holds (:func:`read_patch`).
 
     Attributes:
-        files: its ``diff --git`` entries.
+        files: its paths, as ``git diff --stat`` counts them (a type
+            change, two entries, is one); its ``diff --git`` entries when
+            a header could not be read.
         paths: its paths with their status, a path deleted and added again
             in a row (its type changed: git writes two entries) one ``T``;
             ``None`` when a header could not be read.
@@ -264,7 +266,7 @@ def read_patch(path: str, chunk_size: int = _CHUNK) -> tuple[PatchContents, list
     Raises:
         OSError: the file cannot be read.
     """
-    files = insertions = deletions = 0
+    entries = insertions = deletions = 0
     changes: list[PathChange] | None = []
     replacements: list[Replacement] = []
     with open(path, "rb") as handle:
@@ -273,7 +275,7 @@ def read_patch(path: str, chunk_size: int = _CHUNK) -> tuple[PatchContents, list
             if not first.startswith(_HEADER):  # before the first header: nothing git writes
                 scan.skip(first)
                 continue
-            files += 1
+            entries += 1
             quoted = ambiguous_header(first)
             if quoted is not None:
                 start = scan.offset + scan.pos
@@ -293,5 +295,5 @@ def read_patch(path: str, chunk_size: int = _CHUNK) -> tuple[PatchContents, list
             added, removed = _hunks(scan)
             insertions, deletions = insertions + added, deletions + removed
     if changes is None:
-        return PatchContents(files, None, None, None), replacements
-    return PatchContents(files, tuple(changes), insertions, deletions), replacements
+        return PatchContents(entries, None, None, None), replacements
+    return PatchContents(len(changes), tuple(changes), insertions, deletions), replacements
