@@ -170,6 +170,36 @@ def test_ending_a_session_there_is_not_names_those_there_are(make_repo, env) -> 
     assert listed.count("state session\n") == 2, listed
 
 
+@pytest.mark.parametrize(
+    "option",
+    [
+        ("--apply",),
+        ("--json",),
+        ("--porcelain",),
+        ("--keep",),
+        ("--no-sandbox",),
+        ("--output", "p"),
+    ],
+)
+def test_end_refuses_a_run_option_and_ends_nothing(make_repo, env, option) -> None:
+    """``--session s --end --apply`` reads as "bring it home, then end":
+    ending then would drop the change unseen, and ``--json`` would leave
+    an agent no object to read.  Like git's parse-options, a usage error
+    (129) naming the pair, and the session is still there."""
+    repo = make_repo()
+    _step(repo, env, "s", "sh", "-c", "echo x > x.txt")
+    ended = isopatch("--session", "s", "--end", *option, cwd=repo, env=env)
+    assert ended.returncode == 129, ended.err
+    assert ended.err.splitlines()[0] == (
+        f"error: options '--end' and '{option[0]}' cannot be used together"
+    )
+    assert ended.out == ""
+    assert not (repo / "x.txt").exists() and not (repo / "p").exists()
+    listed = isopatch("list", "--porcelain", cwd=repo, env=env).out
+    assert "state session\n" in listed, listed
+    assert isopatch("--session", "s", "--end", "-q", cwd=repo, env=env).returncode == 0
+
+
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_list_shows_a_session_with_its_base_age_and_size(make_repo, env, sandbox) -> None:
     """Its size: what its layer holds over its base tree (sandboxed), or
