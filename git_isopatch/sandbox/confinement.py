@@ -331,9 +331,8 @@ def confine(
         fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
         places = _places(worktree, admin_dir, common_dir, top, private_tmp, env, temporary)
         kept = cache_folders(places, env, plan.allow_write) if plan.cache.kept else ()
-        # read as the command left them where they can be: caches, what it may really write
-        optional = (*kept, *plan.allow_write)
-        places = places._replace(global_config=places.global_config.keeping(optional))
+        # read as the command left them where they can be: what it may really write
+        places = places._replace(global_config=places.global_config.keeping(plan.allow_write))
         with (
             held(cache_root(common_dir), kept, plan.cache.limit) as caches,
             bound(plan.limits) as bounds,  # its groups go once the namespaces have

@@ -40,7 +40,7 @@ layers that have none, its own files shown without their sockets,
 command left it
 (:attr:`GlobalConfig.kept`: the worktree, its admin folder, the private
 ``TMPDIR``, the repository's git directory; and, where they can be, the
-cache folders and the paths ``--allow-write`` makes really writable) is
+paths ``--allow-write`` makes really writable) is
 moved back on top; then it drops its capabilities for good.  Every git it
 serves runs in that namespace, with the user's own environment.  A folder
 the command replaced by a link fails the view, and so the run, and so does
@@ -80,7 +80,10 @@ class GlobalConfig(Record):
     it is (``kept``: the worktree, its admin folder, the private
     ``TMPDIR``, the repository's git directory: the view fails without
     one) and those it reads so where they can be (``optional``: the
-    cache folders, the paths ``--allow-write`` makes really writable)."""
+    paths ``--allow-write`` makes really writable).  A cache folder is
+    shown as it is: its layer is kept for the repository's later runs, and
+    what a command planted there (an excludes file the configuration
+    names) must shape neither this run's patch nor a later one's."""
 
     folders: tuple[str, ...] = ()
     kept: tuple[tuple[str, str], ...] = ()
@@ -111,9 +114,10 @@ class GlobalConfig(Record):
         configuration may name any file there by its absolute path (an
         excludes file beside the checkouts, in ``/tmp``), and git runs
         programs from there; the command rewrote them in its view.  Each
-        overlay's folder (none has a mount beneath, so each can be shown
-        through an overlay), but those inside a folder read as the command
-        left it (:attr:`kept`, :attr:`optional`) or inside another; a split
+        overlay's folder, a cache layer's too (none has a mount beneath, so
+        each can be shown through an overlay), but those inside a folder
+        read as the command left it (:attr:`kept`, :attr:`optional`) or
+        inside another; a split
         folder's own files are read-only for the command already.  Of
         :meth:`of`'s folders, those in the command's private temporary
         folder outside every other layer; the files of that private folder
@@ -122,7 +126,7 @@ class GlobalConfig(Record):
         if not self.kept:
             return self
         kept = [*(path for _, path in self.kept), *self.optional]
-        overlays = [layer.folder for layer in layers if layer.kind == OVERLAY]
+        overlays = [layer.folder for layer in layers if layer.kind in (OVERLAY, CACHE)]
         private = [layer.folder for layer in layers if layer.kind == PRIVATE]
         others = [layer.folder for layer in layers if layer.kind not in (PRIVATE, CACHE)]
         named = [

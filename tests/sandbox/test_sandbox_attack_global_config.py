@@ -423,6 +423,33 @@ def test_a_file_the_global_configuration_names_outside_the_home_is_read_as_it_wa
     _planted_in_a_named_file(env, make_repo, tmp_path, folder / "team.config", key, planted)
 
 
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("key", "planted"),
+    [
+        ("core.excludesFile", "new.txt\n"),
+        ("include.path", "[core]\n\texcludesFile = /dev/null\n"),
+    ],
+)
+def test_a_file_the_global_configuration_names_in_a_cache_folder_is_read_as_it_was(
+    env, make_repo, tmp_path: Path, key: str, planted: str
+) -> None:
+    """The global configuration names a file in a cache folder
+    (``~/.cache``), whose writes land in the cache layer kept for the
+    repository's later runs: the command rewrites the file there, and our
+    own git must still read it as it was, in this run and in the next one,
+    whose command sees the cache as the first left it."""
+    cache = Path(env["HOME"]) / ".cache"
+    cache.mkdir()
+    env["XDG_CACHE_HOME"] = str(cache)
+    named = cache / "team.config"
+    _planted_in_a_named_file(env, make_repo, tmp_path, named, key, planted)
+    repo = tmp_path / "repo"
+    patch = _patch(repo, env, f"cat '{named}' > /dev/null && echo n > new.txt && echo l > new.log")
+    assert b"+++ b/new.txt" in patch, patch
+    assert b"new.log" not in patch, patch
+
+
 #: As uid 65534, the global excludes file named by its absolute path
 #: outside the home (in the temporary folder holding it): the run's patch,
 #: from a command that empties it.
@@ -438,6 +465,23 @@ AS_NOBODY_OUTSIDE = (
     + AS_NOBODY
 )
 
+#: As uid 65534, the global excludes file named by its absolute path in the
+#: cache folder (``~/.cache``, a cache layer kept for later runs).
+AS_NOBODY_CACHE = (
+    textwrap.dedent(
+        """\
+    cache = os.path.join(os.environ["HOME"], ".cache")
+    os.environ["XDG_CACHE_HOME"] = cache
+    os.mkdir(cache)
+    with open(os.path.join(cache, "ignore"), "w") as handle:
+        handle.write("*.log\\n")
+    subprocess.run(["git", "config", "--global", "core.excludesFile",
+                    os.path.join(cache, "ignore")], check=True)
+    """
+    )
+    + AS_NOBODY
+)
+
 
 @pytest.mark.hostile
 @pytest.mark.parametrize(
@@ -445,8 +489,9 @@ AS_NOBODY_OUTSIDE = (
     [
         (AS_NOBODY_ABSOLUTE, '"$HOME/ignore"'),
         (AS_NOBODY_OUTSIDE, '"$(dirname "$HOME")/team-ignore"'),
+        (AS_NOBODY_CACHE, '"$HOME/.cache/ignore"'),
     ],
-    ids=["in the home", "outside the home"],
+    ids=["in the home", "outside the home", "in a cache folder"],
 )
 def test_a_global_file_named_by_its_absolute_path_as_an_unprivileged_user(
     env, setup: str, emptied: str
