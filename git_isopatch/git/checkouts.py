@@ -115,7 +115,9 @@ def deleted_paths(
     folders = sorted({p[:i] for p in removed for i in range(len(p)) if p[i : i + 1] == b"/"})
     kept: set[bytes] = set()
     if folders:
-        listing = [f"--git-dir={git_dir}", "ls-tree", "-d", "-z", "--name-only", new, "--"]
+        # -t: a folder on the way to another asked for is listed too (without
+        # it, asking for "s" and "s/f" lists only "s/f")
+        listing = [f"--git-dir={git_dir}", "ls-tree", "-d", "-t", "-z", "--name-only", new, "--"]
         match run_git([*listing, *(os.fsdecode(b":(literal)" + f) for f in folders)], env=env):
             case Ok(output):
                 kept = {path for path in output.split(b"\0") if path}

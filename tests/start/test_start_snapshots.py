@@ -498,3 +498,42 @@ def test_uncommitted_attributes_convert_the_files_the_command_sees(env, make_rep
         assert run.returncode == 0, run.err
         seen[sandbox] = Path(run.fields()["stdout"]).read_bytes()
     assert seen == {"--sandbox": b"a\r\nb\r\n", "--no-sandbox": b"a\r\nb\r\n"}
+
+
+#: name -> (what the user stages, what the formatter then changes)
+NESTED_REMOVALS = {
+    "a file moved two folders deep": (
+        ("mv", "pkg/sub/old.py", "pkg/sub/new.py"),
+        ["pkg/gone/last.py", "pkg/sub/keep.py", "pkg/sub/new.py", "pkg/top.py"],
+    ),
+    "the last file of a folder two deep": (
+        ("rm", "-q", "pkg/gone/last.py"),
+        ["pkg/sub/keep.py", "pkg/sub/old.py", "pkg/top.py"],
+    ),
+}
+
+
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+@pytest.mark.parametrize("start", ["--staged", "--include-uncommitted"])
+@pytest.mark.parametrize("case", NESTED_REMOVALS)
+def test_a_file_removed_two_folders_deep_is_gone_from_the_worktree(
+    env, make_repo, start, sandbox, case
+) -> None:
+    """A ``git mv`` or ``git rm`` below two folders, then a formatter over
+    every file it finds: over the base tree the removed file must be
+    hidden and its folder's neighbours kept, or the command formats it and
+    the patch, applied, brings it back (or never sees the neighbours)."""
+    files = ("pkg/sub/old.py", "pkg/sub/keep.py", "pkg/gone/last.py", "pkg/top.py")
+    repo = make_repo({**{path: "x=1\n" for path in files}, "README": "r\n"})
+    staged, changed = NESTED_REMOVALS[case]
+    git(*staged, cwd=repo, env=env)
+    fix = "for f in $(find pkg -type f); do echo '# fixed' >> \"$f\"; done"
+    run = isopatch(
+        start, sandbox, "--apply", "--porcelain", "--", "sh", "-c", fix, cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    paths = [line for line in run.out.splitlines() if line.startswith("path ")]
+    assert paths == [f"path M {path}" for path in changed]
+    assert sorted(git("ls-files", cwd=repo, env=env).decode().split()) == ["README", *changed]
+    for path in changed:
+        assert (repo / path).read_text() == "x=1\n# fixed\n"
