@@ -7,18 +7,49 @@ outside the worktree discarded, unless the server was started with the
 option that lets calls loosen that (``--allow-unconfined`` for ``sandbox:
 false``, ``--allow-network`` for ``allow_network``, ``--allow-write <path>``
 for an ``allow_write`` path under that path); a call that asks for more is
-a tool error naming the option.  The repositories a call may name are those
-under the folder the server was started in (``-C <path>``, else where it
-runs), or under the client's MCP roots when it sends them.
+a tool error naming the option.  git-isopatch's own hints and messages
+are told in the terms of a call (:meth:`ServerPolicy.said`).  The
+repositories a call may name are those under the folder the server was
+started in (``-C <path>``, else where it runs), or under the client's MCP
+roots when it sends them.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
+
+#: The command line's options git-isopatch's messages name, and what a
+#: ``capture`` call gives instead (:meth:`ServerPolicy.said`).
+CALL_TERMS = {
+    "--include-uncommitted": "include_uncommitted",
+    "--staged": "staged",
+    "--base": "base",
+    "--link": "link",
+    "--copy": "copy",
+    "--recurse-submodules": "recurse_submodules",
+    "--no-sandbox": "sandbox false",
+    "--sandbox": "sandbox true",
+    "--allow-write": "allow_write",
+    "--allow-network": "allow_network",
+    "--timeout": "timeout",
+    "--keep": "keep",
+}
+_OPTION = re.compile(
+    r"(?<![\w-])(" + "|".join(sorted(CALL_TERMS, key=len, reverse=True)) + r")(?![\w-])"
+)
+#: How the command line ends a session; a client calls end_session.
+_END = re.compile(r"'git isopatch --session (.+?) --end'")
+#: How the command line splits a program name that holds a space.
+_SPLIT = re.compile(r"split it \(git isopatch -- (.+)\) or use sh -c (.+)")
+#: The result's keys whose text is git-isopatch's own words.
+_TOLD_KEYS = ("error", "session-broken")
 
 
 class Refused(Exception):
@@ -82,15 +113,14 @@ class ServerPolicy:
         )
 
     def told(self, result: dict[str, Any]) -> dict[str, Any]:
-        """``result`` with its network hint, which names the command line's
-        options, told in the terms of this server's calls: ``allow_network``
-        and ``sandbox: false`` where the server lets a call ask them, the
-        option of ``git isopatch mcp`` that would where it does not."""
+        """``result`` with its hints, its error and why its session broke,
+        which name the command line's options, told in the terms of this
+        server's calls (:meth:`said`); the network hint says
+        ``allow_network`` and ``sandbox: false`` where the server lets a
+        call ask them, the option of ``git isopatch mcp`` that would where
+        it does not."""
         from .hints import NETWORK_HINT, NETWORK_REFUSED
 
-        hints = result.get("hint")
-        if not isinstance(hints, list) or NETWORK_HINT not in hints:
-            return result
         network = (
             "a call with allow_network keeps the network"
             if self.network
@@ -98,8 +128,40 @@ class ServerPolicy:
             "(started with 'git isopatch mcp --allow-network', a call may ask allow_network)"
         )
         unconfined = ", one with sandbox false runs it unconfined" if self.unconfined else ""
-        told = f"{NETWORK_REFUSED}; {network}{unconfined}"
-        return {**result, "hint": [told if h == NETWORK_HINT else h for h in hints]}
+        told = {key: self.said(result[key]) for key in _TOLD_KEYS if key in result}
+        hints = result.get("hint")
+        if isinstance(hints, list):
+            told["hint"] = [
+                f"{NETWORK_REFUSED}; {network}{unconfined}" if h == NETWORK_HINT else self.said(h)
+                for h in hints
+            ]
+        return {**result, **told}
+
+    def said(self, text: Any) -> Any:
+        """``text``, git-isopatch's own words, with each option of the
+        command line it names said as a call gives it (:data:`CALL_TERMS`):
+        ``end_session`` for ``--session <name> --end``, and after what this
+        server does not let a call ask, the option of ``git isopatch mcp``
+        that would."""
+        if not isinstance(text, str):
+            return text
+        server = {
+            "--no-sandbox": (self.unconfined, "--allow-unconfined"),
+            "--allow-network": (self.network, "--allow-network"),
+            "--allow-write": (bool(self.writable), "--allow-write <path>"),
+        }
+
+        def term(match: re.Match[str]) -> str:
+            allowed, option = server.get(match[1], (True, ""))
+            unless = "" if allowed else f" (on a server started with 'git isopatch mcp {option}')"
+            return CALL_TERMS[match[1]] + unless
+
+        def split(match: re.Match[str]) -> str:
+            words, sh = shlex.split(match[1]), ["sh", "-c", *shlex.split(match[2])]
+            return f"split it (command {json.dumps(words)}) or use command {json.dumps(sh)}"
+
+        text = _END.sub(r"a call of end_session with session \1", text)
+        return _OPTION.sub(term, _SPLIT.sub(split, text))
 
     def check(
         self,

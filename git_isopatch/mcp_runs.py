@@ -28,11 +28,12 @@ class CaptureFailure(Exception):
     result object when it printed one."""
 
     def __init__(self, messages: str, result: dict[str, Any] | None) -> None:
-        text = messages.strip() or "git-isopatch failed"
+        self.messages = messages.strip() or "git-isopatch failed"
+        self.result = result
+        text = self.messages
         if result is not None:
             text += "\n" + json.dumps(result, ensure_ascii=False)
         super().__init__(text)
-        self.result = result
 
 
 @dataclass(frozen=True)
@@ -110,11 +111,13 @@ def read_result(status: int, stdout: bytes, stderr: bytes) -> dict[str, Any]:
     """The ``--json`` object of a finished run.
 
     Raises:
-        CaptureFailure: the run printed no object (a usage error, 129), or
+        CaptureFailure: the run printed no object (a usage error, 129: its
+            message without the synopsis that follows it), or
             its object carries an ``error`` (nothing, or not all, was
             captured: the object says what is left, a kept worktree).
     """
-    messages = stderr.decode("utf-8", "replace")
+    # a usage error's synopsis names the command line's options, not the call's
+    messages = stderr.decode("utf-8", "replace").partition("\nusage: ")[0]
     try:
         result = json.loads(stdout)
     except ValueError:

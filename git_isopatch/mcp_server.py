@@ -266,7 +266,10 @@ def _add_capture(tools: Tools, policy: ServerPolicy) -> None:
             )
             argv = capture_argv(command, repo=where, options=options)
             result = policy.told(read_result(*await run_isopatch(argv)))
-        except (CaptureFailure, Refused) as failure:
+        except CaptureFailure as failure:
+            told = failure.result and policy.told(failure.result)
+            raise ToolError(str(CaptureFailure(policy.said(failure.messages), told))) from None
+        except Refused as failure:
             raise ToolError(str(failure)) from None
         return add_patch_text(result, patch_limit)
 
@@ -337,7 +340,8 @@ def _add_end_session(tools: Tools, policy: ServerPolicy) -> None:
         except Refused as failure:
             raise ToolError(str(failure)) from None
         if status != 0:
-            raise ToolError(stderr.decode("utf-8", "replace").strip() or f"exit {status}")
+            said = policy.said(stderr.decode("utf-8", "replace").strip())
+            raise ToolError(said or f"exit {status}")
         return {"ended": True, "session": session}
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from repo_helpers import ISOPATCH, isopatch, registered_worktrees, repo_state
+from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, repo_state
 from sandbox_helpers import CONNECT
 from startup_helpers import imported
 
@@ -599,3 +599,68 @@ def test_the_network_hint_names_what_a_call_can_ask(env, make_repo, tmp_path) ->
         f"{refused}; a call with allow_network keeps the network, "
         "one with sandbox false runs it unconfined"
     ]
+
+
+def test_hints_and_errors_name_the_calls_parameters_not_options(env, make_repo, tmp_path) -> None:
+    """What reaches the client names what a call can give: a missing
+    dependency folder's hint names ``link`` and ``copy``, a program name
+    with a space is split into a ``command`` list, signing in the sandbox
+    names ``sandbox`` false and the server's option that allows it, a repository
+    without a commit names ``include_uncommitted`` and ``staged``, a session
+    started otherwise names ``staged``; no ``--option`` of the command line."""
+    import re
+
+    repo = make_repo({".gitignore": "node_modules/\nfresh/\n", "README": "hello\n"})
+    (repo / "node_modules").mkdir()
+    (repo / "node_modules" / "dep.js").write_text("x\n")
+    (repo / "fresh").mkdir()
+    git("init", "-q", cwd=repo / "fresh", env=env)
+
+    async def body(client):
+        missing = await client.call_tool("capture", {"command": ["no-such-program-here"]})
+        spaced = await client.call_tool("capture", {"command": ["no-such format"]})
+        signed = await client.call_tool(
+            "capture",
+            {
+                "command": [
+                    "git",
+                    "-c",
+                    "commit.gpgSign=true",
+                    "commit",
+                    "--allow-empty",
+                    "-qm",
+                    "x",
+                ]
+            },
+        )
+        fresh = await client.call_tool("capture", {"command": ["true"], "repo": "fresh"})
+        await client.call_tool("capture", {"command": ["true"], "session": "s"})
+        later = await client.call_tool(
+            "capture", {"command": ["true"], "session": "s", "staged": True}
+        )
+        await client.call_tool("end_session", {"session": "s"})
+        return missing, spaced, signed, fresh, later
+
+    missing, spaced, signed, fresh, later = serve(repo, env, tmp_path, body)
+    assert missing.structured_content["exit"] == 127, text(missing)
+    assert missing.structured_content["hint"] == [
+        "'node_modules' of your checkout is not in the worktree; "
+        "bring it in with link node_modules (or copy node_modules)"
+    ]
+    assert spaced.structured_content["hint"] == [
+        "the command is run without a shell, so 'no-such format' is one program name; "
+        'split it (command ["no-such", "format"]) or use command ["sh", "-c", "no-such format"]'
+    ]
+    assert signed.structured_content["hint"][0].endswith(
+        "sign after applying the patch, or use sandbox false "
+        "(on a server started with 'git isopatch mcp --allow-unconfined')"
+    ), text(signed)
+    assert fresh.is_error and later.is_error
+    assert (
+        "there is no commit yet: include_uncommitted starts from your work tree, "
+        "staged from your index"
+    ) in text(fresh)
+    assert "option 'staged' cannot be used with the existing session 's'" in text(later)
+    hints = (*missing.structured_content["hint"], *spaced.structured_content["hint"])
+    for said in (*hints, text(fresh), text(later)):
+        assert not re.search(r"(?<![\w-])--[a-z]", said), said
