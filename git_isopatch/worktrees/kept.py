@@ -216,7 +216,8 @@ def put_right(
     Raises:
         OSError: one could not be.
     """
-    changed = _remove_extras(admin_dir) if extras else []
+    removed = _remove_extras(admin_dir) if extras else []
+    changed: list[str] = []
     for name, path in _paths(admin_dir, worktree).items():
         if name not in made:
             continue
@@ -230,7 +231,21 @@ def put_right(
         if expected is not None:
             replace_admin_file(path, expected)
         changed.append(path)
-    return changed + _put_right_submodules(admin_dir, worktree, made)
+    return changed + _put_right_submodules(admin_dir, worktree, made) + removed
+
+
+#: At most this many paths put right are named, one ``warning:`` each;
+#: the rest are counted in one more (a command may leave thousands).
+NAMED_AT_MOST = 10
+
+
+def said_put_right(paths: list[str], warn: Callable[[str], None]) -> None:
+    """Say which of ``paths`` (:func:`put_right`'s, those git reads first)
+    the command had changed: at most :data:`NAMED_AT_MOST` by name."""
+    for path in paths[:NAMED_AT_MOST]:
+        warn(f"the command rewrote {quoted(path)}; put back")
+    if len(paths) > NAMED_AT_MOST:
+        warn(f"the command rewrote {len(paths) - NAMED_AT_MOST} more; put back")
 
 
 #: The name a planted repository's ``.git`` is given (:func:`disarm`).
@@ -345,8 +360,7 @@ def hand_over(
     except OSError as exc:
         warn(f"could not put back {quoted(admin_dir)}: {exc.strerror or exc}")
         return
-    for path in changed:
-        warn(f"the command rewrote {quoted(path)}; put back")
+    said_put_right(changed, warn)
     for folder in disarmed:
         warn(
             f"the command made a repository at {quoted(folder)} in the kept worktree: "

@@ -258,8 +258,8 @@ def _put_away(
     try:
         if isolation.admin_files is not None:  # the pointers; HEAD is the session's
             made = {k: v for k, v in isolation.admin_files.items() if k != "HEAD"}
-            for path in kept.put_right(admin_dir, isolation.worktree, made, extras=False):
-                provider.warn(f"the command rewrote {quoted(path)}; put back")
+            put = kept.put_right(admin_dir, isolation.worktree, made, extras=False)
+            kept.said_put_right(put, provider.warn)
         if patch is not None:
             shutil.copyfile(patch, os.path.join(sessions.state_dir(container), SESSION_PATCH))
         with provider.lock.held(isolation.repository.common_dir):

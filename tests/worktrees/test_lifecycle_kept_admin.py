@@ -136,3 +136,28 @@ def test_a_leftover_planting_after_the_run_put_commondir_back(
     _assert_put_right(kept, admin, marker, env)
     assert isopatch("prune", cwd=repo, env=env).returncode == 0
     assert not (repo / ".git" / "worktrees").exists()
+
+
+def test_what_the_command_leaves_in_the_private_folder_is_named_in_a_few_lines(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """A command that leaves hundreds of files in the worktree's private
+    folder (and rewrites ``commondir``) gets them removed from the kept
+    worktree's, and named in a few lines of ``warning:``, not one line
+    each: ``commondir`` first."""
+    repo = make_repo()
+    _, _, fake = _planted(tmp_path, env)
+    command = (
+        "admin=$(git rev-parse --absolute-git-dir)"
+        ' && for i in $(seq 500); do : > "$admin/junk-$i"; done'
+        f' && echo "{fake}" > "$admin/commondir" && echo change > README'
+    )
+    run = isopatch("--keep", "--porcelain", "--", "sh", "-c", command, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    admin = _admin(Path(run.fields()["worktree"]))
+    warnings = [line for line in run.err.splitlines() if line.startswith("warning:")]
+    assert f"warning: the command rewrote '{admin / 'commondir'}'; put back" in warnings
+    assert len(warnings) <= 12, warnings[:20]
+    assert "warning: the command rewrote 490 more; put back" in warnings, run.err[-600:]
+    assert not list(admin.glob("junk-*"))
+    git("worktree", "remove", "--force", run.fields()["worktree"], cwd=repo, env=env)
