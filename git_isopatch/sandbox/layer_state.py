@@ -24,7 +24,15 @@ from ..git.result import Ok
 from ..git.run import run_git
 from ..git.shared_state import CONFIG, HOOKS, WATCHED_FILES, SharedState, read_entry
 from .layer_writes import is_whiteout
-from .untrusted import link_beneath, list_beneath, lstat_beneath, read_beneath, walk
+from .touched import OPAQUE
+from .untrusted import (
+    link_beneath,
+    list_beneath,
+    lstat_beneath,
+    read_beneath,
+    walk,
+    xattr_beneath,
+)
 
 if TYPE_CHECKING:
     from ..git.repo import UserRepository
@@ -64,7 +72,7 @@ class _Layered:
         root, relative = place
         st = lstat_beneath(root, relative)
         if st is None:
-            return before
+            return None if _hidden(root, relative) else before
         if is_whiteout(st):
             return None
         if stat.S_ISLNK(st.st_mode):
@@ -126,6 +134,24 @@ def shared_state_in(
             admin = os.path.join(layered.common, name)
             worktrees[name] = os.path.normpath(os.path.dirname(os.path.join(admin, dotgit)))
     return SharedState(refs, config, files, worktrees)
+
+
+def _hidden(root: str, relative: str) -> bool:
+    """A folder on the way to ``relative`` in the layer ``root`` hides what
+    the lower folder holds there: it was removed (a whiteout, or something
+    else in its place), or made anew (an opaque folder, with no whiteout
+    for each name it held: ``rm -rf hooks && mkdir hooks``)."""
+    parts = [part for part in relative.split("/") if part]
+    for n in range(1, len(parts)):
+        way = "/".join(parts[:n])
+        st = lstat_beneath(root, way)
+        if st is None:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return True
+        if any(xattr_beneath(root, way, name) == b"y" for name in OPAQUE):
+            return True
+    return False
 
 
 #: What :meth:`_Layered.entry` is told to give for a file the layer does not hold.

@@ -265,6 +265,21 @@ def link_beneath(root: str, relative: str) -> bytes | None:
         os.close(fd)
 
 
+def xattr_beneath(root: str, relative: str, name: str) -> bytes | None:
+    """The extended attribute ``name`` of the folder ``relative`` of
+    ``root``, reached without following a link; ``None`` when it has none
+    or is no folder."""
+    fd = _folder_beneath(root, _split(relative))
+    if fd is None:
+        return None
+    try:
+        return os.getxattr(fd, name)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def list_beneath(root: str, relative: str) -> list[str]:
     """The names in the folder ``relative`` of ``root``, reached without
     following a link; empty when it is not one."""

@@ -14,8 +14,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from hostile import wait_until
 from repo_helpers import ISOPATCH
+from sandbox_helpers import run_as_nobody
 
 
 def _records(output: bytes) -> list[str]:
@@ -81,3 +83,57 @@ def test_what_the_command_writes_in_its_view_is_reported_discarded(env, make_rep
     assert [r.rsplit(" ", 2)[1:] for r in registered] == [["created", "discarded"]], records
     assert not (hooks / "pre-commit").exists()
     assert (hooks / "post-merge").exists()
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("anew", [True, False], ids=["made-anew", "removed-whole"])
+def test_what_a_folder_removed_whole_held_is_reported_deleted(env, make_repo, anew: bool) -> None:
+    """The command removes the hooks folder and the ``info`` folder whole,
+    or makes them anew, empty (the layer holds a whiteout for the folder,
+    or an opaque folder, with no whiteout for what they held): the hook and
+    ``info/exclude`` it removed are reported deleted, as ``rm`` of each
+    would be; the repository keeps them."""
+    repo = make_repo()
+    hooks, info = repo / ".git" / "hooks", repo / ".git" / "info"
+    hooks.mkdir(exist_ok=True)
+    info.mkdir(exist_ok=True)
+    (hooks / "post-merge").write_text("#!/bin/sh\n")
+    (info / "exclude").write_text("*.x\n")
+    script = (
+        'c="$(git rev-parse --git-common-dir)"; rm -rf "$c/hooks" "$c/info";'
+        f' {"mkdir" if anew else "true"} "$c/hooks" "$c/info"; echo n > new.txt'
+    )
+    run = subprocess.run(
+        [ISOPATCH, "--porcelain", "--sandbox", "--", "sh", "-c", script],
+        cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    records = _records(run.stdout)
+    assert "shared-write hooks/post-merge deleted discarded" in records, records
+    assert "shared-write info/exclude deleted discarded" in records, records
+    assert (hooks / "post-merge").exists() and (info / "exclude").read_text() == "*.x\n"
+
+
+#: As uid 65534: a hook of the repository, the hooks folder made anew by
+#: the command; prints the run's exit, stderr and shared-write records.
+HOOKS_ANEW_AS_NOBODY = """
+hooks = os.path.join(repo, ".git", "hooks")
+os.makedirs(hooks, exist_ok=True)
+with open(os.path.join(hooks, "post-merge"), "w") as handle:
+    handle.write("#!/bin/sh\\n")
+script = 'c="$(git rev-parse --git-common-dir)"; rm -rf "$c/hooks"; mkdir "$c/hooks"; echo n > n'
+done = subprocess.run(
+    [sys.executable, "-m", "git_isopatch", "--porcelain", "--sandbox", "--", "sh", "-c", script],
+    cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+records = [ln for ln in done.stdout.decode().splitlines() if ln.startswith("shared-write ")]
+print(json.dumps({"code": done.returncode, "err": done.stderr.decode(), "records": records,
+                  "kept": os.path.exists(os.path.join(hooks, "post-merge"))}))
+"""
+
+
+@pytest.mark.hostile
+def test_a_hooks_folder_made_anew_is_reported_as_an_unprivileged_user(env) -> None:
+    with run_as_nobody(env, HOOKS_ANEW_AS_NOBODY) as seen:
+        assert seen["code"] == 0, seen["err"]
+        assert "shared-write hooks/post-merge deleted discarded" in seen["records"], seen
+        assert seen["kept"], seen
