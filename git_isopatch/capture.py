@@ -258,11 +258,18 @@ def _expire(provider: WorktreeProvider, plan: Start) -> None:
 
 
 def _session_run(plan: Start) -> SessionRun | None:
-    """A session's run: its name and confinement (a new session keeps it)."""
+    """A session's run: its name, its confinement and the user's ``HEAD``
+    (a new session keeps both)."""
     if plan.session is None:
         return None
+    from .git.repo import resolve_commit
+    from .git.result import Ok
+    from .git.types import Ref
     from .worktrees.sessions import SessionRun
 
+    match resolve_commit(plan.repository, Ref("HEAD"), env=plan.git_env):
+        case Ok(head):
+            return SessionRun(plan.session, plan.sandbox.confined, head)
     return SessionRun(plan.session, plan.sandbox.confined)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from .errors import IsopatchError
 from .git.result import GitResult, Ok
 from .git.status import CheckoutState, read_checkout
+from .git.types import CommitId
 from .hints import UNCOMMITTED_HINT, hard_link_hints, left_out_edits_hint, sandbox_hint
 from .result import CaptureResult
 from .values import Extracted, Ran, SessionPatch, Start
@@ -144,7 +145,8 @@ def report(
     if isinstance(session, SessionPatch):
         result = result._replace(session_patch=session.patch, session_files=session.files)
     if start.session is not None:
-        result = result._replace(informational_hints=(*result.informational_hints, *_moved(start)))
+        moved = _moved(start, session.user_head if isinstance(session, SessionPatch) else None)
+        result = result._replace(informational_hints=(*result.informational_hints, *moved))
     if isinstance(extracted, IsopatchError):
         if isinstance(session, IsopatchError):  # a hint after the step's own error
             result = result._replace(session_broken=f"{session.message}; {session.hint}")
@@ -206,20 +208,28 @@ def _apply(
     return applied._replace(patch_path=result.patch_path, files=result.files)
 
 
-def _moved(start: Start) -> tuple[str, ...]:
-    """The hint for a session whose base is no longer the user's ``HEAD``
-    (for a snapshot's, the commit it was taken on): it keeps its base."""
+def _moved(start: Start, began: CommitId | None) -> tuple[str, ...]:
+    """The hint for a session begun at the user's ``HEAD`` ``began``, which
+    has moved since (not known: when ``HEAD`` is no longer its base, or,
+    for a snapshot's, the commit it was taken on): it keeps its base.  A
+    session begun at another ``--base`` gets none while ``HEAD`` stays."""
     from .git.repo import resolve_commit
     from .git.result import Ok
     from .git.snapshot import snapshot_parent
     from .git.types import Ref
 
     match resolve_commit(start.repository, Ref("HEAD"), env=start.git_env):
-        case Ok(head) if head != start.commit:
-            if snapshot_parent(start.repository.git_dir, start.commit, start.git_env) == head:
-                return ()
-            return (
-                f"session '{start.session}' keeps its base {start.commit[:12]}; "
-                f"HEAD is now {head[:12]}",
-            )
-    return ()
+        case Ok(head):
+            pass
+        case _:
+            return ()
+    if began is not None:
+        if head == began:
+            return ()
+    elif head == start.commit:
+        return ()
+    elif snapshot_parent(start.repository.git_dir, start.commit, start.git_env) == head:
+        return ()
+    return (
+        f"session '{start.session}' keeps its base {start.commit[:12]}; HEAD is now {head[:12]}",
+    )

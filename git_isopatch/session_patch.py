@@ -90,7 +90,7 @@ def take(
     finally:
         if index is not None:
             _put_back(git.admin_dir, index)
-    return SessionPatch(step.name, state_id, path, contents.files)
+    return SessionPatch(step.name, state_id, path, contents.files, step.user_head)
 
 
 def _put_back(admin_dir: str, copy: str) -> None:

@@ -167,9 +167,12 @@ class SessionPatch(Record):
         state: the commit of its worktree now, in its own object store.
         patch: its whole change against its base.
         files: the number of paths in it.
+        user_head: the user's ``HEAD`` when the session began (``None``:
+            not known).
     """
 
     name: str
     state: "CommitId"
     patch: str
     files: int
+    user_head: "CommitId | None" = None

@@ -107,7 +107,7 @@ def _make(
         worktree_root=worktree_root,
         over=None if over is None else OverBaseTree(over, sessions.STATE_FOLDER),
     )
-    record = replace(sessions.new_record(name, base, session.confined), stepping=True)
+    record = replace(sessions.new_record(name, base, session), stepping=True)
     try:
         if isolation.layer is not None:  # the session stands on its base tree
             tree = isolation.layer.pin.tree
@@ -156,7 +156,8 @@ def _step(isolation: Isolation, record: sessions.SessionRecord) -> Step:
     objects = sessions.objects_env(isolation.admin_dir, isolation.repository.common_dir)
     head = sessions.head_commit(isolation.admin_dir)
     base, state = CommitId(record.base), CommitId(record.state)
-    return Step(record.name, base, state, objects, record.steps, head)
+    user_head = None if record.user_head is None else CommitId(record.user_head)
+    return Step(record.name, base, state, objects, record.steps, head, user_head)
 
 
 def _resume(

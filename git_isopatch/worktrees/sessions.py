@@ -96,6 +96,9 @@ class SessionRecord:
         base_tree: over a base tree, the name of its private folder
             (:mod:`.session_layer`), with ``tree_commit``, its commit;
             ``None``: the session's worktree is a real checkout.
+        user_head: the user's ``HEAD`` commit when the session began
+            (``None``: unborn, or a record from before this was kept):
+            a later step says when it has moved since.
     """
 
     name: str
@@ -110,6 +113,7 @@ class SessionRecord:
     sandboxed: bool | None = None
     base_tree: str | None = None
     tree_commit: str | None = None
+    user_head: str | None = None
 
 
 class Step(Record):
@@ -126,6 +130,8 @@ class Step(Record):
         head: the commit its worktree's ``HEAD`` named before this step
             (in its store already: a commit an earlier step made), or
             ``None`` (not a commit id: a branch, unborn).
+        user_head: the user's ``HEAD`` when the session began
+            (:attr:`SessionRecord.user_head`).
     """
 
     name: str
@@ -134,6 +140,7 @@ class Step(Record):
     objects: Mapping[str, str]
     steps: int
     head: CommitId | None = None
+    user_head: CommitId | None = None
 
     @property
     def known(self) -> list[CommitId]:
@@ -362,17 +369,24 @@ def head_commit(admin_dir: str) -> CommitId | None:
 
 
 class SessionRun(Record):
-    """A run's ask of a session: its name, and whether the run is
-    confined (a new session remembers it)."""
+    """A run's ask of a session: its name, whether the run is confined
+    and the user's ``HEAD`` commit now (a new session remembers both)."""
 
     name: str
     confined: bool
+    user_head: CommitId | None = None
 
 
-def new_record(name: str, base: CommitId, sandboxed: bool) -> SessionRecord:
+def new_record(name: str, base: CommitId, run: SessionRun) -> SessionRecord:
     now = time.time()
     return SessionRecord(
-        name=name, base=base, state=base, created=now, used=now, sandboxed=sandboxed
+        name=name,
+        base=base,
+        state=base,
+        created=now,
+        used=now,
+        sandboxed=run.confined,
+        user_head=run.user_head,
     )
 
 

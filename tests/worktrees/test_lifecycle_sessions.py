@@ -255,6 +255,23 @@ def test_a_session_keeps_its_base_when_head_moves(make_repo, env) -> None:
     assert same.returncode == 0
 
 
+def test_a_session_begun_at_another_base_says_nothing_until_head_moves(make_repo, env) -> None:
+    """``--session s --base HEAD~1``: the agent chose that base, and the
+    user's ``HEAD`` has not moved; only once it does, the hint says so."""
+    repo = make_repo({"a.txt": "one\n"})
+    git("commit", "-q", "--allow-empty", "-m", "second", cwd=repo, env=env)
+    first = isopatch("--session", "s", "--base", "HEAD~1", "--", "true", cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    assert "hint:" not in first.err
+    later = isopatch("--session", "s", "--", "true", cwd=repo, env=env)
+    assert later.returncode == 0, later.err
+    assert "hint:" not in later.err
+    git("commit", "-q", "--allow-empty", "-m", "third", cwd=repo, env=env)
+    moved = isopatch("--session", "s", "--", "true", cwd=repo, env=env)
+    base, head = git("rev-parse", "HEAD~2", "HEAD", cwd=repo, env=env).decode().split()
+    assert f"hint: session 's' keeps its base {base[:12]}; HEAD is now {head[:12]}\n" in moved.err
+
+
 @pytest.mark.hostile
 @pytest.mark.parametrize(
     "name", ["a/b", "..", "x..y", ".hidden", "-n", "tab\there", "", "é" * 51, "caf\udce9", "\x9b2J"]
