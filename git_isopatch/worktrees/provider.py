@@ -384,13 +384,14 @@ class WorktreeProvider:
             self.warn(f"not removing worktree {quoted(isolation.worktree)}: {why}")
             return False
         try:
-            with self._held_to_remove(isolation):
+            with self._held_to_remove(isolation) as locked:
                 reason = remove_ours(
                     isolation.repository,
                     isolation.worktree,
                     isolation.admin_dir,
                     warn=self.warn,
                     folder_counts=False,  # the worktree is gone: the run goes on
+                    locked=locked,
                 )
         except Exception as exc:  # clean-up never raises
             reason = str(exc)
@@ -399,7 +400,7 @@ class WorktreeProvider:
             return False
         return True
 
-    def _held_to_remove(self, isolation: Isolation) -> contextlib.AbstractContextManager[object]:
+    def _held_to_remove(self, isolation: Isolation) -> contextlib.AbstractContextManager[bool]:
         """The worktree lock, for a removal; none over a base tree, so
         that runs started together do not wait for each other's deletions
         (on a disk that discards freed blocks, each unlink waits): the
@@ -407,7 +408,7 @@ class WorktreeProvider:
         never pooled, and the base tree it pins keeps ``worktrees/`` from
         being emptied under another run's ``git worktree add``."""
         if isolation.layer is not None and isolation.layer.pin.held:
-            return contextlib.nullcontext()
+            return contextlib.nullcontext(False)
         return self.lock.held(isolation.repository.common_dir)
 
     def keep(self, isolation: Isolation) -> None:

@@ -35,29 +35,8 @@ from .inventory import (
 from .lock import AdminLock, open_pin, stood_on, try_flock
 from .mounts import mount_points_under
 from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
+from .registration import delete_registration, forget_set_aside
 from .store import GitMetadataStore
-
-
-def _delete_registration(repository: UserRepository, admin_dir: GitDirPath) -> bool:
-    """Delete the private folder of one worktree of ours, and
-    ``$GIT_COMMON_DIR/worktrees`` when that leaves it empty, as git's own
-    ``worktree prune`` and ``worktree remove`` do (worktree.c,
-    ``delete_git_dir``); its lock goes with it.  Only a folder right under
-    ``worktrees/`` of the user's repository is touched, by file descriptor
-    (:func:`.deletion.delete_tree`: the command may write in it).
-
-    Returns:
-        True when it is gone: told by the deletion, not by its name, which
-        a concurrent ``git worktree add`` may take the moment it is free.
-    """
-    worktrees = os.path.join(repository.common_dir, "worktrees")
-    if os.path.realpath(os.path.dirname(admin_dir)) != os.path.realpath(worktrees):
-        log.warning("not deleting '%s': not a worktree registration", admin_dir)
-        return False
-    gone = delete_tree(os.path.join(worktrees, os.path.basename(admin_dir))) is None
-    with contextlib.suppress(OSError):
-        os.rmdir(worktrees)
-    return gone
 
 
 def _mend_our_commondirs(repository: UserRepository, store: GitMetadataStore) -> None:
@@ -135,12 +114,13 @@ def remove_ours(
     also: Sequence[str | None] = (),
     warn: Callable[[str], None] = warning,
     folder_counts: bool = True,
+    locked: bool = True,
 ) -> str | None:
     """Remove one of our worktrees (running, kept, pooled or orphaned), the
     folder made for it, and ``also`` (a run's private folder) when its name
     says git-isopatch made it.  The caller holds the worktree lock
     (:class:`.lock.AdminLock`), but a run over a base tree removing its own
-    (:meth:`.provider.WorktreeProvider._held_to_remove`).
+    (:meth:`.provider.WorktreeProvider._held_to_remove`): ``locked`` false.
 
     Nothing is touched when :func:`refusal` refuses.  What ``git worktree
     remove --force --force`` does is done here, by file descriptor
@@ -150,9 +130,10 @@ def remove_ours(
     whatever its state), then its private folder (``admin_dir``, else the
     one whose ``gitdir`` names it; it holds our record and git's lock),
     even when some of the worktree's folder could not be deleted (as
-    git's ``delete_git_dir`` after ``delete_git_work_tree``), and
-    ``$GIT_COMMON_DIR/worktrees`` when empty, without pruning anyone
-    else's.  Last, no registration may name it any more (one more the
+    git's ``delete_git_dir`` after ``delete_git_work_tree``; out of git's
+    sight first, :func:`.registration.delete_registration`), and
+    ``$GIT_COMMON_DIR/worktrees`` when empty and ``locked``, without pruning
+    anyone else's.  Last, no registration may name it any more (one more the
     command made for the same path), read as ``git worktree list`` reads
     them (:func:`.git.worktree.worktree_admin_dirs`), without a git
     process.  A folder of ours that cannot be deleted (something is
@@ -173,7 +154,7 @@ def remove_ours(
     if admin_dir is not None and claimed_elsewhere(path, admin_dir):
         # a copy of the repository (``cp -a``) registers the original's worktree:
         # only that registration is this repository's to remove
-        if _delete_registration(repository, admin_dir):
+        if delete_registration(repository, admin_dir, locked=locked):
             return None
         return f"could not delete its registration '{admin_dir}'"
     if admin_dir and os.path.isdir(admin_dir):
@@ -181,7 +162,7 @@ def remove_ours(
             reset_commondir(admin_dir)
     failure = delete_tree(path)
     if admin_dir is not None and os.path.lexists(admin_dir):
-        if not _delete_registration(repository, admin_dir):  # even so, as git does
+        if not delete_registration(repository, admin_dir, locked=locked):  # as git does
             return failure or f"could not delete its registration '{admin_dir}'"
     if failure is not None:
         return failure
@@ -272,6 +253,7 @@ def prune(
     with (lock or AdminLock()).held(repository.common_dir):
         if not dry_run:
             _mend_our_commondirs(repository, store)
+            forget_set_aside(repository.common_dir)
         prunable = [
             worktree
             for worktree in owned_worktrees(repository, store, env=env)

@@ -120,6 +120,7 @@ PLAIN_RUN = {
     "git_isopatch.worktrees.own_top",
     "git_isopatch.worktrees.placement",
     "git_isopatch.worktrees.provider",
+    "git_isopatch.worktrees.registration",
     "git_isopatch.worktrees.removal",
     "git_isopatch.worktrees.results",
     "git_isopatch.worktrees.space",
@@ -178,6 +179,7 @@ BEYOND_THE_PARSER = PATH_ONLY | {
     "git_isopatch.worktrees",
     "git_isopatch.sandbox",
     "git_isopatch.worktrees.provider",
+    "git_isopatch.worktrees.registration",
     "git_isopatch.errors",
 }
 

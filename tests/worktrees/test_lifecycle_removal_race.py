@@ -104,16 +104,15 @@ def test_a_registration_taken_again_the_moment_it_goes_stays_the_new_worktrees(
     ours, theirs = tmp_path / "git-isopatch-abcdefgh" / "wt", tmp_path / "other" / "wt"
     git("worktree", "add", "--detach", str(ours), cwd=repo, env=env)
     worktrees = repo / ".git" / "worktrees"
-    rmdir, added = os.rmdir, []
+    rename, added = os.rename, []
 
-    def rmdir_then_add(path, *, dir_fd=None):
+    def rename_then_add(source, target, **kwargs):
         """The registration goes, and another's ``git worktree add`` takes its name."""
-        rmdir(path, dir_fd=dir_fd)
-        if dir_fd is not None and os.readlink(f"/proc/self/fd/{dir_fd}") == str(worktrees):
-            if not added:
-                added.append(git("worktree", "add", "--detach", str(theirs), cwd=repo, env=env))
+        rename(source, target, **kwargs)
+        if os.path.dirname(source) == str(worktrees) and not added:
+            added.append(git("worktree", "add", "--detach", str(theirs), cwd=repo, env=env))
 
-    monkeypatch.setattr(os, "rmdir", rmdir_then_add)
+    monkeypatch.setattr(os, "rename", rename_then_add)
     repository = UserRepository(str(repo), str(repo / ".git"), str(repo / ".git"), "")
     reason = remove_ours(repository, WorktreePath(str(ours)), GitDirPath(str(worktrees / "wt")))
     monkeypatch.undo()
