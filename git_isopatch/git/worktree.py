@@ -7,6 +7,8 @@ the caller's sanitised environment; see :func:`.run.own_git_environment`.
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from .admin_files import read_admin_file
@@ -70,7 +72,9 @@ def add_detached_worktree(
     does (``Preparing worktree (detached HEAD <id>)``) and shows its
     checkout progress there (:func:`.progress.run_git_with_progress`); without
     it, git runs ``--quiet``, and ``meanwhile`` is called once it runs:
-    the caller's own work, done beside it.
+    the caller's own work, done beside it.  git reads every registration
+    first: it is asked again while one changes under it
+    (:func:`reading_registrations`; git made nothing yet then).
 
     Returns:
         ``Ok(WorktreePath)`` or ``Err(GitError)`` with git's stderr.
@@ -89,22 +93,69 @@ def add_detached_worktree(
         path,
         commit,
     ]
-    if progress:
-        from .progress import run_git_with_progress  # its terminal, its thread
 
-        result = run_git_with_progress(args, env=env, config=WORKTREE_ADD_CONFIG)
-    else:
+    def add() -> GitResult[bytes]:
+        nonlocal meanwhile
+        if progress:
+            from .progress import run_git_with_progress  # its terminal, its thread
+
+            return run_git_with_progress(args, env=env, config=WORKTREE_ADD_CONFIG)
         finish = start_git(args, env=env, config=WORKTREE_ADD_CONFIG)
         try:
             if meanwhile is not None:
                 meanwhile()
+                meanwhile = None
         finally:
             result = finish()
-    match result:
+        return result
+
+    match reading_registrations(add):
         case Ok():
             return Ok(WorktreePath(path))
         case Err() as err:
             return err
+
+
+#: git's words when a registration changed while it read it (setup.c,
+#: ``get_common_dir_noenv``: "failed to read <id>/commondir", looked at
+#: then gone, or made but not yet written; abspath.c, ``strbuf_realpath``:
+#: "Invalid path '<id>'"; worktree.c: its ``locked``).
+_CHANGED_UNDER = re.compile(
+    rb"^fatal: (?:failed to read|Invalid path) '?.+?/worktrees/[^/\n]+?"
+    rb"(?:/(?:commondir|gitdir|locked))?'?: ",
+    re.MULTILINE,
+)
+
+
+def registration_changed_under(error: GitError) -> bool:
+    """git failed reading a linked worktree's registration that another
+    process was making or removing.  ``git worktree add`` and ``list`` read
+    every registration (worktree.c, ``get_worktrees``), each file looked at
+    before it is read, and another ``git worktree add`` (which writes
+    ``commondir`` after making it) or ``remove``, or a run of ours removing
+    its own without the worktree lock, can change one in between: git
+    takes no lock against that, and the same command run again no longer
+    meets it."""
+    return _CHANGED_UNDER.search(error.stderr) is not None
+
+
+#: The pauses before asking git again while a registration changed under it
+#: (:func:`reading_registrations`): none is needed after a removal, but one
+#: being made is empty until the git that makes it, on a busy machine, has
+#: the processor again.
+PAUSES = (0.0, 0.05, 0.2)
+
+
+def reading_registrations(git: Callable[[], GitResult[bytes]]) -> GitResult[bytes]:
+    """``git()``, a git that reads every registration, asked again (after
+    each of :data:`PAUSES`) while it fails on one that changed under it
+    (:func:`registration_changed_under`)."""
+    for pause in PAUSES:
+        result = git()
+        if not (isinstance(result, Err) and registration_changed_under(result.error)):
+            return result
+        time.sleep(pause)
+    return git()
 
 
 def checkout_size(
@@ -198,8 +249,11 @@ def parse_worktree_list(output: bytes) -> list[WorktreeRecord]:
 def list_worktrees(
     git_dir: GitDirPath, *, env: Mapping[str, str]
 ) -> GitResult[list[WorktreeRecord]]:
-    """``git worktree list --porcelain -z``, parsed; the main work tree first."""
-    match run_git([f"--git-dir={git_dir}", "worktree", "list", "--porcelain", "-z"], env=env):
+    """``git worktree list --porcelain -z``, parsed; the main work tree
+    first; asked again while a registration changes under git
+    (:func:`reading_registrations`)."""
+    args = [f"--git-dir={git_dir}", "worktree", "list", "--porcelain", "-z"]
+    match reading_registrations(lambda: run_git(args, env=env)):
         case Ok(output):
             return Ok(parse_worktree_list(output))
         case Err() as err:

@@ -1,16 +1,112 @@
-"""A registration that goes while git reads it (design: procedure step 7):
-git reads every folder of ``$GIT_COMMON_DIR/worktrees`` (worktree.c,
-``get_worktrees``), so a registration of ours leaves it at once, moved out
-of git's sight, before a file of it is deleted."""
+"""A registration that goes while git reads it (design: procedure steps 3
+and 7): git reads every folder of ``$GIT_COMMON_DIR/worktrees`` (worktree.c,
+``get_worktrees``; ``git worktree add`` and ``list`` do), each file looked
+at, then read.  A registration of ours leaves that folder at once, moved
+out of git's sight, before a file of it is deleted; and a run over a base
+tree removes its own without the worktree lock, so another run's ``git
+worktree add`` can look at it there and find it gone when it reads it: git
+dies ("failed to read .../commondir"), and the run asks git once more.
+
+The adding git is held between looking at the other registration's
+``commondir`` and reading it by ``strace`` (a ``SIGSTOP`` injected after
+its ``lstat``): a real git on a real file system, let go on once the other
+run ended.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
+from hostile import wait_until
+from repo_helpers import BIN_DIR, git, isopatch
+
+#: ``git`` for the second run: its first ``git worktree add`` runs under
+#: strace, stopped after its first ``lstat`` of ``$HOOKED``; the rest as is.
+SHIM = """#!/bin/sh
+case " $* " in
+*" worktree add "*)
+    if mkdir "$SHIM_MARK" 2>/dev/null; then
+        exec strace -f -qq -o "$SHIM_LOG" -P "$HOOKED" -e trace=newfstatat,lstat \\
+            -e inject=newfstatat,lstat:signal=SIGSTOP:when=1 "$REAL_GIT" "$@"
+    fi;;
+esac
+exec "$REAL_GIT" "$@"
+"""
+
+
+def _started(marks: Path, run: subprocess.Popen) -> bool:
+    assert run.poll() is None, run.communicate()
+    return (marks / "started").exists()
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_worktree_add_survives_another_runs_registration_going_under_it(
+    env, make_repo, tmp_path: Path
+) -> None:
+    repo = make_repo({"README": "hello\n"})
+    assert isopatch("-q", "--", "true", cwd=repo, env=env).returncode == 0  # the base tree
+    worktrees = repo / ".git" / "worktrees"
+    (base_tree,) = os.listdir(worktrees)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    script = f": > '{marks}/started'; while [ ! -e '{marks}/go' ]; do sleep 0.05; done"
+    first = subprocess.Popen(
+        [BIN_DIR / "git-isopatch", "--porcelain", "--allow-write", marks, "--", "sh", "-c", script],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    wait_until(lambda: _started(marks, first), what="the first run's command")
+    (registration,) = set(os.listdir(worktrees)) - {base_tree}
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "git").write_text(SHIM)
+    (shim / "git").chmod(0o755)
+    log = tmp_path / "strace.log"
+    second_env = {
+        **env,
+        "PATH": f"{shim}{os.pathsep}{env['PATH']}",
+        "REAL_GIT": shutil.which("git", path=env["PATH"]),
+        "HOOKED": str(worktrees / registration / "commondir"),
+        "SHIM_MARK": str(tmp_path / "shim-used"),
+        "SHIM_LOG": str(log),
+    }
+    second = subprocess.Popen(
+        [BIN_DIR / "git-isopatch", "--porcelain", "--", "sh", "-c", "echo y > new"],
+        cwd=repo,
+        env=second_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(
+            lambda: log.exists() and "stopped by SIGSTOP" in log.read_text(),
+            what="the second run's git worktree add, stopped",
+        )
+        (marks / "go").touch()
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+        assert not (worktrees / registration).exists(), "the first run's registration went"
+    finally:
+        if log.exists():  # let the stopped git go on
+            for line in log.read_text().splitlines():
+                if "stopped by SIGSTOP" in line:
+                    os.kill(int(line.split()[0]), signal.SIGCONT)
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert b"fatal" not in err and b"warning" not in err, err
+    fields = dict(line.split(b" ", 1) for line in out.splitlines())
+    assert b"+y" in Path(fields[b"patch"].decode()).read_bytes()
+    assert os.listdir(worktrees) == [base_tree]
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    assert listed.count("worktree ") == 2, listed  # the checkout and the base tree
+    assert not [p for p in repo.parent.iterdir() if ".isopatch-" in p.name]
 
 
 def _registered(repo: Path, env) -> list[str]:
