@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import TYPE_CHECKING
 
 from .admin_files import read_admin_file
 from .types import GitDirPath
+
+if TYPE_CHECKING:
+    import mmap
+
+    Buffer = bytes | mmap.mmap
 
 #: The stat data before the object id: ten 32-bit numbers.
 STAT_BYTES = 40
@@ -71,18 +77,31 @@ def parse_entries(
     """:func:`index_entries` of the index bytes ``data``; ``starts``, when
     given, gets where each entry starts in ``data``."""
     try:
-        return _parse(data, hash_size, [] if starts is None else starts)
+        signature, version, count = struct.unpack_from(">4sII", data, 0)
+        if signature != b"DIRC" or version not in (2, 3, 4):
+            return None
+        fixed = STAT_BYTES + hash_size + 2
+        read = read_entries(data, 12, count, version, fixed, [] if starts is None else starts)
     except (struct.error, IndexError, ValueError):
         return None
+    return None if read is None or read[1] > len(data) - hash_size else read[0]
 
 
-def _parse(data: bytes, hash_size: int, starts: list[int]) -> list[tuple[bytes, bytes]] | None:
-    signature, version, count = struct.unpack_from(">4sII", data, 0)
-    if signature != b"DIRC" or version not in (2, 3, 4):
-        return None
+def read_entries(
+    data: Buffer, at: int, count: int, version: int, fixed: int, starts: list[int]
+) -> tuple[list[tuple[bytes, bytes]], int] | None:
+    """``(path, entry bytes)`` of ``count`` entries of the index bytes
+    ``data`` from offset ``at`` on (version 4 from the first, at 12: each
+    path is the difference from the one before), and where the next one
+    starts; ``starts`` gets where each starts.  ``fixed``: the bytes of an
+    entry's stat data, object id and flags.  ``None`` when an entry is not
+    as ``version`` has it.
+
+    Raises:
+        struct.error, IndexError, ValueError: an entry runs past the end.
+    """
     entries: list[tuple[bytes, bytes]] = []
-    at, previous = 12, b""
-    fixed = STAT_BYTES + hash_size + 2
+    previous = b""
     for _ in range(count):
         start = at
         starts.append(start)
@@ -102,16 +121,14 @@ def _parse(data: bytes, hash_size: int, starts: list[int]) -> list[tuple[bytes, 
             at = end + 1
         else:
             length = flags & NAME_MASK
-            end = at + length if length < NAME_MASK else data.index(b"\0", at + length)
-            if data[end] != 0:
+            end = at + length if length < NAME_MASK else data.find(b"\0", at + length)
+            if end < 0 or data[end] != 0:
                 return None
             path = data[at:end]
             at = start + ((end - start + 8) & ~7)
-        if at > len(data) - hash_size:
-            return None
         entries.append((path, meta))
         previous = path
-    return entries
+    return entries, at
 
 
 def index_listing(

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 
 from .admin_files import read_admin_file
-from .index_entries import EXTENDED, NAME_MASK, SPARSE_DIRECTORY, STAT_BYTES
+from .index_entries import EXTENDED, NAME_MASK, SPARSE_DIRECTORY, STAT_BYTES, read_entries
 
 #: The first line of a table (:func:`entry_table`).
 TABLE_HEADER = b"git-isopatch index table 1\n"
@@ -154,14 +154,11 @@ class _Entries:
 
     def path(self, number: int) -> tuple[bytes, int]:
         """The path of entry ``number`` and where its bytes end."""
-        start = self.starts[number]
-        flags = int.from_bytes(self.data[start + self.fixed - 2 : start + self.fixed], "big")
-        begin = start + self.fixed + (2 if flags & EXTENDED else 0)
-        length = flags & NAME_MASK
-        end = begin + length if length < NAME_MASK else self.data.find(b"\0", begin + length)
-        if end < 0 or end > len(self.data) - self.hash_size:
+        read = read_entries(self.data, self.starts[number], 1, 3, self.fixed, [])
+        if read is None or read[1] > len(self.data) - self.hash_size:
             raise ValueError("an entry past the end")
-        return self.data[begin:end], start + ((end - start + 8) & ~7)
+        ((path, _),), after = read
+        return path, after
 
     def first_at_least(self, key: bytes) -> int:
         """The number of the first entry whose path is not before ``key``

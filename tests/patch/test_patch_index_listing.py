@@ -58,6 +58,21 @@ def test_the_listing_is_what_ls_files_lists(env, make_repo, version) -> None:
     )
 
 
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_a_path_longer_than_its_length_field_is_read_to_its_nul(env, make_repo, version) -> None:
+    """A path of 4095 bytes and more has 0xFFF in its entry's flags: it
+    ends at its NUL, and the entry after it is read from there."""
+    repo = make_repo({"z": "after\n"})
+    long = "/".join(["d" * 200] * 21) + "/f"  # in the index alone: longer than PATH_MAX
+    blob = git("rev-parse", "HEAD:z", cwd=repo, env=env).decode().strip()
+    info = f"100644 {blob} 0\t{long}\n".encode()
+    git("update-index", "--index-info", cwd=repo, env=env, input=info)
+    git("update-index", "--index-version", version, cwd=repo, env=env)
+    listing = index_listing(GitDirPath(str(repo / ".git")), 20)
+    assert listing == _git_listing(repo, env)
+    assert [path for _, _, path in listing or ()] == [long.encode(), b"z"]
+
+
 def test_unmerged_entries_are_listed_stage_by_stage(env, make_repo) -> None:
     repo = make_repo({"both": "base\n"})
     git("checkout", "-q", "-b", "other", cwd=repo, env=env)
