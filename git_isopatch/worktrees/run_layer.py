@@ -184,35 +184,48 @@ def is_opaque(path: str) -> bool:
     return False
 
 
-def resolve(path: bytes, layers: tuple[str, ...]) -> str | None:
+def resolve(
+    path: bytes, layers: tuple[str, ...], folders: dict[bytes, list[str]] | None = None
+) -> str | None:
     """The file of ``layers`` (topmost first) that the overlay shows at
     ``path`` (from the top), resolved component by component as overlayfs
     does and never through a link: a whiteout, a file or an opaque folder
     of a layer hides what the layers below hold there; ``None`` when
-    nothing is shown (a link on the way is no folder)."""
-    parts = [os.fsdecode(part) for part in path.split(b"/") if part]
-    live = list(layers)
-    for depth in range(len(parts)):
-        folders = []
+    nothing is shown (a link on the way is no folder).  ``folders``: what
+    :func:`_shown` found, kept for the next path: a folder is looked at once."""
+    path = b"/".join(part for part in path.split(b"/") if part)
+    known = {b"": list(layers)} if folders is None else folders
+    for layer in _shown(path.rpartition(b"/")[0], known) if path else ():
+        here = os.path.join(layer, os.fsdecode(path))
+        with contextlib.suppress(OSError):
+            return None if _is_whiteout(os.lstat(here)) else here
+    return None
+
+
+def _shown(folder: bytes, known: dict[bytes, list[str]]) -> list[str]:
+    """The layers that show ``folder`` (from the top), topmost first, to
+    the first that hides those below; ``known``: those of the folders looked
+    at (the top's: all), which gets those of ``folder`` and above it."""
+    missing = []
+    while folder not in known:
+        missing.append(folder)
+        folder = folder.rpartition(b"/")[0]
+    live = known[folder]
+    for folder in reversed(missing):
+        shown = []
         for layer in live:
-            here = os.path.join(layer, *parts[: depth + 1])
+            here = os.path.join(layer, os.fsdecode(folder))
             try:
                 info = os.lstat(here)
             except OSError:
                 continue
-            if _is_whiteout(info):
+            if _is_whiteout(info) or not stat.S_ISDIR(info.st_mode):
                 break
-            if depth == len(parts) - 1:
-                return here
-            if not stat.S_ISDIR(info.st_mode):
-                break
-            folders.append(layer)
+            shown.append(layer)
             if is_opaque(here):
                 break
-        if not folders:
-            return None
-        live = folders
-    return None
+        live = known[folder] = shown
+    return live
 
 
 def refuse_prefix_over(layer: RunLayer, prefix: str) -> None:
@@ -280,6 +293,7 @@ class LayerFiles(WorktreeFiles):
     def __init__(self, layer: RunLayer) -> None:
         self.layer = layer
         self.layers = (layer.overlay.upper, layer.start, layer.base_tree)
+        self.folders = {b"": list(self.layers)}  # resolve's, for every path read
 
     def _relative(self, path: str) -> bytes | None:
         top = self.layer.start.rstrip("/") + "/"
@@ -291,13 +305,13 @@ class LayerFiles(WorktreeFiles):
         relative = self._relative(path)
         if relative is None:
             return super().lexists(path)
-        return relative == b"" or resolve(relative, self.layers) is not None
+        return relative == b"" or resolve(relative, self.layers, self.folders) is not None
 
     def is_real_folder(self, path: str) -> bool:
         relative = self._relative(path)
         if relative is None:
             return super().is_real_folder(path)
-        found = self.layers[0] if relative == b"" else resolve(relative, self.layers)
+        found = self.layers[0] if relative == b"" else resolve(relative, self.layers, self.folders)
         try:
             return found is not None and stat.S_ISDIR(os.lstat(found).st_mode)
         except OSError:

@@ -111,6 +111,11 @@ CASES: dict[str, tuple[str, bytes]] = {
         "echo 'gitdir: /nowhere' > src/.git && echo z >> src/a.c",
         b"+++ b/src/a.c",
     ),
+    "a file 400 folders deep": (
+        "p=d; i=1; while [ $i -lt 400 ]; do p=$p/d; i=$((i + 1)); done; "
+        "mkdir -p $p && echo deep > $p/f",
+        b"+++ b/d/d/d/d/",
+    ),
     "more new folders than paths compared": (
         "for i in $(seq 300); do mkdir d$i && echo $i > d$i/f; done",
         b"+++ b/d300/f",
