@@ -110,6 +110,7 @@ def command_hints(
     worktree: str,
     prefix: str = "",
     files: WorktreeFiles = HOST_FILES,
+    search_path: str = "",
 ) -> tuple[str, ...]:
     """Advice for a command that could not run a program (exit 126 or
     127; see :data:`NOT_RUNNABLE`), one line each:
@@ -125,7 +126,10 @@ def command_hints(
       and it was neither linked nor copied): ``--link``/``--copy`` it,
       named from the user's folder (``prefix``, ``/``-separated from the
       top, as :attr:`.git.repo.UserRepository.prefix`), since ``--link``
-      paths are taken from there.
+      paths are taken from there.  When the command's own program was not
+      found, only the folder its name leads into (``.venv/bin/ruff``), or,
+      for a bare name, a relative entry of ``search_path`` (the command's
+      ``PATH``: ``node_modules/.bin``) does: a typo is no missing folder.
 
     A package runner (:func:`_runs_a_package`) that failed with any status
     gets the last one for ``node_modules``: it exits 1, not 127, when the
@@ -151,7 +155,16 @@ def command_hints(
             f"split it (git isopatch -- {split}) or use sh -c {shlex.quote(name)}"
         )
         return tuple(hints)  # the name, not a missing dependency, is the trouble
-    for folder in ("node_modules",) if runner else DEPENDENCY_FOLDERS:
+    folders = ("node_modules",) if runner else DEPENDENCY_FOLDERS
+    if outcome.start_error is not None:  # where the name led, from the user's folder
+        entries = [name] if "/" in name else search_path.split(":")
+        led = {
+            posixpath.normpath(posixpath.join(prefix, entry)).split("/")[0]
+            for entry in entries
+            if entry and not entry.startswith("/")
+        }
+        folders = tuple(folder for folder in folders if folder in led)
+    for folder in folders:
         if os.path.isdir(os.path.join(top, folder)) and not files.lexists(
             os.path.join(worktree, folder)
         ):
@@ -175,7 +188,13 @@ def ran_hints(
     :func:`command_hints`, then :func:`signing_hints`."""
     repository = start.repository
     found = command_hints(
-        start.command, outcome, repository.top, worktree, repository.prefix, files
+        start.command,
+        outcome,
+        repository.top,
+        worktree,
+        repository.prefix,
+        files,
+        start.environ.get("PATH", ""),
     )
     return found + signing_hints(start, outcome, stderr, confined)
 

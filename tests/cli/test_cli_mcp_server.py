@@ -617,7 +617,9 @@ def test_hints_and_errors_name_the_calls_parameters_not_options(env, make_repo, 
     git("init", "-q", cwd=repo / "fresh", env=env)
 
     async def body(client):
-        missing = await client.call_tool("capture", {"command": ["no-such-program-here"]})
+        missing = await client.call_tool(
+            "capture", {"command": ["sh", "-c", "no-such-program-here"]}
+        )
         spaced = await client.call_tool("capture", {"command": ["no-such format"]})
         signed = await client.call_tool(
             "capture",

@@ -54,6 +54,25 @@ def test_no_hint_when_linked_copied_tracked_or_absent(env, make_repo) -> None:
     assert _hints(isopatch("--", *NOT_FOUND, cwd=bare, env=env)) == []
 
 
+def test_a_program_not_on_path_gets_no_dependency_hint(env, make_repo) -> None:
+    """``git isopatch -- rufff format .`` in a checkout with a ``.venv``:
+    git-isopatch looked the name up on ``PATH`` itself, and linking
+    ``.venv`` puts nothing there, so the hint would send the user round in
+    a circle.  A relative ``PATH`` entry into the folder does lead there."""
+    repo = make_repo({".gitignore": ".venv/\nnode_modules/\n"})
+    write_tree(repo, {".venv/bin/ruff": "#!/bin/sh\n", "node_modules/.bin/eslint": "#!/bin/sh\n"})
+    typo = isopatch("--", "rufff", "format", ".", cwd=repo, env=env)
+    assert typo.returncode == 127
+    assert typo.err.startswith("error: cannot run 'rufff': No such file or directory\n")
+    assert _hints(typo) == []
+    relative = {**env, "PATH": f"node_modules/.bin:{env['PATH']}"}
+    eslint = isopatch("--", "eslint", ".", cwd=repo, env=relative)
+    assert eslint.returncode == 127
+    assert _hints(eslint) == [_dependency_hint("node_modules")]
+    by_path = isopatch("--", ".venv/bin/ruff", cwd=repo, env=env)
+    assert _hints(by_path) == [_dependency_hint(".venv")]
+
+
 def test_no_hint_for_an_ordinary_failure(env, make_repo) -> None:
     repo = make_repo({".gitignore": "node_modules/\n"})
     write_tree(repo, {"node_modules/x": "x"})
