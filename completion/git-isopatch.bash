@@ -47,7 +47,7 @@ _git_isopatch ()
 		prune)
 			case "$prev" in -C) __git_isopatch_folders "$cur"; return ;; --expire) return ;; esac
 			case "$cur" in --expire=*) return ;; esac
-			__gitcomp "--expire= --dry-run --verbose -C"
+			__gitcomp "--expire= --sessions --dry-run --verbose -C"
 			return
 			;;
 		mcp)

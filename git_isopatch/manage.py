@@ -44,6 +44,7 @@ def prune_worktrees(
     repo_path: str = ".",
     *,
     expire: str | None = None,
+    sessions: bool = False,
     dry_run: bool = False,
     environ: Mapping[str, str] | None = None,
 ) -> Pruned:
@@ -53,6 +54,7 @@ def prune_worktrees(
     Args:
         expire: only those made before this time, as git's ``--expire``
             reads it (``2.weeks.ago``, ``yesterday``, ``now``...).
+        sessions: the idle sessions too (another agent's included).
         dry_run: remove nothing; return what would be removed.
 
     Returns:
@@ -68,7 +70,10 @@ def prune_worktrees(
     cutoff = None if expire is None else _expiry(expire, env)
     repository = open_repository(repo_path, environ)
     lock = AdminLock(admin_lock_seconds(environ))
-    return prune(repository, GitMetadataStore(), env=env, expire=cutoff, dry_run=dry_run, lock=lock)
+    store = GitMetadataStore()
+    return prune(
+        repository, store, env=env, expire=cutoff, sessions=sessions, dry_run=dry_run, lock=lock
+    )
 
 
 def end_session(repo_path: str, name: str, environ: Mapping[str, str] | None = None) -> bool:

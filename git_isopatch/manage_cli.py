@@ -70,6 +70,9 @@ def prune_command(
             "result folders 2.weeks.ago)",
         ),
     ] = None,
+    sessions: Annotated[
+        bool, typer.Option("--sessions", help="end idle sessions too, another agent's too")
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("-n", "--dry-run", help="remove nothing, show what would go")
     ] = False,
@@ -80,15 +83,16 @@ def prune_command(
     _short_help: ShortHelpOption = False,
     _manual: usage.ManualOption = False,
 ) -> None:
-    """Remove kept and orphaned worktrees and idle sessions git-isopatch made,
-    and result folders older than ``--expire`` (design: "Placement")."""
+    """Remove kept and orphaned worktrees git-isopatch made (idle sessions
+    with ``--sessions``), and result folders older than ``--expire``
+    (design: "Placement")."""
     from .errors import IsopatchError
     from .manage import prune_folders, prune_worktrees
     from .render import prune_lines
 
     configure_logging_on_first_use()
     try:
-        pruned = prune_worktrees(repo_path, expire=expire, dry_run=dry_run)
+        pruned = prune_worktrees(repo_path, expire=expire, sessions=sessions, dry_run=dry_run)
         folders = prune_folders(repo_path, expire=expire, dry_run=dry_run)
     except ValueError as exc:
         raise UsageFailure(f"option 'expire': {exc}") from exc

@@ -23,7 +23,7 @@ from .request import UsageConflict
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
-PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"
+PRUNE_SYNOPSIS = "git isopatch prune [--expire <time>] [--sessions] [-n] [-v] [-C <path>]"
 END_SYNOPSIS = "git isopatch --session <name> --end [-C <path>]"
 MCP_SYNOPSIS = (
     "git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] [--allow-write <path>]"

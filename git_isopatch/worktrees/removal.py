@@ -181,9 +181,10 @@ def remove_ours(
     return None
 
 
-def discard(repository: UserRepository, worktree: OwnedWorktree) -> bool:
+def discard(repository: UserRepository, worktree: OwnedWorktree, by: str) -> bool:
     """:func:`remove_ours` for a worktree of the inventory, its run's
-    private folder with it; the reason logged as a warning.
+    private folder with it; the reason logged as a warning; a session's
+    next step told it was ended ``by`` that.
 
     Returns:
         True when it is gone.
@@ -192,17 +193,19 @@ def discard(repository: UserRepository, worktree: OwnedWorktree) -> bool:
     reason = remove_ours(repository, path, worktree.admin_dir, also=(worktree.tmpdir,))
     if reason is not None:
         log.warning("could not remove worktree '%s': %s", worktree.path, reason)
-    _forget_session(repository, worktree, reason)
+    _forget_session(repository, worktree, reason, by)
     return reason is None
 
 
 def _forget_session(
-    repository: UserRepository, worktree: OwnedWorktree, reason: str | None
+    repository: UserRepository, worktree: OwnedWorktree, reason: str | None, by: str
 ) -> None:
-    """A session's worktree gone: its lock file too (:mod:`.sessions`)."""
+    """A session's worktree gone: its lock file too, and word for its next
+    step that it was ended ``by`` that (:mod:`.sessions`)."""
     if reason is None and worktree.session is not None:
-        from .sessions import forget_lock
+        from .sessions import forget_lock, mark_ended
 
+        mark_ended(repository.common_dir, worktree.session, by)
         forget_lock(repository.common_dir, worktree.session)
 
 
@@ -228,17 +231,21 @@ def prune(
     *,
     env: Mapping[str, str],
     expire: float | None = None,
+    sessions: bool = False,
     dry_run: bool = False,
     lock: AdminLock | None = None,
 ) -> Pruned:
     """Remove our kept, orphaned and pooled worktrees and the base trees no
-    run uses (:func:`remove_ours`); never a running or locked one, never a
-    base tree a run has pinned, never the one the caller stands in
+    run uses (:func:`remove_ours`), and with ``sessions`` the idle
+    sessions; never a running or locked one, never a base tree a run has
+    pinned or a session stands on, never the one the caller stands in
     (returned as :attr:`Pruned.here`), never one we did not make.
 
     Args:
         expire: remove only those made before this time (seconds since the
             epoch; ``git isopatch prune --expire <time>``); ``None`` for all.
+        sessions: end idle sessions too (``--sessions``): another agent's
+            next step then says so (:func:`.sessions.ended_by`).
         dry_run: remove nothing, report what would go.
         lock: the repository's worktree lock and its bounded wait.
 
@@ -257,7 +264,9 @@ def prune(
         prunable = [
             worktree
             for worktree in owned_worktrees(repository, store, env=env)
-            if worktree.state in PRUNABLE_STATES and (expire is None or _since(worktree) <= expire)
+            if worktree.state in PRUNABLE_STATES
+            and (sessions or worktree.state != SESSION)
+            and (expire is None or _since(worktree) <= expire)
         ]
         standing = next((w for w in prunable if os.path.realpath(w.path) == here), None)
         candidates = [w for w in prunable if os.path.realpath(w.path) != here]
@@ -279,7 +288,7 @@ def prune(
                 )
                 if reason is None:
                     removed.append(worktree)
-                    _forget_session(repository, worktree, reason)
+                    _forget_session(repository, worktree, reason, "'git isopatch prune --sessions'")
                 else:
                     failed.append((worktree, reason))
             removed.sort(key=lambda w: w.created or 0.0)
@@ -340,7 +349,9 @@ def make_room(
     for worktree in oldest_first(POOLED) + oldest_first(ORPHANED) + idle:
         if excess <= 0:
             break
-        if discard(repository, worktree):
+        if discard(
+            repository, worktree, f"a run that made room (isopatch.maxWorktrees is {limit})"
+        ):
             excess -= 1
             if worktree.state in (KEPT, SESSION):
                 what = "kept worktree" if worktree.state == KEPT else "idle session"

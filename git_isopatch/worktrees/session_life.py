@@ -56,14 +56,18 @@ def session_for_run(
     step that fails leaves no session.
 
     Raises:
-        IsopatchError: ``session-busy``, ``session-broken``,
-            ``session-base-differs``, ``session-confinement-differs``; as
+        IsopatchError: ``session-busy``, ``session-ended`` (by another:
+            said once), ``session-broken``, ``session-base-differs``,
+            ``session-confinement-differs``; as
             :meth:`WorktreeProvider.create`.
     """
     lock, name = provider.lock, session.name
     common = repository.common_dir
     with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
         found = sessions.find(repository, provider.store, name)
+        if found is None and (by := sessions.ended_by(common, name)) is not None:
+            sessions.forget_lock(common, name)
+            raise sessions.ended(name, by)
         if found is None:
             made = _make(provider, repository, (base, over), session, command, private, places)
             isolation, record = made
@@ -299,7 +303,7 @@ def end_session(provider: WorktreeProvider, repository: UserRepository, name: st
     the session's state) and its lock file, under its lock.
 
     Returns:
-        False when there is no such session.
+        False when there is no such session (nor one another ended).
     Raises:
         IsopatchError: ``session-busy``; the worktree could not be removed.
     """
@@ -307,9 +311,10 @@ def end_session(provider: WorktreeProvider, repository: UserRepository, name: st
     common = repository.common_dir
     with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
         found = sessions.find(repository, provider.store, name)
-        if found is None:
+        if found is None:  # one another ended is ended
+            ended = sessions.ended_by(common, name) is not None
             sessions.forget_lock(common, name)
-            return False
+            return ended
         why = refusal(found.worktree)
         if why is None:
             with lock.held(common):

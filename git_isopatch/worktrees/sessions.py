@@ -295,6 +295,42 @@ def forget_folders(common_dir: str) -> None:
         os.rmdir(os.path.dirname(folder))
 
 
+def _ended_path(common_dir: str, name: str) -> str:
+    return os.path.join(os.path.dirname(lock_path(common_dir, name)), f"{name}.ended")
+
+
+def mark_ended(common_dir: str, name: str, by: str) -> None:
+    """Leave word that session ``name`` was ended by ``by`` (``prune
+    --sessions``, a run making room), not by its own ``--end``, for its
+    next step to say (:func:`ended_by`).  Best effort."""
+    path = _ended_path(common_dir, name)
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        replace_admin_file(path, f"{by} at {when}".encode())
+
+
+def ended_by(common_dir: str, name: str) -> str | None:
+    """What ended session ``name`` and when (:func:`mark_ended`), or
+    ``None``; the word is taken away: said once, the name is free for a
+    new session."""
+    path = _ended_path(common_dir, name)
+    try:
+        by = read_admin_file(path, 4096).decode("utf-8", "replace").strip()
+        os.unlink(path)
+    except OSError:
+        return None
+    return by or "another process"
+
+
+def ended(name: str, by: str) -> IsopatchError:
+    return IsopatchError(
+        "session-ended",
+        f"session '{name}' was ended by {by}",
+        hint="its worktree is gone; run the step again to start the session afresh at its base",
+    )
+
+
 def broken(name: str, why: str) -> IsopatchError:
     return IsopatchError(
         "session-broken",

@@ -104,7 +104,7 @@ def test_short_help_is_git_style_usage_on_stdout_with_129(env, make_repo) -> Non
         # the subcommands' forms follow, as git prints them ("   or: ...")
         assert lines[1:6] == [
             "   or: git isopatch list [--porcelain [-z] | --json] [-C <path>]",
-            "   or: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]",
+            "   or: git isopatch prune [--expire <time>] [--sessions] [-n] [-v] [-C <path>]",
             "   or: git isopatch --session <name> --end [-C <path>]",
             "   or: git isopatch mcp [-C <path>] [--allow-unconfined] [--allow-network] "
             "[--allow-write <path>]",

@@ -108,7 +108,11 @@ def test_subcommands_are_only_recognised_first(env, make_repo, tmp_path) -> None
     ("args", "status", "first_line"),
     [
         (["list", "-h"], 129, "usage: git isopatch list [--porcelain [-z] | --json] [-C <path>]"),
-        (["prune", "-h"], 129, "usage: git isopatch prune [--expire <time>] [-n] [-v] [-C <path>]"),
+        (
+            ["prune", "-h"],
+            129,
+            "usage: git isopatch prune [--expire <time>] [--sessions] [-n] [-v] [-C <path>]",
+        ),
         (["list", "extra"], 129, "error: too many arguments: 'extra'"),
         (["list", "-z"], 129, "error: the option '-z' requires '--porcelain'"),
         (["prune", "--expire"], 129, "error: option 'expire' requires a value"),

@@ -81,8 +81,8 @@ def test_runs_elsewhere_never_move_or_evict_the_base_tree_of_a_session(
 @pytest.mark.hostile
 def test_prune_leaves_a_base_tree_a_newer_session_stands_on(make_repo, env) -> None:
     """``prune --expire`` takes the old base tree's idle peers, not the one a
-    session made after the expiry stands on; a plain prune takes the
-    session, then its base tree."""
+    session made after the expiry stands on; ``prune --sessions`` takes
+    the session, then its base tree."""
     repo = make_repo({"a.txt": "one\n"})
     before = repo_state(repo, env)
     step(repo, env, "s", "sh", "-c", "echo two >> a.txt", options=("--sandbox",))
@@ -96,7 +96,7 @@ def test_prune_leaves_a_base_tree_a_newer_session_stands_on(make_repo, env) -> N
     assert pruned.returncode == 0, pruned.err
     assert record.is_dir() and "base" not in pruned.out
     assert step(repo, env, "s", "sh", "-c", "cat a.txt")["exit"] == 0
-    everything = isopatch("prune", "-v", cwd=repo, env=env)
+    everything = isopatch("prune", "-v", "--sessions", cwd=repo, env=env)
     assert everything.returncode == 0, everything.err
     assert admin_dirs(repo, env) == []
     assert repo_state(repo, env) == before

@@ -460,18 +460,29 @@ def test_an_idle_session_counts_against_max_worktrees(make_repo, env) -> None:
     assert "warning: removed the oldest idle session 's' (isopatch.maxWorktrees is 1)" in plain.err
     listed = json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
     assert [e for e in listed if e["state"] != "base"] == []  # the run's base tree stays
+    git("config", "isopatch.maxWorktrees", "5", cwd=repo, env=env)
+    told = isopatch("--session", "s", "--", "true", cwd=repo, env=env)
+    assert told.returncode == 128, told.err
+    assert re.match(
+        r"fatal: session 's' was ended by a run that made room \(isopatch.maxWorktrees is 1\) "
+        r"at "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n",
+        told.err,
+    ), told.err
 
 
-def test_prune_removes_an_idle_session_and_its_lock(make_repo, env) -> None:
+def test_prune_sessions_removes_an_idle_session_and_its_lock(make_repo, env) -> None:
     repo = make_repo()
     before = repo_state(repo, env)
     _step(repo, env, "s", "touch", "x")
-    pruned = isopatch("prune", "-v", cwd=repo, env=env)
+    pruned = isopatch("prune", "-v", "--sessions", cwd=repo, env=env)
     assert pruned.returncode == 0, pruned.err
     assert "session" in pruned.out
-    assert not (repo / ".git" / "isopatch").exists()
+    assert os.listdir(repo / ".git" / "isopatch" / "sessions") == ["s.ended"]  # word for it
     assert admin_dirs(repo, env) == []
     assert repo_state(repo, env) == before
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
+    assert not (repo / ".git" / "isopatch").exists()
 
 
 def test_a_session_from_uncommitted_work_keeps_it_as_its_base(make_repo, env) -> None:

@@ -1,0 +1,68 @@
+"""Sessions and ``prune`` (man page: "Sessions", "Kept worktrees: list and
+prune"): agents share a repository, and one that cleans up after itself
+with ``git isopatch prune --expire now`` (the documented recipe) ends no
+other agent's session, as ``git worktree prune`` prunes no locked
+worktree.  ``prune --sessions`` does; the other agent's next step then
+fails once, saying so, and changes nothing; the step after it starts the
+session afresh at its base."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from repo_helpers import isopatch, repo_state
+from session_helpers import step
+
+
+def _sessions(repo: Path, env) -> list[str]:
+    listed = json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
+    return sorted(entry["session"] for entry in listed if entry["state"] == "session")
+
+
+def test_prune_expire_now_leaves_two_agents_sessions_as_they_were(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    step(repo, env, "first", "sh", "-c", "echo first >> a.txt")
+    step(repo, env, "second", "sh", "-c", "echo second > b.txt")
+    pruned = isopatch("prune", "-v", "--expire", "now", cwd=repo, env=env)
+    assert pruned.returncode == 0, pruned.err
+    assert "session" not in pruned.out, pruned.out
+    assert _sessions(repo, env) == ["first", "second"]
+    later = step(repo, env, "second", "sh", "-c", "echo more >> b.txt")
+    assert later["exit"] == 0
+    assert "+second\n+more\n" in Path(later["session-patch"]).read_text()
+    assert "+first" in Path(step(repo, env, "first", "true")["session-patch"]).read_text()
+
+
+def test_a_step_of_a_session_prune_sessions_ended_says_so_once(make_repo, env) -> None:
+    repo = make_repo({"a.txt": "one\n"})
+    step(repo, env, "mine", "sh", "-c", "echo mine >> a.txt")
+    step(repo, env, "theirs", "sh", "-c", "echo theirs > t.txt")
+    pruned = isopatch("prune", "--sessions", cwd=repo, env=env)  # a third agent
+    assert pruned.returncode == 0, pruned.err
+    assert _sessions(repo, env) == []
+    before = repo_state(repo, env)
+    told = isopatch(
+        "--session", "theirs", "--porcelain", "--", "sh", "-c", "echo x > t.txt", cwd=repo, env=env
+    )
+    assert told.returncode == 128, told.err
+    lines = told.err.splitlines()
+    assert re.fullmatch(
+        r"fatal: session 'theirs' was ended by 'git isopatch prune --sessions' at "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
+        lines[0],
+    ), told.err
+    assert lines[1:] == [
+        "hint: its worktree is gone; run the step again to start the session afresh at its base"
+    ]
+    assert "error-code session-ended" in told.out.splitlines()
+    assert _sessions(repo, env) == []
+    assert repo_state(repo, env) == before
+    again = step(repo, env, "theirs", "sh", "-c", "echo again >> t.txt")
+    assert again["exit"] == 0
+    assert Path(again["session-patch"]).read_text().count("+again") == 1
+    assert "+theirs" not in Path(again["session-patch"]).read_text()
+    assert isopatch("--session", "mine", "--end", cwd=repo, env=env).returncode == 0
+    assert isopatch("--session", "theirs", "--end", cwd=repo, env=env).returncode == 0
+    assert not (repo / ".git" / "isopatch" / "sessions").exists()
