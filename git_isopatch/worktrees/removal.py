@@ -245,7 +245,8 @@ def prune(
         expire: remove only those made before this time (seconds since the
             epoch; ``git isopatch prune --expire <time>``); ``None`` for all.
         sessions: end idle sessions too (``--sessions``): another agent's
-            next step then says so (:func:`.sessions.ended_by`).
+            next step then says so (:func:`.sessions.ended_by`); the word
+            left for those ended before ``expire`` goes.
         dry_run: remove nothing, report what would go.
         lock: the repository's worktree lock and its bounded wait.
 
@@ -261,6 +262,10 @@ def prune(
         if not dry_run:
             _mend_our_commondirs(repository, store)
             forget_set_aside(repository.common_dir)
+            if sessions:
+                from .sessions import forget_ended
+
+                forget_ended(repository.common_dir, expire)
         prunable = [
             worktree
             for worktree in owned_worktrees(repository, store, env=env)

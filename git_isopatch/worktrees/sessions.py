@@ -300,9 +300,8 @@ def _ended_path(common_dir: str, name: str) -> str:
 
 
 def mark_ended(common_dir: str, name: str, by: str) -> None:
-    """Leave word that session ``name`` was ended by ``by`` (``prune
-    --sessions``, a run making room), not by its own ``--end``, for its
-    next step to say (:func:`ended_by`).  Best effort."""
+    """Leave word that session ``name`` was ended ``by`` another than its
+    own ``--end``, for its next step to say (:func:`ended_by`)."""
     path = _ended_path(common_dir, name)
     when = time.strftime("%Y-%m-%d %H:%M:%S")
     with contextlib.suppress(OSError):
@@ -312,8 +311,7 @@ def mark_ended(common_dir: str, name: str, by: str) -> None:
 
 def ended_by(common_dir: str, name: str) -> str | None:
     """What ended session ``name`` and when (:func:`mark_ended`), or
-    ``None``; the word is taken away: said once, the name is free for a
-    new session."""
+    ``None``; taken away: said once, the name is free for a new session."""
     path = _ended_path(common_dir, name)
     try:
         by = read_admin_file(path, 4096).decode("utf-8", "replace").strip()
@@ -321,6 +319,22 @@ def ended_by(common_dir: str, name: str) -> str | None:
     except OSError:
         return None
     return by or "another process"
+
+
+def forget_ended(common_dir: str, before: float | None) -> None:
+    """Remove the word left (:func:`mark_ended`) before ``before`` (seconds
+    since the epoch; ``None``: all) that no step came back for."""
+    folder = os.path.dirname(lock_path(common_dir, "-"))
+    try:
+        names = [name for name in os.listdir(folder) if name.endswith(".ended")]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if before is None or os.stat(path, follow_symlinks=False).st_mtime <= before:
+                os.unlink(path)
+    forget_folders(common_dir)
 
 
 def ended(name: str, by: str) -> IsopatchError:

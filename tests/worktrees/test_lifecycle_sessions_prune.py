@@ -66,3 +66,22 @@ def test_a_step_of_a_session_prune_sessions_ended_says_so_once(make_repo, env) -
     assert isopatch("--session", "mine", "--end", cwd=repo, env=env).returncode == 0
     assert isopatch("--session", "theirs", "--end", cwd=repo, env=env).returncode == 0
     assert not (repo / ".git" / "isopatch" / "sessions").exists()
+
+
+def test_prune_sessions_drops_the_word_no_step_came_back_for(make_repo, env) -> None:
+    """The word a session ended by another leaves waits for its next step;
+    a later ``prune --sessions`` drops what was left before its
+    ``--expire``, then nothing of the sessions is left."""
+    repo = make_repo()
+    step(repo, env, "gone", "touch", "x")
+    assert isopatch("prune", "--sessions", cwd=repo, env=env).returncode == 0
+    word = repo / ".git" / "isopatch" / "sessions" / "gone.ended"
+    assert word.is_file()
+    kept = isopatch("prune", "--sessions", "--expire", "1.hour.ago", cwd=repo, env=env)
+    assert kept.returncode == 0, kept.err
+    assert word.is_file()
+    dropped = isopatch("prune", "--sessions", "--expire", "now", cwd=repo, env=env)
+    assert dropped.returncode == 0, dropped.err
+    assert not (repo / ".git" / "isopatch").exists()
+    again = isopatch("--session", "gone", "--", "true", cwd=repo, env=env)
+    assert again.returncode == 0, again.err
