@@ -7,7 +7,8 @@ ends).  :func:`pack_reachable` packs, into the store ``GIT_OBJECT_DIRECTORY``
 names, the objects reachable from some commits and not from others
 (``git pack-objects --revs``), read from that store and its alternates,
 and with them the blobs an index holds that the first tip does not
-(what the command staged and did not commit).
+(what the command staged and did not commit) and the store does not hold
+yet.
 """
 
 from __future__ import annotations
@@ -61,8 +62,12 @@ def pack_reachable(
         match _staged(git_dir, wanted[0], index, env, spawn):
             case Err() as failed:
                 return failed
-            case Ok(blobs):
-                wanted += blobs
+            case Ok(blobs) if blobs:
+                match _not_kept(git_dir, blobs, env, spawn):
+                    case Err() as failed:
+                        return failed
+                    case Ok(new):
+                        wanted += new
     revisions = "".join(f"{rev}\n" for rev in wanted) + "".join(f"^{rev}\n" for rev in known)
     base_name = os.path.join(env["GIT_OBJECT_DIRECTORY"], "pack", "pack")
     packed = run_git(
@@ -100,3 +105,28 @@ def _staged(
             if blob.strip("0") and blob not in EMPTY_BLOBS:
                 blobs.append(blob)
     return Ok(blobs)
+
+
+def _not_kept(
+    git_dir: GitDirPath, blobs: list[str], env: Mapping[str, str], spawn: Spawn | None
+) -> GitResult[list[str]]:
+    """Those of ``blobs`` that the store ``GIT_OBJECT_DIRECTORY`` names does
+    not hold itself (read without its alternates): the index still names
+    what an earlier step staged and packed, which no commit reaches."""
+    listed = run_git(
+        [f"--git-dir={git_dir}", "cat-file", "--batch-check=%(objectname)"],
+        env={**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": ""},
+        config=SNAPSHOT_CONFIG,
+        input="".join(f"{blob}\n" for blob in blobs).encode("ascii"),
+        spawn=spawn,
+    )
+    if isinstance(listed, Err):
+        return listed
+    missing = b" missing"
+    return Ok(
+        [
+            line[: -len(missing)].decode("ascii")
+            for line in listed.value.splitlines()
+            if line.endswith(missing)
+        ]
+    )

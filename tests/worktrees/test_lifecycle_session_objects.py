@@ -72,6 +72,30 @@ def test_a_step_packs_only_what_is_new(make_repo, env, sandbox) -> None:
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
 
 
+def _objects(pack: Path) -> list[str]:
+    shown = subprocess.run(
+        ["git", "verify-pack", "-v", str(pack)], capture_output=True, check=True, text=True
+    ).stdout
+    return [line.split()[0] for line in shown.splitlines() if line[40:41] == " "]
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_staged_blob_is_packed_once_not_by_every_later_step(make_repo, env, sandbox) -> None:
+    """The session's index still names the blob a step staged (and changed
+    again) when later steps run: the step that found it packed it, the
+    others pack their own state alone."""
+    repo = make_repo({"a.txt": "one\n"})
+    _step(
+        repo, env, "sh", "-c", "echo staged > g && git add g && echo other > g", options=(sandbox,)
+    )
+    for line in ("two", "three"):
+        _step(repo, env, "sh", "-c", f"echo {line} >> a.txt", options=(sandbox,))
+    blob = git("hash-object", "--stdin", cwd=repo, env=env, input=b"staged\n").decode().strip()
+    holding = [pack for pack in _session_packs(repo, env) if blob in _objects(pack)]
+    assert len(holding) == 1, holding
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
+
+
 @pytest.mark.hostile
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_an_intent_to_add_entry_a_step_leaves_keeps_the_session_whole(
