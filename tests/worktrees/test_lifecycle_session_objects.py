@@ -29,11 +29,13 @@ def _session_packs(repo: Path, env: dict[str, str]) -> list[Path]:
     return sorted(container.glob("**/isopatch-objects/pack/*.idx"))
 
 
-def _commits(pack: Path) -> list[str]:
+def _objects(pack: Path, kind: str = "") -> list[str]:
+    """The ids of the objects of ``pack`` (of ``kind`` alone: ``commit``)."""
     shown = subprocess.run(
         ["git", "verify-pack", "-v", str(pack)], capture_output=True, check=True, text=True
     ).stdout
-    return [line.split()[0] for line in shown.splitlines() if line[40:48] == " commit "]
+    return [line.split()[0] for line in shown.splitlines() if line[40:41] == " "
+            and line[41:].startswith(kind)]  # fmt: skip
 
 
 @pytest.mark.hostile
@@ -67,16 +69,9 @@ def test_a_step_packs_only_what_is_new(make_repo, env, sandbox) -> None:
         _step(repo, env, "sh", "-c", f"echo {line} >> a.txt", options=(sandbox,))
     packs = _session_packs(repo, env)
     assert len(packs) == 3
-    commits = [commit for pack in packs for commit in _commits(pack)]
+    commits = [commit for pack in packs for commit in _objects(pack, "commit ")]
     assert len(commits) == len(set(commits)) == 4  # the command's, and three states
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
-
-
-def _objects(pack: Path) -> list[str]:
-    shown = subprocess.run(
-        ["git", "verify-pack", "-v", str(pack)], capture_output=True, check=True, text=True
-    ).stdout
-    return [line.split()[0] for line in shown.splitlines() if line[40:41] == " "]
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
