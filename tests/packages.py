@@ -51,6 +51,7 @@ PACKAGES: dict[str, tuple[str, Callable[[], bool]]] = {
     "npm": ("the 'npm' program", lambda: _runs("npm", "--version")),
     "git-lfs": ("the 'git lfs' command", lambda: _runs("git", "lfs", "version")),
     "tmux": ("the 'tmux' program", lambda: _runs("tmux", "-V")),
+    "strace": ("the 'strace' program", lambda: _runs("strace", "-V")),
     "cargo": ("the 'cargo' program", lambda: _runs("cargo", "--version")),
     "rustfmt": ("'cargo fmt'", lambda: _runs("cargo", "fmt", "--version")),
     "openssh-client": (

@@ -44,7 +44,7 @@ def _started(marks: Path, run: subprocess.Popen) -> bool:
     return (marks / "started").exists()
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@pytest.mark.needs("strace")
 def test_a_worktree_add_survives_another_runs_registration_going_under_it(
     env, make_repo, tmp_path: Path
 ) -> None:
