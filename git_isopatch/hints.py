@@ -24,6 +24,8 @@ from .values import Start
 #: does not track: npm, pnpm and yarn's ``node_modules``, a Python virtual
 #: environment ``.venv``, Go, PHP and Ruby's ``vendor``.
 DEPENDENCY_FOLDERS = ("node_modules", ".venv", "vendor")
+#: Where those folders keep the programs they install.
+PROGRAM_FOLDERS = ("node_modules/.bin", ".venv/bin", "vendor/bin")
 #: Exit statuses for a program that was not found (127) or could not be
 #: executed (126), as POSIX shells report it ("Command Search and
 #: Execution") and npm, make and ``sh -c`` pass it on.
@@ -164,6 +166,8 @@ def command_hints(
             if entry and not entry.startswith("/")
         }
         folders = tuple(folder for folder in folders if folder in led)
+        if "/" not in name:
+            hints += _installed_there(name, top, prefix)
     for folder in folders:
         if os.path.isdir(os.path.join(top, folder)) and not files.lexists(
             os.path.join(worktree, folder)
@@ -174,6 +178,20 @@ def command_hints(
                 f"bring it in with --link {path} (or --copy {path})"
             )
     return tuple(hints)
+
+
+def _installed_there(name: str, top: str, prefix: str) -> list[str]:
+    """For a program not found on ``PATH`` that a dependency folder of the
+    checkout installs (``node_modules/.bin/prettier``): how to run it
+    from there, the paths from the user's folder (``prefix``)."""
+    for programs in PROGRAM_FOLDERS:
+        if os.access(os.path.join(top, programs, name), os.X_OK):
+            folder = shlex.quote(posixpath.relpath(programs.split("/")[0], prefix or "."))
+            program = shlex.quote(posixpath.relpath(f"{programs}/{name}", prefix or "."))
+            return [
+                f"'{name}' is not on PATH but in your checkout: run {program} with --link {folder}"
+            ]
+    return []
 
 
 def ran_hints(

@@ -73,6 +73,30 @@ def test_a_program_not_on_path_gets_no_dependency_hint(env, make_repo) -> None:
     assert _hints(by_path) == [_dependency_hint(".venv")]
 
 
+def test_a_program_only_in_a_dependency_folder_is_named_with_its_path(env, make_repo) -> None:
+    """``git isopatch -- prettier --write .`` where only the checkout's
+    ``node_modules/.bin`` holds ``prettier``: the hint gives the path to
+    run, from the user's folder, and the folder to link."""
+    repo = make_repo({".gitignore": "node_modules/\n", "sub/x.js": "x\n"})
+    write_tree(repo, {"node_modules/.bin/prettier": "#!/bin/sh\n"})
+    os.chmod(repo / "node_modules" / ".bin" / "prettier", 0o755)
+    run = isopatch("--", "prettier", "--write", ".", cwd=repo / "sub", env=env)
+    assert run.returncode == 127
+    assert _hints(run) == [
+        "hint: 'prettier' is not on PATH but in your checkout:"
+        " run ../node_modules/.bin/prettier with --link ../node_modules"
+    ]
+    ran = isopatch(
+        "--link",
+        "../node_modules",
+        "--",
+        "../node_modules/.bin/prettier",
+        cwd=repo / "sub",
+        env=env,
+    )
+    assert ran.returncode == 0, ran.err
+
+
 def test_no_hint_for_an_ordinary_failure(env, make_repo) -> None:
     repo = make_repo({".gitignore": "node_modules/\n"})
     write_tree(repo, {"node_modules/x": "x"})
