@@ -167,7 +167,7 @@ def command_hints(
         }
         folders = tuple(folder for folder in folders if folder in led)
         if "/" not in name:
-            hints += _installed_there(name, top, prefix)
+            hints += _installed_there(name, top, prefix) or _similar_subcommand(name)
     for folder in folders:
         if os.path.isdir(os.path.join(top, folder)) and not files.lexists(
             os.path.join(worktree, folder)
@@ -178,6 +178,16 @@ def command_hints(
                 f"bring it in with --link {path} (or --copy {path})"
             )
     return tuple(hints)
+
+
+def _similar_subcommand(name: str) -> list[str]:
+    """For a program not found whose name is close to a subcommand
+    (``git isopatch lst``): that subcommand, as git names the most similar
+    command."""
+    import difflib
+
+    similar = difflib.get_close_matches(name, SUBCOMMANDS, n=1, cutoff=0.8)
+    return [f"the most similar subcommand is 'git isopatch {similar[0]}'"] if similar else []
 
 
 def _installed_there(name: str, top: str, prefix: str) -> list[str]:

@@ -241,6 +241,19 @@ def test_a_package_runner_that_fails_names_node_modules(env, make_repo, command)
     assert _dependency_hint("node_modules") not in _hints(linked)
 
 
+@pytest.mark.parametrize(("typed", "meant"), [("lst", "list"), ("purne", "prune")])
+def test_a_misspelt_subcommand_names_the_most_similar(env, make_repo, typed, meant) -> None:
+    """``git isopatch lst`` runs a program named ``lst``, which is not
+    found: as git does for ``git lst``, the hint names the subcommand."""
+    repo = make_repo()
+    run = isopatch(typed, cwd=repo, env=env)
+    assert run.returncode == 127
+    assert run.err.startswith(f"error: cannot run '{typed}': No such file or directory\n")
+    assert _hints(run) == [f"hint: the most similar subcommand is 'git isopatch {meant}'"]
+    for other in ("no-such-tool", "lint"):  # lint: 0.75 like list, a tool of its own
+        assert _hints(isopatch(other, cwd=repo, env=env)) == [], other
+
+
 def test_a_subcommand_after_options_runs_a_program_and_says_so(env, make_repo) -> None:
     """``git isopatch -C repo list`` (git's own order: ``git -C repo
     worktree list``) runs a program named ``list``: subcommands are
