@@ -126,36 +126,60 @@ def _tidy(root: str) -> None:
         os.rmdir(os.path.dirname(root))
 
 
+class Held:
+    """The cache layers of one run (:func:`held`) and the lock that holds them.
+
+    Attributes:
+        layers: the run's :data:`.layers.CACHE` layers; none when another
+            run holds them (or the root cannot be written).
+    """
+
+    def __init__(self, root: str, fd: int | None, layers: tuple[Layer, ...], limit: int) -> None:
+        self.layers = layers
+        self._root, self._fd, self._limit = root, fd, limit
+        self._settled = fd is None
+
+    def settle(self) -> None:
+        """Once the run's namespaces hold no process (their mounts may
+        still be going): clear the layer when it holds more than the limit
+        (0: no bound) or more than can be measured, remove a folder's layer
+        that holds nothing.  The lock stays held until :func:`held` ends,
+        so that no other run mounts the layer before those mounts are gone."""
+        if self._settled:
+            return
+        self._settled = True
+        assert self._fd is not None
+        try:
+            if self._limit > 0 and not within_bound(self._root, self._limit):
+                _clear(self._root)
+            _drop_empty(self.layers)
+            os.utime(self._fd)
+            _tidy(self._root)
+        except OSError:
+            pass
+
+
 @contextlib.contextmanager
-def held(root: str, folders: Sequence[str], limit: int) -> Iterator[tuple[Layer, ...]]:
-    """The cache layers of ``folders`` kept in ``root``, for one run: its
-    :data:`.layers.CACHE` layers, none when another run holds them (or
-    ``root`` cannot be written).  On leaving (the run's namespaces gone),
-    the layer is cleared when it holds more than ``limit`` bytes (0: no
-    bound) or more than can be measured, and a folder's layer that holds
-    nothing is removed."""
+def held(root: str, folders: Sequence[str], limit: int) -> Iterator[Held]:
+    """The cache layers of ``folders`` kept in ``root``, for one run
+    (:class:`Held`).  On leaving (the run's namespaces gone), the layer is
+    settled (:meth:`Held.settle`) if it was not yet, and the lock let go."""
     fd = _lock(root) if folders else None
     if fd is None:
-        yield ()
+        yield Held(root, None, (), limit)
         return
+    hold = Held(root, fd, (), limit)
     try:
-        layers = []
         for folder in folders:
             kept = os.path.join(root, _key(folder))
             with contextlib.suppress(OSError):
                 for part in ("upper", "work"):
                     os.makedirs(os.path.join(kept, part), mode=0o700, exist_ok=True)
-                layers.append(Layer(folder, CACHE, kept))
-        yield tuple(layers)
+                hold.layers += (Layer(folder, CACHE, kept),)
+        yield hold
     finally:
         try:
-            if limit > 0 and not within_bound(root, limit):
-                _clear(root)
-            _drop_empty(layers)
-            os.utime(fd)
-            _tidy(root)
-        except OSError:
-            pass
+            hold.settle()
         finally:
             os.close(fd)
 

@@ -308,8 +308,9 @@ def confine(
     behind the command's ``streams`` (stdout, stderr) staying writable.
     On leaving, the namespaces end (:meth:`Confinement.end`, maybe called
     earlier), their layers and the private ``TMPDIR`` are removed, however
-    deep (:func:`.untrusted.remove_tree`), while bubblewrap ends; then it is
-    waited for, and its cgroups and the cache layer (:func:`.cache_layer.held`) go.
+    deep (:func:`.untrusted.remove_tree`), and the cache layer settled
+    (:meth:`.cache_layer.Held.settle`) while bubblewrap ends; then it is
+    waited for, and its cgroups and the cache layer's lock go.
 
     Raises:
         IsopatchError: ``sandbox-unavailable``.
@@ -337,7 +338,7 @@ def confine(
             held(cache_root(common_dir), kept, plan.cache.limit) as caches,
             bound(plan.limits) as bounds,  # its groups go once the namespaces have
         ):
-            namespaced = _namespaced(plan, places, env, fds, layers, caches)
+            namespaced = _namespaced(plan, places, env, fds, layers, caches.layers)
             namespaced.namespaces = namespaced.namespaces.bounded(bounds)
             try:
                 yield namespaced
@@ -345,6 +346,7 @@ def confine(
                 namespaced.end()  # their processes gone: the layers go while bubblewrap ends
                 remove_tree(private_tmp)
                 remove_tree(layers)
+                caches.settle()
                 namespaced.close()  # bubblewrap gone: its cgroups can go, its caches be let go
     finally:
         remove_tree(private_tmp)  # a failure before the namespaces left them
