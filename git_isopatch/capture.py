@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .values import Extracted, Ran, SessionPatch, Start
     from .worktrees.lease import Lease
     from .worktrees.provider import WorktreeProvider
+    from .worktrees.results import PrivateFolder
     from .worktrees.sessions import SessionRun
     from .worktrees.worktree_git import WorktreeGit
 
@@ -158,7 +159,7 @@ def run(
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply, while the sandbox ends.
         result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn, session)
-    _settle(private.path, result)  # -o without captured output leaves nothing
+        _settle(private, result)  # -o without captured output leaves nothing
     _expire(provider, plan)
     return result._replace(duration=time.monotonic() - started)
 
@@ -176,13 +177,13 @@ def _signal_wins(state: dict[str, int | None]) -> Iterator[None]:
         raise Interrupted(failure.message, state["received"]) from failure
 
 
-def _settle(private_dir: str, result: CaptureResult) -> None:
+def _settle(private: PrivateFolder, result: CaptureResult) -> None:
     """The run's private folder keeps what ``result`` names, nothing else
-    (:func:`.worktrees.results.settle`)."""
-    from .worktrees import results
-
+    (:meth:`.worktrees.results.PrivateFolder.settle`), settled while the
+    sandbox ends: what the namespaces wrote there is gone
+    (:meth:`.sandbox.confinement.Confinement.end`)."""
     named = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
-    results.settle(private_dir, (*named, result.session_patch))
+    private.settle((*named, result.session_patch))
 
 
 def _look(plan: Start) -> CheckoutLook:

@@ -38,8 +38,9 @@ __all__ = ["NAMESPACES", "NO_MECHANISM", "UNCONFINED", "ConfinementPlan", "plan"
 
 if TYPE_CHECKING:  # loaded only by the runs that need it: a plain run starts faster
     from ..git.repo import UserRepository
+    from .cache_layer import Held
     from .inside import Inside
-    from .layers import Layer, WorktreeOverlay
+    from .layers import WorktreeOverlay
     from .namespaces import Namespaces
     from .run_policy import RunPlaces
 
@@ -117,7 +118,8 @@ class Confinement:
 
     def end(self) -> None:
         """Nothing the command started runs any more, nor anything here
-        after this: what it wrote may be removed (:func:`confine`)."""
+        after this; what it wrote outside the worktree is removed
+        (:func:`confine`)."""
 
 
 #: The confinement of an unconfined run.
@@ -138,17 +140,23 @@ class Namespaced(Confinement):
     read-only system, copy-on-write home, temporary folders, checkout and
     git directory, its own PID, IPC and network namespaces; then, in the
     same namespaces, served by their launcher (:mod:`.inside`),
-    git-isopatch's own git on what it left (:attr:`spawn`)."""
+    git-isopatch's own git on what it left (:attr:`spawn`); ``layers``:
+    the folder of their layers, ``caches``: their cache layer."""
 
     confined = True
 
-    def __init__(self, namespaces: Namespaces, common_dir: str, private_tmp: str) -> None:
+    def __init__(
+        self, namespaces: Namespaces, common_dir: str, private_tmp: str, layers: str, caches: Held
+    ) -> None:
         self.namespaces = namespaces
         self.common_dir = common_dir
         self.private_tmp = private_tmp
+        self.layers = layers
+        self.caches = caches
         self.inside: Inside | None = None
         self._objects: str | None = None
         self._ended = False
+        self._removed = False
 
     def run_command(
         self,
@@ -224,11 +232,19 @@ class Namespaced(Confinement):
         return self.inside.spawn([program, *argv[1:]], env=own, cwd=cwd, fds=fds)
 
     def end(self) -> None:
-        """Every process of the namespaces gone (:meth:`.inside.Inside.end`):
-        their layers may go before :meth:`close` waits for bubblewrap."""
+        """Every process of the namespaces gone (:meth:`.inside.Inside.end`);
+        then, while bubblewrap ends, their layers and the private ``TMPDIR``
+        removed (:func:`.untrusted.remove_tree`), the cache layer settled."""
         self._ended = True
         if self.inside is not None:
             self.inside.end()
+        if not self._removed:
+            self._removed = True
+            from .untrusted import remove_tree
+
+            remove_tree(self.private_tmp)
+            remove_tree(self.layers)
+            self.caches.settle()
 
     def close(self) -> None:
         """End the namespaces, wait for bubblewrap: nothing runs inside."""
@@ -306,10 +322,8 @@ def confine(
     folder is ``top``: :data:`NONE` unconfined; else a private ``TMPDIR`` (set in
     ``env``) in the run's ``private_dir`` and the namespaces, the files
     behind the command's ``streams`` (stdout, stderr) staying writable.
-    On leaving, the namespaces end (:meth:`Confinement.end`, maybe called
-    earlier), their layers and the private ``TMPDIR`` are removed, however
-    deep (:func:`.untrusted.remove_tree`), and the cache layer settled
-    (:meth:`.cache_layer.Held.settle`) while bubblewrap ends; then it is
+    On leaving, the namespaces end (:meth:`Namespaced.end`, maybe called
+    earlier: what they wrote goes while bubblewrap ends); then it is
     waited for, and its cgroups and the cache layer's lock go.
 
     Raises:
@@ -338,15 +352,12 @@ def confine(
             held(cache_root(common_dir), kept, plan.cache.limit) as caches,
             bound(plan.limits) as bounds,  # its groups go once the namespaces have
         ):
-            namespaced = _namespaced(plan, places, env, fds, layers, caches.layers)
+            namespaced = _namespaced(plan, places, env, fds, layers, caches)
             namespaced.namespaces = namespaced.namespaces.bounded(bounds)
             try:
                 yield namespaced
             finally:
                 namespaced.end()  # their processes gone: the layers go while bubblewrap ends
-                remove_tree(private_tmp)
-                remove_tree(layers)
-                caches.settle()
                 namespaced.close()  # bubblewrap gone: its cgroups can go, its caches be let go
     finally:
         remove_tree(private_tmp)  # a failure before the namespaces left them
@@ -398,7 +409,7 @@ def _namespaced(
     env: dict[str, str],
     fds: Sequence[int],
     layers: str,
-    caches: Sequence[Layer],
+    caches: Held,
 ) -> Namespaced:
     """The namespaces of :func:`.run_policy.run_policy` for ``places``,
     their layers made in ``layers``, the cache layers ``caches`` above
@@ -416,11 +427,11 @@ def _namespaced(
         allow_write=plan.allow_write,
         allow_network=plan.allow_network,
         streams=_stream_files(fds),
-        caches=caches,
+        caches=caches.layers,
     )
     spaces = namespaces.Namespaces(plan.bwrap, policy, layers, seccomp_filter())
     spaces.prepare()
-    return Namespaced(spaces, places.common_dir, places.tmpdir)
+    return Namespaced(spaces, places.common_dir, places.tmpdir, layers, caches)
 
 
 def _stream_files(fds: Sequence[int]) -> tuple[str, ...]:

@@ -123,10 +123,20 @@ class PrivateFolder:
         self.path = path
         self.common_dir = common_dir
         self.marked = False
+        self.held: int | None = None
 
     def mark(self) -> None:
         """:func:`mark` it for its repository (best effort)."""
         self.marked = mark(self.path, self.common_dir)
+
+    def settle(self, reported: Iterable[str | None]) -> None:
+        """:func:`settle` it; once it is gone, let go of its hold (the
+        folder's last reference: its blocks are freed now, not as this
+        process ends)."""
+        settle(self.path, reported)
+        if self.held is not None and not os.path.lexists(self.path):
+            os.close(self.held)
+            self.held = None
 
 
 @contextlib.contextmanager
@@ -146,7 +156,7 @@ def private_folder(root: str, common_dir: str) -> Iterator[PrivateFolder]:
         where = root or tempfile.gettempdir()
         raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
     folder = PrivateFolder(path, common_dir)
-    hold(path)  # held, and left open, until this process ends
+    folder.held = hold(path)  # held, and left open, until the run settles it or this process ends
     try:
         yield folder
     except BaseException:  # the worktree is gone, or kept and reported
