@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from .attributes import is_attributes_file
 from .diff import EVERY_PATH, Paths, only_pathspecs, worktree_args
@@ -35,7 +34,6 @@ def unreadable_folder_warning(said: str) -> str:
     return f"left out of the patch: git could not open '{path}' ({reason})"
 
 
-@dataclass
 class Found:
     """What :func:`mark_untracked_intent_to_add` saw besides the new files.
 
@@ -61,11 +59,12 @@ class Found:
             attributes changed (:func:`find_ignored_attributes`).
     """
 
-    unreadable: list[str] = field(default_factory=list)
-    nested: list[str] = field(default_factory=list)
-    dot_git: list[str] = field(default_factory=list)
-    attributes: list[bytes] = field(default_factory=list)
-    ignored_attributes: list[bytes] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.unreadable: list[str] = []
+        self.nested: list[str] = []
+        self.dot_git: list[str] = []
+        self.attributes: list[bytes] = []
+        self.ignored_attributes: list[bytes] = []
 
 
 def mark_untracked_intent_to_add(

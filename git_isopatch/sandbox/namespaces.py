@@ -67,7 +67,6 @@ import os
 import socket
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import IO
 
 from ..git.record import Record
@@ -244,7 +243,6 @@ def _inherited(stream: int | IO[bytes] | None) -> int:
         return os.open(os.devnull, os.O_WRONLY)
 
 
-@dataclass(frozen=True)
 class Namespaces:
     """A policy bound to a ``bwrap`` and to its layers folder on disk; its
     layers (:meth:`NamespacePolicy.plan`) are planned once, when it is
@@ -258,22 +256,26 @@ class Namespaces:
     :meth:`mounts_moved` says so, and, while nothing ran in them yet,
     :meth:`replanned` plans again."""
 
-    bwrap: Bwrap
-    policy: NamespacePolicy
-    layers: str
-    seccomp: bytes | None = None
-    bounds: Bound | None = field(default=None, compare=False)
-    plan: tuple[Layer, ...] = field(init=False, repr=False, compare=False)
-    mounts: MountTable = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mounts", MountTable())
-        object.__setattr__(self, "plan", self.policy.plan(self.mounts.points))
+    def __init__(
+        self,
+        bwrap: Bwrap,
+        policy: NamespacePolicy,
+        layers: str,
+        seccomp: bytes | None = None,
+        bounds: Bound | None = None,
+    ) -> None:
+        self.bwrap = bwrap
+        self.policy = policy
+        self.layers = layers
+        self.seccomp = seccomp
+        self.bounds = bounds
+        self.mounts = MountTable()
+        self.plan: tuple[Layer, ...] = self.policy.plan(self.mounts.points)
 
     def bounded(self, bounds: Bound) -> Namespaces:
         """These namespaces with ``bounds``, their layers' plan kept."""
         made = copy.copy(self)
-        object.__setattr__(made, "bounds", bounds)
+        made.bounds = bounds
         return made
 
     def mounts_moved(self) -> bool:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from ..errors import IsopatchError
+from ..git.record import Record
 
 #: Set to ``1`` in a sandboxed command's environment.
 SANDBOX_VARIABLE = "GIT_ISOPATCH_SANDBOX"
@@ -44,8 +44,7 @@ CONTAINER_STEP = (
 _CAP_SYS_ADMIN = 21
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(Record):
     """What refuses the namespaces here, and what would allow them."""
 
     cause: str

@@ -277,6 +277,18 @@ def test_the_modules_of_a_run_build_no_dataclass_beyond_the_list(env, make_repo)
     }, "the check can fail"
 
 
+def test_a_sandboxed_run_builds_no_dataclass_beyond_the_list(env, make_repo) -> None:
+    """By class, in every module a sandboxed run that adds a file loads,
+    through its extraction and its sandbox's end: no dataclass but those
+    listed (the steps after the first git are on every run's way too)."""
+    repo = make_repo()
+    loaded = imported(["-q", "--sandbox", "--", "sh", "-c", "echo new > new.txt"], repo, env)
+    ours = sorted(name for name in loaded if name.split(".")[0] == "git_isopatch")
+    assert {"git_isopatch.extract", "git_isopatch.sandbox.confinement"} <= set(ours)
+    found = dataclasses_of(ours, repo, env)
+    assert found - DATACLASSES_BEFORE_THE_FIRST_GIT == set(), "a dataclass joins a run"
+
+
 #: The named tuples a run loads (``typing.NamedTuple``: a ``compile`` of each
 #: string annotation and an ``eval`` of its own ``__new__``, 0.2-1 ms each, on
 #: every run): only those ``-h`` loads too, which may not load the git layer
