@@ -29,6 +29,10 @@ CHECKOUT_CONFIG: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The file :func:`without_index` names.
+NO_INDEX = "isopatch-no-index"
+
+
 def check_out_worktree(
     admin_dir: GitDirPath,
     worktree: WorktreePath,
@@ -66,6 +70,13 @@ def check_out_worktree(
             return err
 
 
+def without_index(env: Mapping[str, str], git_dir: GitDirPath) -> dict[str, str]:
+    """``env`` for a git that compares trees alone (``git diff-tree``,
+    which reads the whole index all the same): ``GIT_INDEX_FILE`` names a
+    file of ``git_dir`` that is never made, an empty index to git."""
+    return {**env, "GIT_INDEX_FILE": os.path.join(git_dir, NO_INDEX)}
+
+
 def changed_path_count(
     git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
 ) -> GitResult[int]:
@@ -73,7 +84,7 @@ def changed_path_count(
     (``git diff-tree -r --name-only --no-renames``): what moving a
     checkout from one to the other writes."""
     args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
-    match run_git([*args, old, new, "--"], env=env):
+    match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
             return Ok(output.count(b"\0"))
         case Err() as err:
@@ -107,7 +118,7 @@ def deleted_paths(
     empties (a folder ``new`` does not hold), else the path itself, sorted
     and without repeats."""
     args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
-    match run_git([*args, "--diff-filter=D", old, new, "--"], env=env):
+    match run_git([*args, "--diff-filter=D", old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
             removed = [path for path in output.split(b"\0") if path]
         case Err() as err:
@@ -170,7 +181,7 @@ def attributes_differ(
     a checkout of ``new`` may convert files neither changes otherwise than
     one of ``old``); True when git cannot tell."""
     args = [f"--git-dir={git_dir}", "diff-tree", "-r", "--quiet", "--no-renames", old, new]
-    match run_git([*args, "--", ":(glob)**/.gitattributes"], env=env):
+    match run_git([*args, "--", ":(glob)**/.gitattributes"], env=without_index(env, git_dir)):
         case Ok():
             return False
         case Err():
