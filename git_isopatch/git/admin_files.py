@@ -16,10 +16,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 
 
-def replace_admin_file(path: str, data: bytes) -> None:
-    """Make ``path`` a regular file holding ``data``, at once.
+def replace_admin_file(path: str, data: bytes | Sequence[bytes | memoryview]) -> None:
+    """Make ``path`` a regular file holding ``data`` (or its pieces, one
+    after the other), at once.
 
     Raises:
         OSError: the folder cannot be written, or ``path`` is a folder.
@@ -30,7 +32,7 @@ def replace_admin_file(path: str, data: bytes) -> None:
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".isopatch-tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines([data] if isinstance(data, bytes) else data)
         os.replace(temporary, path)
     except BaseException:
         try:

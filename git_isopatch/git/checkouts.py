@@ -40,34 +40,42 @@ def check_out_worktree(
     *,
     env: Mapping[str, str],
     progress: bool = False,
+    force: bool = False,
+    rewrite: bool = False,
 ) -> GitResult[None]:
     """Check out a worktree registered with ``checkout=False``
     (:func:`add_detached_worktree`): ``git reset --hard`` as ``git worktree
     add`` runs it (builtin/worktree.c), every file written.  With
     ``commit``, a checked-out worktree is moved there instead: ``git
     checkout --detach <commit>``, which writes only the files that differ
-    (a two-way merge of the index; it refuses to lose a local change).
-    Both under :data:`WORKTREE_ADD_CONFIG` (no hook, parallel checkout).
+    (a two-way merge of the index; it refuses to lose a local change,
+    unless ``force``: a move by the difference that failed half-way); with
+    ``rewrite`` (a ``.gitattributes`` differs: a file neither commit
+    changes may convert otherwise), every file is then written again, as
+    a new checkout writes it: the index read anew from ``commit`` without
+    stat data (``git read-tree``), then ``git reset --hard``.
+    Under :data:`WORKTREE_ADD_CONFIG` (no hook, parallel checkout).
     A move is quiet but for its ``progress``: git's "Previous HEAD position
     was ..." and "HEAD is now at ..." speak of this checkout's ``HEAD``,
     which a user at the terminal would take for their own."""
     quiet = [] if progress else ["--quiet"]
+    reset = ["reset", "--hard", "--no-recurse-submodules", *quiet]
     if commit is None:
-        action = ["reset", "--hard", "--no-recurse-submodules", *quiet]
+        steps = [reset]
     else:
         shown = ["--progress"] if progress else []
-        action = ["checkout", "--detach", "--no-recurse-submodules", "--quiet", *shown, commit]
-        action.append("--")
-    args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *action]
-    if progress:
-        result = run_git_with_progress(args, env=env, config=CHECKOUT_CONFIG)
-    else:
-        result = run_git(args, env=env, config=CHECKOUT_CONFIG)
-    match result:
-        case Ok():
-            return Ok(None)
-        case Err() as err:
-            return err
+        action = ["checkout", "--detach", "--no-recurse-submodules", "--quiet", *shown]
+        action += ["--force", commit, "--"] if force else [commit, "--"]
+        steps = [action, ["read-tree", commit], reset] if rewrite else [action]
+    for step in steps:
+        args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *step]
+        if progress:
+            result = run_git_with_progress(args, env=env, config=CHECKOUT_CONFIG)
+        else:
+            result = run_git(args, env=env, config=CHECKOUT_CONFIG)
+        if isinstance(result, Err):
+            return result
+    return Ok(None)
 
 
 def without_index(env: Mapping[str, str], git_dir: GitDirPath) -> dict[str, str]:

@@ -60,7 +60,7 @@ def index_table(data: bytes, hash_size: int) -> tuple[bytes | None, list[bytes]]
         signature, version, count = struct.unpack_from(">4sII", data, 0)
         if signature != b"DIRC" or version not in (2, 3) or len(data) >= 1 << 32:
             return None
-        walked = _walk(data, hash_size, min(count, len(data) // 8), extended=version == 3)
+        walked = walk_entries(data, hash_size, min(count, len(data) // 8), extended=version == 3)
     except (struct.error, IndexError, ValueError):
         return None
     if walked is None or len(walked[0]) != count:
@@ -69,13 +69,21 @@ def index_table(data: bytes, hash_size: int) -> tuple[bytes | None, list[bytes]]
     checksum = data[-hash_size:]
     if sparse or not any(checksum):
         return None, links
+    return table_of(starts, checksum, len(data)), links
+
+
+def table_of(starts: array.array, checksum: bytes, size: int) -> bytes:
+    """The table of an index of ``size`` bytes ending with ``checksum``
+    whose entries start at ``starts`` (in this machine's byte order, left
+    as it is)."""
     if sys.byteorder == "little":
+        starts = array.array("I", starts)
         starts.byteswap()
-    size = len(data).to_bytes(8, "big") + count.to_bytes(4, "big")
-    return TABLE_HEADER + checksum + size + starts.tobytes(), links
+    counts = size.to_bytes(8, "big") + len(starts).to_bytes(4, "big")
+    return TABLE_HEADER + checksum + counts + starts.tobytes()
 
 
-def _walk(
+def walk_entries(
     data: bytes, hash_size: int, count: int, *, extended: bool
 ) -> tuple[array.array, list[bytes], bool] | None:
     """Where each of the ``count`` entries of ``data`` starts, the paths of
@@ -136,14 +144,14 @@ def partial_index(index: str, table: str, paths: Sequence[bytes], hash_size: int
                 starts.byteswap()
             if len(starts) != int.from_bytes(raw[head + 8 : head + 12], "big"):
                 return None
-            return _Entries(data, starts, hash_size).partial(paths)
+            return Entries(data, starts, hash_size).partial(paths)
     except (OSError, ValueError, IndexError):
         return None
     finally:
         os.close(fd)
 
 
-class _Entries:
+class Entries:
     """The entries of an index's bytes ``data``, by number, found through
     ``starts`` (a version 2 or 3 index)."""
 
@@ -205,7 +213,7 @@ class _Entries:
         out += len(chosen).to_bytes(4, "big")
         for number in sorted(chosen):
             out += self.data[self.starts[number] : self.path(number)[1]]
-        out += _digest(bytes(out), self.hash_size)
+        out += index_checksum(bytes(out), self.hash_size)
         return bytes(out)
 
 
@@ -231,7 +239,7 @@ def _wanted(paths: Sequence[bytes]) -> tuple[set[bytes], set[bytes]]:
     return exact, folders
 
 
-def _digest(data: bytes, hash_size: int) -> bytes:
+def index_checksum(data: bytes, hash_size: int) -> bytes:
     """The index's checksum: the repository's hash of ``data``."""
     if hash_size == 20:
         try:

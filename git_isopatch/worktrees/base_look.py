@@ -24,7 +24,7 @@ from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.index_entries import parse_entries, read_index
 from ..git.partial_index import index_table
 from ..git.record import Record
-from ..git.result import Err, Ok
+from ..git.result import Err, GitResult, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..logger import log
 
@@ -55,14 +55,71 @@ class BaseLook(Record):
     known: bool = False
 
 
+def check_out_base_tree(
+    path: WorktreePath,
+    admin_dir: GitDirPath,
+    commit: CommitId,
+    *,
+    moved: bool,
+    env: Mapping[str, str],
+    progress: bool,
+) -> GitResult[None]:
+    """Check out the base tree at ``path`` (registered without a checkout)
+    or, ``moved``, move it from its ``HEAD`` to ``commit``: by the
+    difference (:func:`..git.moved_checkout.move_by_difference`; its index
+    table and gitlinks then follow without a walk of the index) where it
+    can be, else whole; then :func:`look_once`."""
+    from ..git.checkouts import check_out_worktree  # not for a warm run
+    from ..git.moved_checkout import Whole, move_by_difference
+
+    whole = Whole()
+    if moved:
+        try:
+            table = read_admin_file(os.path.join(admin_dir, INDEX_TABLE), limit=1 << 32)
+            old = CommitId(read_admin_file(os.path.join(admin_dir, "HEAD")).strip().decode())
+        except (OSError, UnicodeDecodeError):
+            table, old = b"", CommitId("")
+        match move_by_difference(admin_dir, path, old, commit, table, env=env):
+            case Ok(spliced):
+                before = look_of(admin_dir, old)
+                links = {p for p in before.gitlinks if p not in spliced.changed}
+                links.update(spliced.gitlinks)
+                walked = (spliced.table, sorted(links)) if before.known else None
+                look_once(path, admin_dir, commit, env=env, walked=walked)
+                return Ok(None)
+            case Err(error):
+                log.debug("moved whole: %s", error.message())
+                whole = Whole(force=True)
+            case Whole() as whole:
+                pass
+    done = check_out_worktree(
+        admin_dir,
+        path,
+        commit if moved else None,
+        env=env,
+        progress=progress,
+        force=whole.force,
+        rewrite=whole.rewrite,
+    )
+    if isinstance(done, Ok):
+        look_once(path, admin_dir, commit, env=env)
+    return done
+
+
 def look_once(
-    path: WorktreePath, admin_dir: GitDirPath, commit: CommitId, *, env: Mapping[str, str]
+    path: WorktreePath,
+    admin_dir: GitDirPath,
+    commit: CommitId,
+    *,
+    env: Mapping[str, str],
+    walked: tuple[bytes | None, list[bytes]] | None = None,
 ) -> None:
     """The paths the checkout of the base tree at ``path`` alone makes
     differ from ``commit`` (a conversion of the attributes that does not
     give the blob back, :func:`..git.baseline.read_baseline`; none where
-    no attributes apply), kept in ``admin_dir``.  Best effort: without it,
-    a run finds none."""
+    no attributes apply), kept in ``admin_dir`` with its index's table and
+    gitlinks (``walked``, when known, else from a walk of the index).
+    Best effort: without it, a run finds none."""
     from ..git.attributes import index_may_track_attributes
     from ..git.baseline import read_baseline
     from ..git.pinned import read_settings
@@ -80,7 +137,7 @@ def look_once(
             case Err(error):
                 log.debug("no look at the base tree: %s", error.message())
                 return
-    links, table = _index_of(admin_dir, len(commit) // 2)
+    table, links = walked or _index_of(admin_dir, len(commit) // 2)
     _keep_table(admin_dir, table)
     if links is None:
         return
@@ -92,18 +149,18 @@ def look_once(
         log.debug("could not keep the base tree's look: %s", exc)
 
 
-def _index_of(admin_dir: GitDirPath, hash_size: int) -> tuple[list[bytes] | None, bytes | None]:
-    """The gitlinks' paths of the index of ``admin_dir`` and its table
-    (``None`` for an index that has none); no paths when the index cannot
-    be read."""
+def _index_of(admin_dir: GitDirPath, hash_size: int) -> tuple[bytes | None, list[bytes] | None]:
+    """The table of the index of ``admin_dir`` (``None`` for an index that
+    has none) and its gitlinks' paths (``None`` when the index cannot be
+    read)."""
     index = read_index(admin_dir)
     walked = None if index is None else index_table(index, hash_size)
     if walked is not None:
-        return walked[1], walked[0]
+        return walked
     entries = None if index is None else parse_entries(index, hash_size)  # version 4
     if entries is None:
         return None, None
-    return [name for name, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"], None
+    return None, [name for name, meta in entries if meta[24:28] == b"\x00\x00\xe0\x00"]
 
 
 def _keep_table(admin_dir: GitDirPath, table: bytes | None) -> None:
@@ -135,7 +192,7 @@ def keep_missing_table(admin_dir: GitDirPath, hash_size: int) -> None:
         return
     try:
         if try_flock(fd, exclusive=True) and not os.path.lexists(path):
-            _keep_table(admin_dir, _index_of(admin_dir, hash_size)[1])
+            _keep_table(admin_dir, _index_of(admin_dir, hash_size)[0])
     except Exception as exc:  # best effort: the run reads the whole index
         log.debug("could not keep the base tree's index table: %s", exc)
     finally:

@@ -23,9 +23,11 @@ that held it, however it ended.
 At most ``isopatch.baseTrees`` are kept (:func:`trim`, after each run):
 one whose maker died half-way goes first, then the least recently used
 idle ones; 0 keeps none, every run's base tree goes when its last run ends.
-An idle one is moved to a new commit (``git checkout --detach``: what
-differs is written) when few of its files differ, or when no more may be
-kept; one unused for two weeks expires with the result folders.
+An idle one is moved to a new commit by the difference
+(:func:`.base_look.check_out_base_tree`: the paths that differ are written,
+their index entries alone replaced) when few of its files differ, or when
+no more may be kept; one unused for two weeks expires with the result
+folders.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
 from ..logger import log, warning
-from .base_look import keep_missing_table, look_once
+from .base_look import check_out_base_tree, keep_missing_table
 from .lock import (
     PIN_FILE,
     POLL_SECONDS,
@@ -352,17 +354,9 @@ class BaseTrees:
         """Outside the worktree lock, holding ``tree``'s pin exclusively:
         check it out (a new one) or move it to ``commit``; then, under the
         lock, mark it ready and hold its pin shared.  A failure removes it."""
-        from ..git.checkouts import check_out_worktree  # not for a warm run
-
-        done = check_out_worktree(
-            tree.admin_dir,
-            tree.path,
-            commit if moved else None,
-            env=self.env,
-            progress=self.progress,
+        done = check_out_base_tree(
+            tree.path, tree.admin_dir, commit, moved=moved, env=self.env, progress=self.progress
         )
-        if isinstance(done, Ok):
-            look_once(tree.path, tree.admin_dir, commit, env=self.env)
         try:
             with self.lock.held(self.repository.common_dir):
                 if isinstance(done, Err):

@@ -1,0 +1,217 @@
+"""An idle base tree moved to another commit by the difference (issue 32:
+a run one commit after a kept base tree costs that commit's difference).
+After the move it is what a fresh checkout of the new commit is: the same
+files, modes, symbolic links, folders (emptied ones gone, a file turned
+into a folder and back), gitlinks and index entries, stat data git takes
+as fresh (``git diff-files`` finds nothing without reading a file), a
+cache tree that gives the commit's tree, and the index table and gitlinks
+its look keeps; a capture over it gives the patch a capture over a fresh
+one gives.  A ``.gitattributes`` that changes moves it whole: files that
+neither commit changes may then convert otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from repo_helpers import git, isopatch, tree_manifest, write_tree
+
+from git_isopatch.git.partial_index import index_table
+from git_isopatch.git.repo import open_user_repository
+from git_isopatch.git.result import Ok
+from git_isopatch.git.run import own_git_environment
+from git_isopatch.git.types import CommitId
+from git_isopatch.worktrees.base_look import INDEX_TABLE, look_of
+from git_isopatch.worktrees.base_trees import BaseTrees
+from git_isopatch.worktrees.lock import AdminLock
+
+#: The first commit: every kind of path a move changes.
+FIRST = {
+    "README": "hello\n",
+    "same.txt": "same\n",
+    "gone.txt": "gone\n",
+    "tool.sh": "#!/bin/sh\necho tool\n",
+    "link": "symlink:same.txt",
+    "link-to-file": "symlink:README",
+    "file-to-link": "plain\n",
+    "deep/a/b/c.txt": "deep\n",
+    "turn": "a file first\n",
+    "folder/x.txt": "x\n",
+    "folder/y.txt": "y\n",
+    "keep/one.txt": "one\n",
+    "keep/two.txt": "two\n",
+    "data.dat": "a\nb\n",
+}
+
+
+def _second(repo: Path) -> None:
+    """The next commit's changes to :data:`FIRST` (``git add -A`` next)."""
+    (repo / "README").write_text("changed\n")
+    (repo / "gone.txt").unlink()
+    (repo / "tool.sh").chmod(0o755)
+    (repo / "link").unlink()
+    os.symlink("README", repo / "link")
+    (repo / "link-to-file").unlink()
+    (repo / "link-to-file").write_text("now a file\n")
+    (repo / "file-to-link").unlink()
+    os.symlink("same.txt", repo / "file-to-link")
+    shutil.rmtree(repo / "deep")
+    (repo / "turn").unlink()
+    write_tree(repo, {"turn/inner.txt": "a folder now\n", "new/dir/n.txt": "new\n"})
+    shutil.rmtree(repo / "folder")
+    (repo / "folder").write_text("a file now\n")
+    (repo / "keep/two.txt").unlink()
+
+
+def _commit(
+    repo: Path, env: dict[str, str], message: str, gitlinks: dict[str, str] | None = None
+) -> CommitId:
+    """Commit the work tree, with ``gitlinks`` (path: commit) beside it."""
+    git("add", "-A", cwd=repo, env=env)
+    for path, commit in (gitlinks or {}).items():
+        git("update-index", "--add", "--cacheinfo", f"160000,{commit},{path}", cwd=repo, env=env)
+    git("commit", "-q", "-m", message, cwd=repo, env=env)
+    return CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
+
+
+def _trees(repo: Path, env: dict[str, str]) -> BaseTrees:
+    match open_user_repository(str(repo), env):
+        case Ok(repository):
+            pass
+    return BaseTrees(repository, env=own_git_environment(env), lock=AdminLock(), limit=1)
+
+
+def _folders(top: Path) -> set[str]:
+    found = set()
+    for folder, dirs, _ in os.walk(top):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        found.update(os.path.relpath(os.path.join(folder, d), top) for d in dirs)
+    return found
+
+
+def _admin(tree: Path) -> Path:
+    return Path((tree / ".git").read_text().split(": ", 1)[1].strip())
+
+
+def _state(tree: Path, env: dict[str, str]) -> dict[str, object]:
+    """What a checkout of a commit is, as git and the file system see it."""
+    index = tree.parent / "index-copy"
+    shutil.copyfile(_admin(tree) / "index", index)
+    with_copy = {**env, "GIT_INDEX_FILE": str(index)}
+    try:
+        written = git("write-tree", cwd=tree, env=with_copy)  # the cache tree's valid nodes
+    finally:
+        index.unlink()
+    return {
+        "files": tree_manifest(tree),
+        "folders": _folders(tree),
+        "entries": git("ls-files", "-s", cwd=tree, env=env),
+        "head": git("rev-parse", "HEAD", "HEAD^{tree}", cwd=tree, env=env),
+        "tree": written.strip(),
+        "stale stat data": git("diff-files", "--name-only", cwd=tree, env=env),
+        "status": git("status", "--porcelain", "--ignored", "-uall", cwd=tree, env=env),
+        "diff": git("diff", "HEAD", "--stat", cwd=tree, env=env),
+    }
+
+
+def _fresh(repo: Path, env: dict[str, str], commit: str, where: Path) -> dict[str, object]:
+    git("worktree", "add", "-q", "--detach", str(where), commit, cwd=repo, env=env)
+    try:
+        return _state(where, env)
+    finally:
+        git("worktree", "remove", "--force", str(where), cwd=repo, env=env)
+
+
+def _look_kept(tree: Path, commit: str) -> tuple[bytes, tuple[bytes, ...]]:
+    admin = _admin(tree)
+    table, links = index_table((admin / "index").read_bytes(), len(commit) // 2)
+    assert (admin / INDEX_TABLE).read_bytes() == table, "the table is not the index's"
+    look = look_of(admin, commit)
+    assert look.known and look.gitlinks == tuple(links)
+    return table, look.gitlinks
+
+
+def _indexes_read(trace: Path) -> set[str]:
+    """The index files the git commands of ``trace`` read (one that does
+    not exist is no read)."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    named = {e["msg"] for e in events if e.get("label") == "do_read_index" and "msg" in e}
+    return {index for index in named if os.path.lexists(index) or "isopatch-move-" in index}
+
+
+def _two_commits(make_repo, env: dict[str, str]) -> tuple[Path, CommitId, CommitId]:
+    repo = make_repo(FIRST)
+    base = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    first = _commit(repo, env, "first", {"sub": base, "sub-gone": base})
+    _second(repo)
+    return repo, first, _commit(repo, env, "second", {"sub": first, "new/sub": first})
+
+
+@pytest.mark.parametrize("direction", ["forward", "back", "empty"])
+def test_a_moved_base_tree_is_a_fresh_checkout_of_its_commit(
+    env, make_repo, tmp_path, direction
+) -> None:
+    repo, first, second = _two_commits(make_repo, env)
+    start, goal = (first, second) if direction == "forward" else (second, first)
+    if direction == "empty":
+        git("commit", "-q", "--allow-empty", "-m", "empty", cwd=repo, env=env)
+        start, goal = second, CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
+    trees = _trees(repo, env)
+    made = trees.pin(start)
+    path = Path(made.tree.path)
+    untouched = os.stat(path / "same.txt")
+    trees.release(made)
+    trace = tmp_path / "trace"
+    moved = _trees(repo, {**env, "GIT_TRACE2_EVENT": str(trace)}).pin(goal)
+    try:
+        assert moved.made and Path(moved.tree.path) == path, "not moved"
+        read = {Path(index).name for index in _indexes_read(trace)}
+        assert all(name.startswith("index.isopatch-move-") for name in read), read
+        assert read or direction == "empty"
+        assert _state(path, env) == _fresh(repo, env, goal, tmp_path / "fresh")
+        links = (b"sub", b"sub-gone") if goal == first else (b"new/sub", b"sub")
+        assert _look_kept(path, goal)[1] == links
+        again = os.stat(path / "same.txt")
+        assert (again.st_ino, again.st_mtime_ns) == (untouched.st_ino, untouched.st_mtime_ns)
+    finally:
+        trees.release(moved)
+
+
+def test_a_changed_gitattributes_moves_the_base_tree_whole(env, make_repo, tmp_path) -> None:
+    repo, first, _ = _two_commits(make_repo, env)
+    (repo / ".gitattributes").write_text("*.dat eol=crlf\n")
+    third = _commit(repo, env, "attributes", {"sub": first, "new/sub": first})
+    trees = _trees(repo, env)
+    trees.release(trees.pin(first))
+    moved = trees.pin(third)
+    try:
+        path = Path(moved.tree.path)
+        assert (path / "data.dat").read_bytes() == b"a\r\nb\r\n"
+        assert _state(path, env) == _fresh(repo, env, third, tmp_path / "fresh")
+        _look_kept(path, third)
+    finally:
+        trees.release(moved)
+
+
+def _capture(repo: Path, env: dict[str, str]) -> bytes:
+    script = "echo more >> README; rm same.txt; echo t > turn/t.txt; chmod -x tool.sh"
+    run = isopatch("--sandbox", "--stdout", "-q", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    return run.stdout
+
+
+def test_a_capture_over_a_moved_base_tree_gives_a_fresh_ones_patch(env, make_repo) -> None:
+    repo, first, second = _two_commits(make_repo, env)
+    git("checkout", "-q", "--detach", first, cwd=repo, env=env)
+    assert isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=env).returncode == 0
+    kept = sorted((repo / ".git" / "isopatch").glob("git-isopatch-*"))
+    git("checkout", "-q", "--detach", second, cwd=repo, env=env)
+    over_moved = _capture(repo, env)
+    assert sorted((repo / ".git" / "isopatch").glob("git-isopatch-*")) == kept, "not moved"
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    over_fresh = _capture(repo, env)
+    assert over_moved == over_fresh and b"turn/t.txt" in over_moved
+    git("apply", "--check", "-", cwd=repo, env=env, input=over_moved)
