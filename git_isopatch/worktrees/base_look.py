@@ -84,8 +84,13 @@ def check_out_base_tree(
                 before = look_of(admin_dir, old)
                 links = {p for p in before.gitlinks if p not in spliced.changed}
                 links.update(spliced.gitlinks)
-                walked = (spliced.table, sorted(links)) if before.known else None
-                look_once(path, admin_dir, commit, env=env, walked=walked)
+                if before.known:
+                    walked = (spliced.table, sorted(links))
+                    kept = tuple(p for p in before.baseline if p not in spliced.changed)
+                    since = (kept, spliced.changed)
+                    look_once(path, admin_dir, commit, env=env, walked=walked, since=since)
+                else:
+                    look_once(path, admin_dir, commit, env=env)
                 return Ok(None)
             case Err(error):
                 log.debug("moved whole: %s", error.message())
@@ -113,13 +118,17 @@ def look_once(
     *,
     env: Mapping[str, str],
     walked: tuple[bytes | None, list[bytes]] | None = None,
+    since: tuple[tuple[bytes, ...], frozenset[bytes]] | None = None,
 ) -> None:
     """The paths the checkout of the base tree at ``path`` alone makes
     differ from ``commit`` (a conversion of the attributes that does not
     give the blob back, :func:`..git.baseline.read_baseline`; none where
     no attributes apply), kept in ``admin_dir`` with its index's table and
     gitlinks (``walked``, when known, else from a walk of the index).
-    Best effort: without it, a run finds none."""
+    ``since``, for a base tree moved by the difference (no attributes file
+    changed): the paths the look of the commit it left found that the move
+    did not change, which stay, and those it changed, the only ones looked
+    at.  Best effort: without it, a run finds none."""
     from ..git.attributes import index_may_track_attributes
     from ..git.baseline import read_baseline
     from ..git.pinned import read_settings
@@ -129,11 +138,16 @@ def look_once(
     settings = read_settings(admin_dir, env)
     if index_may_track_attributes(admin_dir) or attributes_may_apply(admin_dir, settings, env):
         looked = read_baseline(
-            path, commit, git_dir=admin_dir, env=env, whole=False, conversions=True
+            path,
+            commit,
+            git_dir=admin_dir,
+            env=env,
+            whole=False,
+            conversions=True if since is None else sorted(since[1]),
         )
         match looked:
             case Ok(found):
-                paths = sorted(found.paths)
+                paths = sorted({*found.paths, *(since[0] if since else ())})
             case Err(error):
                 log.debug("no look at the base tree: %s", error.message())
                 return

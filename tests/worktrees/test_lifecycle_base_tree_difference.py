@@ -67,12 +67,21 @@ def _second(repo: Path) -> None:
 
 
 def _commit(
-    repo: Path, env: dict[str, str], message: str, gitlinks: dict[str, str] | None = None
+    repo: Path,
+    env: dict[str, str],
+    message: str,
+    gitlinks: dict[str, str] | None = None,
+    blobs: dict[str, bytes] | None = None,
 ) -> CommitId:
-    """Commit the work tree, with ``gitlinks`` (path: commit) beside it."""
+    """Commit the work tree, with ``gitlinks`` (path: commit) and ``blobs``
+    (path: content, as it is: no attribute converts it) beside it."""
     git("add", "-A", cwd=repo, env=env)
-    for path, commit in (gitlinks or {}).items():
-        git("update-index", "--add", "--cacheinfo", f"160000,{commit},{path}", cwd=repo, env=env)
+    entries = [f"160000,{commit},{path}" for path, commit in (gitlinks or {}).items()]
+    for path, data in (blobs or {}).items():
+        blob = git("hash-object", "-w", "--no-filters", "--stdin", cwd=repo, env=env, input=data)
+        entries.append(f"100644,{blob.decode().strip()},{path}")
+    for entry in entries:
+        git("update-index", "--add", "--cacheinfo", entry, cwd=repo, env=env)
     git("commit", "-q", "-m", message, cwd=repo, env=env)
     return CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
 
@@ -215,3 +224,40 @@ def test_a_capture_over_a_moved_base_tree_gives_a_fresh_ones_patch(env, make_rep
     over_fresh = _capture(repo, env)
     assert over_moved == over_fresh and b"turn/t.txt" in over_moved
     git("apply", "--check", "-", cwd=repo, env=env, input=over_moved)
+
+
+def _diff_pathspecs(trace: Path) -> list[list[str]]:
+    """The paths named to each ``git diff`` of ``trace``."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    argvs = [e["argv"] for e in events if e.get("event") == "start" and "diff" in e["argv"]]
+    return [argv[argv.index("--") + 1 :] for argv in argvs if "--" in argv]
+
+
+def test_a_moved_base_tree_looks_again_at_the_paths_that_differ_alone(
+    env, make_repo, tmp_path
+) -> None:
+    """A blob holding CRLF under ``text``: its checkout does not give it
+    back, so the look keeps its path (design: changes nobody made).  After
+    a move, an unchanged one stays in the look without being read, a new
+    one is found, a removed one is gone."""
+    repo = make_repo({".gitattributes": "*.txt text\n", "README": "hello\n"})
+    crlf = {"same.txt": b"same\r\n", "gone.txt": b"gone\r\n"}
+    first = _commit(repo, env, "first", blobs=crlf)
+    (repo / "README").write_text("changed\n")
+    crlf = {"same.txt": b"same\r\n", "new.txt": b"new\r\n", "lf.txt": b"lf\n"}
+    second = _commit(repo, env, "second", blobs=crlf)
+    trees = _trees(repo, env)
+    made = trees.pin(first)
+    admin = _admin(Path(made.tree.path))
+    assert look_of(admin, first).baseline == (b"gone.txt", b"same.txt")
+    trees.release(made)
+    trace = tmp_path / "trace"
+    moved = _trees(repo, {**env, "GIT_TRACE2_EVENT": str(trace)}).pin(second)
+    try:
+        assert moved.made and _admin(Path(moved.tree.path)) == admin, "not moved"
+        assert look_of(admin, second).baseline == (b"new.txt", b"same.txt")
+        looked = _diff_pathspecs(trace)
+        assert looked and all(":(top)" not in named for named in looked), looked
+        assert all(":(top,literal)same.txt" not in named for named in looked), looked
+    finally:
+        trees.release(moved)
