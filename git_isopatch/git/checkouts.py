@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Mapping
 
 from .progress import run_git_with_progress
+from .record import Record
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
@@ -119,18 +120,33 @@ def read_tree_two_way(
             return err
 
 
-def deleted_paths(
+class TreeDifference(Record):
+    """What ``new`` changes from ``old`` (:func:`tree_difference`).
+
+    Attributes:
+        paths: every path whose entry differs (a file, a link, a gitlink).
+        removed: what ``new`` removes, each as the highest folder it
+            empties (a folder ``new`` does not hold), else the path itself,
+            sorted and without repeats.
+    """
+
+    paths: frozenset[bytes]
+    removed: list[bytes]
+
+
+def tree_difference(
     git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
-) -> GitResult[list[bytes]]:
-    """What ``new`` removes from ``old``, each as the highest folder it
-    empties (a folder ``new`` does not hold), else the path itself, sorted
-    and without repeats."""
-    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
-    match run_git([*args, "--diff-filter=D", old, new, "--"], env=without_index(env, git_dir)):
+) -> GitResult[TreeDifference]:
+    """What ``new`` changes from ``old``: the paths, and what it removes."""
+    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-status", "--no-renames"]
+    match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
-            removed = [path for path in output.split(b"\0") if path]
+            fields = output.split(b"\0")
+            changes = list(zip(fields[0:-1:2], fields[1::2], strict=True))
         case Err() as err:
             return err
+    removed = [path for status, path in changes if status == b"D"]
+    paths = frozenset(path for _, path in changes)
     folders = sorted({p[:i] for p in removed for i in range(len(p)) if p[i : i + 1] == b"/"})
     kept: set[bytes] = set()
     if folders:
@@ -154,7 +170,7 @@ def deleted_paths(
             path,
         )
         found.add(emptied)
-    return Ok(sorted(found))
+    return Ok(TreeDifference(paths, sorted(found)))
 
 
 def check_out_index_copy(

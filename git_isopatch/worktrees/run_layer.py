@@ -42,7 +42,7 @@ from ..git.attributes import is_attributes_file
 from ..git.files import WorktreeFiles
 from ..git.index_entries import changed_entries
 from ..git.record import Record
-from ..git.result import Err, Ok
+from ..git.result import Err
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..sandbox.layers import WorktreeOverlay
 from ..sandbox.touched import Touched, touched_paths
@@ -83,11 +83,13 @@ class RunLayer(Record):
             same afterwards, the command did not change it (it can write
             the file in place and set its times back, but never its change
             time).
+        started: the paths the snapshot's difference set in the run's index.
     """
 
     pin: Pin
     overlay: WorktreeOverlay
     index: tuple[int, int, int, int] | None
+    started: frozenset[bytes] = frozenset()
 
     @property
     def base_tree(self) -> WorktreePath:
@@ -115,10 +117,11 @@ class RunLayer(Record):
         """The paths the patch needs to compare (design: procedure step 6):
         what the upper layer holds (:func:`..sandbox.touched.touched_paths`;
         a ``.git`` stands for its folder), the entries the command changed
-        in the run's index (``admin_dir``) if it rewrote it, and the
-        submodule holding any of them; at most :data:`MAX_COMPARED`, their
-        folders past that.  ``None``: compare every path (the layer could
-        not be listed whole, nor the index, or too many folders differ).
+        in the run's index (``admin_dir``; and those it started with) if it
+        rewrote it, and the submodule holding any of them; at most
+        :data:`MAX_COMPARED`, their folders past that.  ``None``: compare
+        every path (the layer could not be listed whole, nor the index, or
+        too many folders differ).
 
         The layer holding a ``.gitattributes`` (written, removed, even one
         ``.gitignore`` leaves out: git reads it all the same) is said too:
@@ -138,7 +141,7 @@ class RunLayer(Record):
             changed = changed_entries(admin_dir, tree.admin_dir, len(tree.record.commit) // 2)
             if changed is None:
                 return None
-            paths |= changed
+            paths |= changed | self.started
         links = set(look.gitlinks)
         for path in list(paths) if links else ():
             paths |= {folder for folder in _folders(path) if folder in links}
@@ -378,10 +381,11 @@ def make_run_layer(
             os.mkdir(folder, 0o700)
     except OSError as exc:
         raise known_os_failure(f"could not create '{exc.filename or index}'", exc) from exc
+    started: frozenset[bytes] = frozenset()
     if commit != tree.record.commit:
-        _start_difference(worktree, admin_dir, CommitId(tree.record.commit), commit, env)
+        started = _start_difference(worktree, admin_dir, CommitId(tree.record.commit), commit, env)
     overlay = WorktreeOverlay(worktree, (tree.path, worktree), upper, work)
-    return RunLayer(pin, overlay, _identity(index))
+    return RunLayer(pin, overlay, _identity(index), started)
 
 
 def _start_difference(
@@ -390,29 +394,25 @@ def _start_difference(
     tree_commit: CommitId,
     commit: CommitId,
     env: Mapping[str, str],
-) -> None:
+) -> frozenset[bytes]:
     """Check out into the start layer what ``commit`` changes from the
     base tree's ``tree_commit`` (``git read-tree -m -u``: the index is the
     base tree's, so only what differs is written and stated; a removal
     finds no file there), then a whiteout for each path it removes: the
-    highest folder it empties, else the file.
+    highest folder it empties, else the file; returns the paths that differ.
 
     Raises:
         IsopatchError: a classified git or OS failure.
     """
-    from ..git.checkouts import deleted_paths, read_tree_two_way  # not at the base tree's commit
+    from ..git.checkouts import read_tree_two_way, tree_difference  # not at the base tree's commit
 
-    match read_tree_two_way(admin_dir, worktree, tree_commit, commit, env=env):
-        case Err(error):
-            raise known_failure(f"could not check out '{worktree}'", error)
-        case Ok():
-            pass
-    match deleted_paths(admin_dir, tree_commit, commit, env=env):
-        case Err(error):
-            raise known_failure(f"could not read '{commit}'", error)
-        case Ok(removed):
-            pass
-    for path in removed:
+    read = read_tree_two_way(admin_dir, worktree, tree_commit, commit, env=env)
+    if isinstance(read, Err):
+        raise known_failure(f"could not check out '{worktree}'", read.error)
+    difference = tree_difference(admin_dir, tree_commit, commit, env=env)
+    if isinstance(difference, Err):
+        raise known_failure(f"could not read '{commit}'", difference.error)
+    for path in difference.value.removed:
         target = os.path.join(worktree, os.fsdecode(path))
         try:
             if _under_start_entry(worktree, os.fsdecode(path)):
@@ -423,6 +423,7 @@ def _start_difference(
             continue
         except OSError as exc:
             raise known_os_failure(f"could not create '{target}'", exc) from exc
+    return difference.value.paths
 
 
 def _under_start_entry(worktree: str, path: str) -> bool:

@@ -537,3 +537,38 @@ def test_a_file_removed_two_folders_deep_is_gone_from_the_worktree(
     assert sorted(git("ls-files", cwd=repo, env=env).decode().split()) == ["README", *changed]
     for path in changed:
         assert (repo / path).read_text() == "x=1\n# fixed\n"
+
+
+#: name -> (what the user stages over a gitlink, what the command runs,
+#: the path record its patch must hold)
+GITLINK_INDEX_CHANGES = {
+    "a bumped submodule put back": (
+        [("--cacheinfo", f"160000,{'2' * 40},sub")],
+        ("git", "reset", "-q", "--hard", "HEAD"),
+        "path M sub",
+    ),
+    "a folder made a submodule, unstaged": (
+        [("--force-remove", "dir/x"), ("--add", "--cacheinfo", f"160000,{'3' * 40},dir")],
+        ("git", "rm", "-q", "--cached", "dir"),
+        "path D dir",
+    ),
+}
+
+
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+@pytest.mark.parametrize("case", GITLINK_INDEX_CHANGES)
+def test_a_gitlink_the_command_changes_back_is_in_the_patch(env, make_repo, sandbox, case) -> None:
+    """An unpopulated submodule is its index entry: a command that changes
+    only the entry the user staged (back to ``HEAD``'s, or away) changes
+    the worktree.  Over the base tree of ``HEAD`` the run's index starts
+    as the snapshot's, not the base tree's: an entry the command puts back
+    to the base tree's is still a change, and the patch must hold it."""
+    repo = make_repo({"dir/x": "x\n", "README": "r\n"})
+    git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub", cwd=repo, env=env)
+    git("commit", "-q", "-m", "sub", cwd=repo, env=env)
+    staged, command, record = GITLINK_INDEX_CHANGES[case]
+    for options in staged:
+        git("update-index", *options, cwd=repo, env=env)
+    run = isopatch("--staged", sandbox, "--porcelain", "--", *command, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert [line for line in run.out.splitlines() if line.startswith("path ")] == [record]
