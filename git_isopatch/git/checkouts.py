@@ -41,16 +41,17 @@ def check_out_worktree(
     *,
     env: Mapping[str, str],
     progress: bool = False,
-    force: bool = False,
     rewrite: bool = False,
 ) -> GitResult[None]:
     """Check out a worktree registered with ``checkout=False``
     (:func:`add_detached_worktree`): ``git reset --hard`` as ``git worktree
     add`` runs it (builtin/worktree.c), every file written.  With
     ``commit``, a checked-out worktree is moved there instead: ``git
-    checkout --detach <commit>``, which writes only the files that differ
-    (a two-way merge of the index; it refuses to lose a local change,
-    unless ``force``: a move by the difference that failed half-way); with
+    checkout --detach --force <commit>``, which writes only the files
+    that differ (a two-way merge of the index); nobody changes a worktree
+    moved so (a base tree), and what git would take for a local change is
+    a file whose checkout does not give its blob back, or one a move by
+    the difference that failed half-way wrote; with
     ``rewrite`` (a ``.gitattributes`` differs: a file neither commit
     changes may convert otherwise), every file is then written again, as
     a new checkout writes it: the index read anew from ``commit`` without
@@ -66,7 +67,7 @@ def check_out_worktree(
     else:
         shown = ["--progress"] if progress else []
         action = ["checkout", "--detach", "--no-recurse-submodules", "--quiet", *shown]
-        action += ["--force", commit, "--"] if force else [commit, "--"]
+        action += ["--force", commit, "--"]
         steps = [action, ["read-tree", commit], reset] if rewrite else [action]
     for step in steps:
         args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree, *step]

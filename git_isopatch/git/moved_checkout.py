@@ -41,12 +41,9 @@ from .types import CommitId, GitDirPath, WorktreePath
 
 class Whole(Record):
     """A move that cannot be made by the difference: the worktree is moved
-    whole, with ``force`` (a move by the difference failed half-way)
-    discarding what differs, with ``rewrite`` (a ``.gitattributes``
-    differs) every file written again
-    (:func:`.checkouts.check_out_worktree`)."""
+    whole, with ``rewrite`` (a ``.gitattributes`` differs) every file
+    written again (:func:`.checkouts.check_out_worktree`)."""
 
-    force: bool = False
     rewrite: bool = False
 
 

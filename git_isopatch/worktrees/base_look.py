@@ -94,7 +94,7 @@ def check_out_base_tree(
                 return Ok(None)
             case Err(error):
                 log.debug("moved whole: %s", error.message())
-                whole = Whole(force=True)
+                whole = Whole()
             case Whole() as whole:
                 pass
     done = check_out_worktree(
@@ -103,7 +103,6 @@ def check_out_base_tree(
         commit if moved else None,
         env=env,
         progress=progress,
-        force=whole.force,
         rewrite=whole.rewrite,
     )
     if isinstance(done, Ok):

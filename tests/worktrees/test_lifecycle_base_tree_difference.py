@@ -261,3 +261,21 @@ def test_a_moved_base_tree_looks_again_at_the_paths_that_differ_alone(
         assert all(":(top,literal)same.txt" not in named for named in looked), looked
     finally:
         trees.release(moved)
+
+
+def test_a_whole_move_past_a_file_whose_checkout_differs(env, make_repo, tmp_path) -> None:
+    """A blob holding CRLF under ``text`` looks changed in its checkout;
+    a move that removes it while a ``.gitattributes`` changes (a whole
+    move) does not take that for a local change to keep."""
+    repo = make_repo({".gitattributes": "*.txt text\n", "README": "hello\n"})
+    first = _commit(repo, env, "first", blobs={"gone.txt": b"gone\r\n"})
+    (repo / ".gitattributes").write_text("*.txt text\n*.md text\n")
+    second = _commit(repo, env, "second")
+    trees = _trees(repo, env)
+    trees.release(trees.pin(first))
+    moved = trees.pin(second)
+    try:
+        path = Path(moved.tree.path)
+        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+    finally:
+        trees.release(moved)
