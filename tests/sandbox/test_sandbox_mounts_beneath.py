@@ -43,6 +43,17 @@ def tmpfs(where: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+def _home_box(home: Path, work: Path, tmp_path: Path) -> namespaces.Namespaces:
+    """The sandbox, prepared, of a command that writes ``work`` and whose
+    ``home`` is copy-on-write."""
+    bwrap = namespaces.find_bwrap()
+    assert not isinstance(bwrap, str), bwrap
+    policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
+    box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
+    box.prepare()
+    return box
+
+
 def test_a_sandboxed_run_works_with_a_mount_under_its_temporary_folder(
     make_repo, env, tmp_path: Path
 ) -> None:
@@ -129,8 +140,6 @@ def test_a_socket_in_a_split_home_does_not_answer(tmp_path: Path) -> None:
     split, and the user's tmux server, its socket in the home (``tmux -S
     ~/tmux.sock``), receives nothing from the command, which still reads
     the home's files and cannot write them."""
-    bwrap = namespaces.find_bwrap()
-    assert not isinstance(bwrap, str), bwrap
     home, work, marks = tmp_path / "home", tmp_path / "work", tmp_path / "marks"
     for folder in (home, work, marks):
         folder.mkdir()
@@ -139,9 +148,7 @@ def test_a_socket_in_a_split_home_does_not_answer(tmp_path: Path) -> None:
     with tmpfs(home / "mnt"):
         subprocess.run([*tmux, "new-session", "-d", "sh"], check=True)
         try:
-            policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
-            box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
-            box.prepare()
+            box = _home_box(home, work, tmp_path)
             script = (
                 f"cat {home}/.gitconfig; echo x >> {home}/.gitconfig;"
                 f" tmux -S {home}/tmux.sock send-keys 'touch {marks}/typed' Enter; true"
@@ -159,17 +166,13 @@ def test_a_split_home_keeps_its_warm_caches_and_discards_writes(tmp_path: Path) 
     """Through the mechanism itself: ``$HOME`` with a tmpfs beneath it
     reads as it is, a cache write is discarded and listed, the mount's
     file reads as it is and stays as it was."""
-    bwrap = namespaces.find_bwrap()
-    assert not isinstance(bwrap, str), bwrap
     home, work = tmp_path / "home", tmp_path / "work"
     (home / ".cache").mkdir(parents=True)
     (home / ".cache" / "warm").write_text("warm\n")
     work.mkdir()
     with tmpfs(home / "mnt") as mnt:
         (mnt / "data").write_text("data\n")
-        policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
-        box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
-        box.prepare()
+        box = _home_box(home, work, tmp_path)
         script = (
             f"cat {home}/.cache/warm {mnt}/data; echo new > {home}/.cache/new; "
             f"echo changed > {mnt}/data; echo ok > {work}/out"
@@ -206,8 +209,6 @@ def test_a_socket_past_the_split_limit_does_not_answer(tmp_path: Path) -> None:
     answer the command any more than one in the first, nor one beside a
     second mount past the limit; their files still read as they are and
     cannot be written."""
-    bwrap = namespaces.find_bwrap()
-    assert not isinstance(bwrap, str), bwrap
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
     last = _crowded_home(home)
@@ -218,9 +219,7 @@ def test_a_socket_past_the_split_limit_does_not_answer(tmp_path: Path) -> None:
         stack.enter_context(tmpfs(mounted / "inner"))
         stack.enter_context(_listening(last / "agent.sock"))
         stack.enter_context(_listening(mounted / "agent.sock"))
-        policy = namespaces.NamespacePolicy(writable=(str(work),), copy_on_write=(str(home),))
-        box = namespaces.Namespaces(bwrap, policy, str(tmp_path / "layers"), seccomp_filter())
-        box.prepare()
+        box = _home_box(home, work, tmp_path)
         script = (
             f"cat {last}/kept; echo x >> {last}/kept 2>/dev/null;"
             f' python3 -c "$CONNECT" {last}/agent.sock;'

@@ -24,6 +24,16 @@ def _records(output: bytes) -> list[str]:
     return [line for line in output.decode().splitlines() if line.startswith("shared-write ")]
 
 
+def _sandboxed_records(repo: Path, env: dict[str, str], script: str) -> list[str]:
+    """The shared-write records of a sandboxed run of ``sh -c script``, which succeeds."""
+    run = subprocess.run(
+        [ISOPATCH, "--porcelain", "--sandbox", "--", "sh", "-c", script],
+        cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return _records(run.stdout)
+
+
 def test_what_the_user_changes_meanwhile_is_not_the_commands(
     env, make_repo, tmp_path: Path
 ) -> None:
@@ -69,12 +79,7 @@ def test_what_the_command_writes_in_its_view_is_reported_discarded(env, make_rep
         'rm "$c/hooks/post-merge"; mkdir -p "$c/info"; echo "*.x" >> "$c/info/exclude"; '
         "git config --local user.name planted; git worktree add -q --detach ../agent"
     )
-    run = subprocess.run(
-        [ISOPATCH, "--porcelain", "--sandbox", "--", "sh", "-c", script],
-        cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    records = _records(run.stdout)
+    records = _sandboxed_records(repo, env, script)
     assert "shared-write config changed discarded" in records
     assert "shared-write hooks/pre-commit created discarded" in records
     assert "shared-write hooks/post-merge deleted discarded" in records
@@ -103,12 +108,7 @@ def test_what_a_folder_removed_whole_held_is_reported_deleted(env, make_repo, an
         'c="$(git rev-parse --git-common-dir)"; rm -rf "$c/hooks" "$c/info";'
         f' {"mkdir" if anew else "true"} "$c/hooks" "$c/info"; echo n > new.txt'
     )
-    run = subprocess.run(
-        [ISOPATCH, "--porcelain", "--sandbox", "--", "sh", "-c", script],
-        cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    records = _records(run.stdout)
+    records = _sandboxed_records(repo, env, script)
     assert "shared-write hooks/post-merge deleted discarded" in records, records
     assert "shared-write info/exclude deleted discarded" in records, records
     assert (hooks / "post-merge").exists() and (info / "exclude").read_text() == "*.x\n"
