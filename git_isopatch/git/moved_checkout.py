@@ -11,7 +11,9 @@ wrote; ``git read-tree -m -u`` would walk both commits' whole trees),
 whose new entries then take the old ones' places in the whole index
 (:mod:`.index_splice`); ``HEAD`` is moved by ``git update-ref``.  Where
 that cannot be (a ``.gitattributes`` differs: files neither commit
-changes may convert otherwise, and are written again; a sparse checkout;
+changes may convert otherwise, and are written again; a folder becomes a
+gitlink: git takes the folder as it finds it, the old files in it; a
+sparse checkout;
 an index that is not of version 2 or whose table is not its own; more
 paths than :data:`MOST_PATHS`), the caller moves the worktree whole.
 """
@@ -59,13 +61,16 @@ _CHECKOUT = [
 MOST_PATHS = 500
 #: The mode of a path a commit lacks, as ``git diff-tree --raw`` says.
 _NO_MODE = b"000000"
+#: The mode of a gitlink.
+_GITLINK = 0o160000
 
 
 def changed_paths(
     git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
-) -> GitResult[list[tuple[bytes, bool, bool]]]:
-    """``(path, in old, in new)`` of each path whose entry differs between
-    the trees of ``old`` and ``new`` (``git diff-tree -r --raw``)."""
+) -> GitResult[list[tuple[bytes, bool, int]]]:
+    """``(path, in old, mode in new)`` of each path whose entry differs
+    between the trees of ``old`` and ``new`` (``git diff-tree -r --raw``;
+    a mode of 0: not in ``new``)."""
     args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--raw", "--no-renames"]
     match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
@@ -75,7 +80,7 @@ def changed_paths(
     found = []
     for meta, path in zip(fields[0:-1:2], fields[1::2], strict=True):
         modes = meta.split(b" ", 2)
-        found.append((path, modes[0] != b":" + _NO_MODE, modes[1] != _NO_MODE))
+        found.append((path, modes[0] != b":" + _NO_MODE, int(modes[1], 8)))
     return Ok(found)
 
 
@@ -100,7 +105,7 @@ def move_by_difference(
             return Whole(rewrite=True)
     if any(path.rsplit(b"/", 1)[-1] == b".gitattributes" for path, _, _ in changed):
         return Whole(rewrite=True)
-    if len(changed) > MOST_PATHS:
+    if len(changed) > MOST_PATHS or _folder_to_gitlink(changed):
         return Whole()
     sparse = os.path.lexists(os.path.join(admin_dir, "info", "sparse-checkout"))
     try:
@@ -129,7 +134,7 @@ def _spliced(
     new: CommitId,
     layout: IndexLayout,
     removed: list[int],
-    changed: list[tuple[bytes, bool, bool]],
+    changed: list[tuple[bytes, bool, int]],
     env: Mapping[str, str],
 ) -> Spliced | Err[GitError] | None:
     """Check out the ``changed`` paths of ``new`` through an index holding
@@ -166,7 +171,7 @@ def _spliced(
     return spliced
 
 
-def _pathspecs(changed: list[tuple[bytes, bool, bool]]) -> list[bytes]:
+def _pathspecs(changed: list[tuple[bytes, bool, int]]) -> list[bytes]:
     """The paths to name to ``git checkout``: all but those below a path
     that becomes a file (its entry replaces theirs, and its checkout
     removes their folder: named, they would match nothing)."""
@@ -176,6 +181,19 @@ def _pathspecs(changed: list[tuple[bytes, bool, bool]]) -> list[bytes]:
         for path, _, after in changed
         if after or not any(folder in files for folder in _leading_folders(path))
     ]
+
+
+def _folder_to_gitlink(changed: list[tuple[bytes, bool, int]]) -> bool:
+    """Whether a path becomes a gitlink where a folder of ``changed`` paths
+    was: git checkout then drops their entries for the gitlink's, their
+    files left in its folder."""
+    links = {path for path, _, after in changed if after == _GITLINK}
+    return bool(links) and any(
+        folder in links
+        for path, before, _ in changed
+        if before
+        for folder in _leading_folders(path)
+    )
 
 
 def _leading_folders(path: bytes) -> list[bytes]:

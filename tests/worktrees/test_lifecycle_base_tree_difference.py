@@ -279,3 +279,23 @@ def test_a_whole_move_past_a_file_whose_checkout_differs(env, make_repo, tmp_pat
         assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
     finally:
         trees.release(moved)
+
+
+def test_a_folder_that_becomes_a_gitlink_leaves_no_file(env, make_repo, tmp_path) -> None:
+    """A folder of files replaced by a gitlink: git checkout takes the
+    gitlink's folder as it finds it, with the old files in it (their
+    entries go with the gitlink's); a fresh checkout has it empty."""
+    repo = make_repo({"sub/x.txt": "x\n", "sub/y.txt": "y\n", "README": "hello\n"})
+    first = CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
+    shutil.rmtree(repo / "sub")
+    second = _commit(repo, env, "gitlink", {"sub": first})
+    trees = _trees(repo, env)
+    trees.release(trees.pin(first))
+    moved = trees.pin(second)
+    try:
+        path = Path(moved.tree.path)
+        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+        assert os.listdir(path / "sub") == []
+        _look_kept(path, second)
+    finally:
+        trees.release(moved)
