@@ -50,6 +50,8 @@ def apply_change(change: dict) -> None:
         with open(path, "wb") as handle:
             handle.write(base64.b64decode(change["data"]))
         os.chmod(path, 0o755 if change.get("exec") else 0o644)
+    elif kind == "remove":  # whatever is there, a whole folder too
+        _clear(path)
     elif kind == "delete":
         if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)):
             os.unlink(path)

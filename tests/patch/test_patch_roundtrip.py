@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -80,9 +81,11 @@ base_trees = st.dictionaries(paths, contents, min_size=1, max_size=5).filter(_no
 
 
 @st.composite
-def change_lists(draw: st.DrawFn, tree: dict[str, bytes]) -> list[dict]:
+def change_lists(
+    draw: st.DrawFn, tree: dict[str, bytes], new_paths: st.SearchStrategy[str] = paths
+) -> list[dict]:
     existing = sorted(tree)
-    any_path = st.one_of(st.sampled_from(existing), paths) if existing else paths
+    any_path = st.one_of(st.sampled_from(existing), new_paths) if existing else new_paths
     change = st.one_of(
         st.builds(
             lambda p, d, x: {"kind": "write", "path": _b64(p), "data": _b64(d), "exec": x},
@@ -95,9 +98,13 @@ def change_lists(draw: st.DrawFn, tree: dict[str, bytes]) -> list[dict]:
             lambda p, x: {"kind": "chmod", "path": _b64(p), "exec": x}, any_path, st.booleans()
         ),
         st.builds(
-            lambda p, t: {"kind": "symlink", "path": _b64(p), "target": _b64(t)}, any_path, paths
+            lambda p, t: {"kind": "symlink", "path": _b64(p), "target": _b64(t)},
+            any_path,
+            new_paths,
         ),
-        st.builds(lambda p, t: {"kind": "rename", "path": _b64(p), "to": _b64(t)}, any_path, paths),
+        st.builds(
+            lambda p, t: {"kind": "rename", "path": _b64(p), "to": _b64(t)}, any_path, new_paths
+        ),
         st.just({"kind": "commit"}),
         st.just({"kind": "ignored"}),
     )
@@ -345,3 +352,84 @@ def test_command_runs_in_the_mirrored_subdirectory(
     patch = Path(run.fields()["patch"]).read_bytes()
     assert f"b/{subdir}/here.txt".encode() in patch
     assert f"/{subdir}\n".encode() in patch
+
+
+#: Paths of few names: folders nest and have neighbours, as the layer's
+#: whiteouts need (a removal two folders deep beside a kept folder).
+nested_paths = st.lists(st.sampled_from(["a", "b", "c d"]), min_size=1, max_size=3).map("/".join)
+
+nested_trees = st.dictionaries(nested_paths, contents, min_size=2, max_size=5).filter(
+    _no_prefix_clash
+)
+
+
+@st.composite
+def user_change_lists(draw: st.DrawFn, tree: dict[str, bytes]) -> list[dict]:
+    """Work in progress on ``tree``: the command's changes, or a folder
+    (or any path) removed whole."""
+    folders = sorted({p.rsplit("/", 1)[0] for p in tree if "/" in p})
+    removed = st.sampled_from(folders or sorted(tree)).map(
+        lambda p: {"kind": "remove", "path": _b64(p)}
+    )
+    changes = draw(change_lists(tree, nested_paths))
+    plain = [c for c in changes if c["kind"] not in ("commit", "ignored")]
+    return [*plain, *draw(st.lists(removed, max_size=2))]
+
+
+def _run_change_script(repo: Path, env: dict[str, str], changes: list[dict]) -> None:
+    spec, manifest = repo.parent / "user-spec.json", repo.parent / "user-manifest.json"
+    spec.write_text(json.dumps({"changes": changes}))
+    done = subprocess.run([sys.executable, CHANGE_SCRIPT, spec, manifest], cwd=repo, env=env)
+    assert done.returncode == 0
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    data=st.data(),
+    tree=nested_trees,
+    start=st.sampled_from(["--staged", "--include-uncommitted"]),
+)
+def test_a_snapshot_over_the_base_tree_of_head_is_a_worktree_of_its_own(
+    env: dict[str, str], data: st.DataObject, tree: dict[str, bytes], start: str
+) -> None:
+    """With ``--staged`` and ``--include-uncommitted`` a sandboxed run goes
+    over the base tree of ``HEAD``, the user's staged and unstaged changes
+    put in its layer: the command leaves the same tree and the same patch
+    as in a worktree of the snapshot of its own, and that patch applied to
+    a clean checkout of the snapshot reproduces the tree."""
+    staged, unstaged = data.draw(user_change_lists(tree)), data.draw(user_change_lists(tree))
+    changes = data.draw(change_lists(tree, nested_paths))
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as folder:
+        root = Path(folder)
+        repo = root / "repo"
+        repo.mkdir()
+        git("init", "-q", "-b", "main", cwd=repo, env=env)
+        write_tree(repo, {".gitignore": "ignored/\n", **tree})
+        git("add", "-A", cwd=repo, env=env)
+        git("commit", "-q", "-m", "base", cwd=repo, env=env)
+        _run_change_script(repo, env, staged)
+        git("add", "-A", cwd=repo, env=env)
+        _run_change_script(repo, env, unstaged)
+        spec = root / "spec.json"
+        spec.write_text(json.dumps({"changes": changes}))
+        left = {}
+        for options in [("--sandbox",), ("--no-sandbox",)]:
+            manifest = root / f"manifest{options[0]}.json"
+            manifest.touch()
+            allow = ("--allow-write", str(manifest)) if "--sandbox" in options else ()
+            command = ("--", sys.executable, CHANGE_SCRIPT, spec, manifest)
+            run = isopatch(start, "--porcelain", *options, *allow, *command, cwd=repo, env=env)
+            assert run.returncode == 0, run.err
+            patch = Path(run.fields()["patch"])
+            checkout = apply_to_clean_checkout(
+                repo, run.fields()["base"], patch, root / options[0], env
+            )
+            from repo_helpers import tree_manifest
+
+            assert tree_manifest(checkout, exclude=(".git", "ignored")) == _load_manifest(manifest)
+            left[options] = (patch.read_bytes(), manifest.read_bytes())
+        assert left[("--sandbox",)] == left[("--no-sandbox",)]
