@@ -70,8 +70,10 @@ def changed_paths(
 ) -> GitResult[list[tuple[bytes, bool, int]]]:
     """``(path, in old, mode in new)`` of each path whose entry differs
     between the trees of ``old`` and ``new`` (``git diff-tree -r --raw``;
-    a mode of 0: not in ``new``)."""
+    a mode of 0: not in ``new``), gitlinks too whatever ``ignore`` a
+    ``.gitmodules`` gives them."""
     args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--raw", "--no-renames"]
+    args += ["--ignore-submodules=none"]
     match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
             fields = output.split(b"\0")

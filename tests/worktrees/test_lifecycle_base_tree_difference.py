@@ -299,3 +299,24 @@ def test_a_folder_that_becomes_a_gitlink_leaves_no_file(env, make_repo, tmp_path
         _look_kept(path, second)
     finally:
         trees.release(moved)
+
+
+def test_a_gitlink_whose_submodule_is_ignored_moves(env, make_repo, tmp_path) -> None:
+    """``ignore = all`` in ``.gitmodules`` hides a gitlink's change from
+    git diff-tree; the move takes the gitlink of the new commit all the
+    same."""
+    gitmodules = '[submodule "sub"]\n\tpath = sub\n\turl = ./sub\n\tignore = all\n'
+    repo = make_repo({".gitmodules": gitmodules, "README": "hello\n"})
+    base = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    first = _commit(repo, env, "first", {"sub": base})
+    (repo / "README").write_text("changed\n")
+    second = _commit(repo, env, "second", {"sub": first})
+    trees = _trees(repo, env)
+    trees.release(trees.pin(first))
+    moved = trees.pin(second)
+    try:
+        path = Path(moved.tree.path)
+        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+        _look_kept(path, second)
+    finally:
+        trees.release(moved)
