@@ -80,6 +80,12 @@ def check_out_worktree(
     return Ok(None)
 
 
+#: ``git diff-tree`` of two commits as every comparison here runs it: whole
+#: trees, no renames, and gitlinks compared whatever ``ignore`` a
+#: ``.gitmodules`` gives them (a checkout writes them all the same).
+DIFF_TREE = ("diff-tree", "-r", "--no-renames", "--ignore-submodules=none")
+
+
 def without_index(env: Mapping[str, str], git_dir: GitDirPath) -> dict[str, str]:
     """``env`` for a git that compares trees alone (``git diff-tree``,
     which reads the whole index all the same): ``GIT_INDEX_FILE`` names a
@@ -93,7 +99,7 @@ def changed_path_count(
     """How many paths differ between the trees of ``old`` and ``new``
     (``git diff-tree -r --name-only --no-renames``): what moving a
     checkout from one to the other writes."""
-    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-only", "--no-renames"]
+    args = [f"--git-dir={git_dir}", *DIFF_TREE, "-z", "--name-only"]
     match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
             return Ok(output.count(b"\0"))
@@ -139,7 +145,7 @@ def tree_difference(
     git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
 ) -> GitResult[TreeDifference]:
     """What ``new`` changes from ``old``: the paths, and what it removes."""
-    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--name-status", "--no-renames"]
+    args = [f"--git-dir={git_dir}", *DIFF_TREE, "-z", "--name-status"]
     match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
             fields = output.split(b"\0")
@@ -205,7 +211,7 @@ def attributes_differ(
     """Whether a ``.gitattributes`` of ``new`` differs from ``old``'s (then
     a checkout of ``new`` may convert files neither changes otherwise than
     one of ``old``); True when git cannot tell."""
-    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "--quiet", "--no-renames", old, new]
+    args = [f"--git-dir={git_dir}", *DIFF_TREE, "--quiet", old, new]
     match run_git([*args, "--", ":(glob)**/.gitattributes"], env=without_index(env, git_dir)):
         case Ok():
             return False

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Mapping
 
 from .admin_files import read_admin_file, replace_admin_file
-from .checkouts import CHECKOUT_CONFIG, without_index
+from .checkouts import CHECKOUT_CONFIG, DIFF_TREE, without_index
 from .index_splice import (
     IndexLayout,
     Spliced,
@@ -72,8 +72,7 @@ def changed_paths(
     between the trees of ``old`` and ``new`` (``git diff-tree -r --raw``;
     a mode of 0: not in ``new``), gitlinks too whatever ``ignore`` a
     ``.gitmodules`` gives them."""
-    args = [f"--git-dir={git_dir}", "diff-tree", "-r", "-z", "--raw", "--no-renames"]
-    args += ["--ignore-submodules=none"]
+    args = [f"--git-dir={git_dir}", *DIFF_TREE, "-z", "--raw"]
     match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
             fields = output.split(b"\0")

@@ -572,3 +572,24 @@ def test_a_gitlink_the_command_changes_back_is_in_the_patch(env, make_repo, sand
     run = isopatch("--staged", sandbox, "--porcelain", "--", *command, cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert [line for line in run.out.splitlines() if line.startswith("path ")] == [record]
+
+
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+def test_a_staged_gitlink_of_an_ignored_submodule_is_in_the_run(env, make_repo, sandbox) -> None:
+    """``.gitmodules`` and the configuration say ``ignore = all`` for a submodule whose gitlink
+    the user bumps and stages: the command over the snapshot sees the
+    staged gitlink, as a worktree of the snapshot has it, whatever the
+    comparisons of the trees would ignore."""
+    repo = make_repo({"README": "r\n"})
+    (repo / ".gitmodules").write_text('[submodule "sub"]\n\tpath = sub\n\tignore = all\n')
+    git("add", ".gitmodules", cwd=repo, env=env)
+    git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},sub", cwd=repo, env=env)
+    git("commit", "-q", "-m", "sub", cwd=repo, env=env)
+    git("config", "submodule.sub.ignore", "all", cwd=repo, env=env)
+    git("update-index", "--cacheinfo", f"160000,{'2' * 40},sub", cwd=repo, env=env)
+    run = isopatch(
+        "--staged", sandbox, "--porcelain", "--", "git", "ls-files", "-s", "sub", cwd=repo, env=env
+    )
+    assert run.returncode == 0, run.err
+    printed = Path(run.fields()["stdout"]).read_text()
+    assert printed == f"160000 {'2' * 40} 0\tsub\n"
