@@ -241,11 +241,25 @@ NAMED_AT_MOST = 10
 
 def said_put_right(paths: list[str], warn: Callable[[str], None]) -> None:
     """Say which of ``paths`` (:func:`put_right`'s, those git reads first)
-    the command had changed: at most :data:`NAMED_AT_MOST` by name."""
-    for path in paths[:NAMED_AT_MOST]:
+    the command had changed: at most :data:`NAMED_AT_MOST` by name, a
+    folder put back standing for what it holds."""
+    seen: set[str] = set()
+    named = [path for path in paths if not _within(path, seen)]
+    for path in named[:NAMED_AT_MOST]:
         warn(f"the command rewrote {quoted(path)}; put back")
-    if len(paths) > NAMED_AT_MOST:
-        warn(f"the command rewrote {len(paths) - NAMED_AT_MOST} more; put back")
+    if len(named) > NAMED_AT_MOST:
+        warn(f"the command rewrote {len(named) - NAMED_AT_MOST} more; put back")
+
+
+def _within(path: str, seen: set[str]) -> bool:
+    """Whether a folder of ``seen`` holds ``path``; ``path`` is seen then."""
+    seen.add(path)
+    parent = os.path.dirname(path)
+    while parent and parent != os.path.dirname(parent):
+        if parent in seen:
+            return True
+        parent = os.path.dirname(parent)
+    return False
 
 
 #: The name a planted repository's ``.git`` is given (:func:`disarm`).
