@@ -4,6 +4,7 @@ progress; never in a pipe, never with ``-q``, ``--porcelain`` or ``--json``."""
 from __future__ import annotations
 
 import os
+import re
 import select
 
 import pytest
@@ -135,10 +136,15 @@ def test_moving_a_base_tree_on_a_terminal_does_not_read_as_a_move_of_your_head(
     (``git checkout --detach``); git's "Previous HEAD position was ..." and
     "HEAD is now at ..." about that checkout of git-isopatch's own would
     read, on the user's terminal, as news of the user's own HEAD.  Its
-    checkout progress still shows."""
+    checkout progress still shows where the move is a checkout of the
+    whole tree (a ``.gitattributes`` changed: every file is written again);
+    a move by the difference writes a few hundred paths at most and shows
+    none."""
     repo = _repo(make_repo)
     for i in range(3):
         (repo / "d" / f"f{i}").write_text("later\n")
+    (repo / ".gitattributes").write_text("*.bin binary\n")
+    git("add", ".gitattributes", cwd=repo, env=env)
     git("commit", "-q", "-am", "later", cwd=repo, env=env)
     shown = []
     for base in ("HEAD~1", "HEAD"):  # the second run moves the first's base tree
@@ -151,4 +157,4 @@ def test_moving_a_base_tree_on_a_terminal_does_not_read_as_a_move_of_your_head(
     listed = isopatch("list", "--porcelain", cwd=repo, env=env).fields()
     assert listed["state"] == "base"  # one base tree, moved: not a second one made
     assert "Previous HEAD position" not in shown[1] and "HEAD is now at" not in shown[1], shown
-    assert "Updating files: 100% (3/3), done.\n" in shown[1]
+    assert re.search(r"Updating files: 100% \(\d+/\d+\), done\.\n", shown[1]), shown[1]
