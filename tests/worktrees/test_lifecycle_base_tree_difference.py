@@ -11,9 +11,11 @@ neither commit changes may then convert otherwise."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -189,20 +191,30 @@ def test_a_moved_base_tree_is_a_fresh_checkout_of_its_commit(
         trees.release(moved)
 
 
+@contextlib.contextmanager
+def _moved_like_fresh(
+    repo: Path, env: dict[str, str], first: CommitId, second: CommitId, tmp_path: Path
+) -> Iterator[Path]:
+    """The base tree of ``first``, idle, moved to ``second`` by a run
+    there: as a fresh checkout of ``second`` is, held while in use."""
+    trees = _trees(repo, env)
+    trees.release(trees.pin(first))
+    moved = trees.pin(second)
+    try:
+        path = Path(moved.tree.path)
+        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+        yield path
+    finally:
+        trees.release(moved)
+
+
 def test_a_changed_gitattributes_moves_the_base_tree_whole(env, make_repo, tmp_path) -> None:
     repo, first, _ = _two_commits(make_repo, env)
     (repo / ".gitattributes").write_text("*.dat eol=crlf\n")
     third = _commit(repo, env, "attributes", {"sub": first, "new/sub": first})
-    trees = _trees(repo, env)
-    trees.release(trees.pin(first))
-    moved = trees.pin(third)
-    try:
-        path = Path(moved.tree.path)
+    with _moved_like_fresh(repo, env, first, third, tmp_path) as path:
         assert (path / "data.dat").read_bytes() == b"a\r\nb\r\n"
-        assert _state(path, env) == _fresh(repo, env, third, tmp_path / "fresh")
         _look_kept(path, third)
-    finally:
-        trees.release(moved)
 
 
 def _capture(repo: Path, env: dict[str, str]) -> bytes:
@@ -271,14 +283,8 @@ def test_a_whole_move_past_a_file_whose_checkout_differs(env, make_repo, tmp_pat
     first = _commit(repo, env, "first", blobs={"gone.txt": b"gone\r\n"})
     (repo / ".gitattributes").write_text("*.txt text\n*.md text\n")
     second = _commit(repo, env, "second")
-    trees = _trees(repo, env)
-    trees.release(trees.pin(first))
-    moved = trees.pin(second)
-    try:
-        path = Path(moved.tree.path)
-        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
-    finally:
-        trees.release(moved)
+    with _moved_like_fresh(repo, env, first, second, tmp_path):
+        pass  # the move's checks are the helper's
 
 
 def test_a_folder_that_becomes_a_gitlink_leaves_no_file(env, make_repo, tmp_path) -> None:
@@ -289,16 +295,9 @@ def test_a_folder_that_becomes_a_gitlink_leaves_no_file(env, make_repo, tmp_path
     first = CommitId(git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip())
     shutil.rmtree(repo / "sub")
     second = _commit(repo, env, "gitlink", {"sub": first})
-    trees = _trees(repo, env)
-    trees.release(trees.pin(first))
-    moved = trees.pin(second)
-    try:
-        path = Path(moved.tree.path)
-        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+    with _moved_like_fresh(repo, env, first, second, tmp_path) as path:
         assert os.listdir(path / "sub") == []
         _look_kept(path, second)
-    finally:
-        trees.release(moved)
 
 
 def test_a_gitlink_whose_submodule_is_ignored_moves(env, make_repo, tmp_path) -> None:
@@ -311,12 +310,5 @@ def test_a_gitlink_whose_submodule_is_ignored_moves(env, make_repo, tmp_path) ->
     first = _commit(repo, env, "first", {"sub": base})
     (repo / "README").write_text("changed\n")
     second = _commit(repo, env, "second", {"sub": first})
-    trees = _trees(repo, env)
-    trees.release(trees.pin(first))
-    moved = trees.pin(second)
-    try:
-        path = Path(moved.tree.path)
-        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+    with _moved_like_fresh(repo, env, first, second, tmp_path) as path:
         _look_kept(path, second)
-    finally:
-        trees.release(moved)
