@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 
+from .index_entries import leading_folders
 from .progress import run_git_with_progress
 from .record import Record
 from .result import Err, GitError, GitResult, Ok
@@ -167,16 +168,7 @@ def tree_difference(
                 return err
     found: set[bytes] = set()
     for path in removed:
-        parts = path.split(b"/")
-        emptied = next(
-            (
-                b"/".join(parts[:end])
-                for end in range(1, len(parts))
-                if b"/".join(parts[:end]) not in kept
-            ),
-            path,
-        )
-        found.add(emptied)
+        found.add(next((f for f in leading_folders(path) if f not in kept), path))
     return Ok(TreeDifference(paths, sorted(found)))
 
 

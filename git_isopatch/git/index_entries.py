@@ -174,3 +174,10 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
         at += 1
         value = ((value + 1) << 7) | (byte & 0x7F)
     return value, at
+
+
+def leading_folders(path: bytes) -> list[bytes]:
+    """The folders on the way to ``path``, an entry's path, outermost first
+    (``a/b/c``: ``a``, ``a/b``)."""
+    parts = path.split(b"/")
+    return [b"/".join(parts[:end]) for end in range(1, len(parts))]

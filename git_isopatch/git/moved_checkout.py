@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from .admin_files import read_admin_file, replace_admin_file
 from .checkouts import CHECKOUT_CONFIG, DIFF_TREE, without_index
+from .index_entries import leading_folders
 from .index_splice import (
     IndexLayout,
     Spliced,
@@ -180,7 +181,7 @@ def _pathspecs(changed: list[tuple[bytes, bool, int]]) -> list[bytes]:
     return [
         path
         for path, _, after in changed
-        if after or not any(folder in files for folder in _leading_folders(path))
+        if after or not any(folder in files for folder in leading_folders(path))
     ]
 
 
@@ -190,13 +191,5 @@ def _folder_to_gitlink(changed: list[tuple[bytes, bool, int]]) -> bool:
     files left in its folder."""
     links = {path for path, _, after in changed if after == _GITLINK}
     return bool(links) and any(
-        folder in links
-        for path, before, _ in changed
-        if before
-        for folder in _leading_folders(path)
+        folder in links for path, before, _ in changed if before for folder in leading_folders(path)
     )
-
-
-def _leading_folders(path: bytes) -> list[bytes]:
-    parts = path.split(b"/")
-    return [b"/".join(parts[:end]) for end in range(1, len(parts))]

@@ -40,7 +40,7 @@ from ..errors import IsopatchError, known_failure, known_os_failure
 from ..git.admin_files import copy_admin_file, read_admin_file
 from ..git.attributes import is_attributes_file
 from ..git.files import WorktreeFiles
-from ..git.index_entries import changed_entries
+from ..git.index_entries import changed_entries, leading_folders
 from ..git.record import Record
 from ..git.result import Err
 from ..git.types import CommitId, GitDirPath, WorktreePath
@@ -144,7 +144,7 @@ class RunLayer(Record):
             paths |= changed | self.started
         links = set(look.gitlinks)
         for path in list(paths) if links else ():
-            paths |= {folder for folder in _folders(path) if folder in links}
+            paths |= {folder for folder in leading_folders(path) if folder in links}
         return _at_most(sorted(paths - {b""}), MAX_COMPARED)
 
     @staticmethod
@@ -267,11 +267,6 @@ def _dot_git_folder(path: bytes) -> bytes:
     what it says of one is found in its folder); the top's is none."""
     head, _, name = path.rpartition(b"/")
     return head if name == b".git" else path
-
-
-def _folders(path: bytes) -> list[bytes]:
-    parts = path.split(b"/")
-    return [b"/".join(parts[:end]) for end in range(1, len(parts))]
 
 
 def _at_most(paths: list[bytes], count: int) -> list[bytes] | None:
