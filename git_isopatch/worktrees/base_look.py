@@ -94,7 +94,6 @@ def check_out_base_tree(
                 return Ok(None)
             case Err(error):
                 log.debug("moved whole: %s", error.message())
-                whole = Whole()
             case Whole() as whole:
                 pass
     done = check_out_worktree(
