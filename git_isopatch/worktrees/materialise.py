@@ -36,10 +36,11 @@ def materialise(
     below.  The layers' entries are moved, not copied (they are discarded
     after), so a large or sparse file costs a rename (copied, holes kept,
     only across file systems); a link is moved as a link, never followed.
-    The new tree is made beside the worktree and renamed over it; a layer's
-    folder without write permission is given it, as its entries move out.  Best
-    effort: False (and a warning) when it could not be made; the worktree's
-    folder is then as it was.
+    The new tree is made beside the worktree, given the mode of the top
+    folder the command saw, and renamed over it; a layer's folder without
+    write permission is given it, as its entries move out.  Best effort:
+    False (and a warning) when it could not be made; the worktree's folder
+    is then as it was.
     """
     container = os.path.dirname(worktree)
     try:
@@ -53,8 +54,10 @@ def materialise(
                 raise OSError(0, error.message())
             case Ok():
                 pass
+        top = stat.S_IMODE(os.stat(layer.overlay.upper).st_mode)  # the command's top folder
         for source in (layer.start, layer.overlay.upper):
             _lay_over(source, target)
+        os.chmod(target, top)
         old = worktree + ".isopatch-old"
         os.rename(worktree, old)
         os.rename(target, worktree)

@@ -361,7 +361,8 @@ def make_run_layer(
     --no-checkout``: ``worktree`` holds its ``.git`` file alone) over the
     base tree of ``pin``: the base tree's index copied as the run's, the
     difference of a snapshot ``commit`` checked out into the start layer,
-    the upper layer made in ``private_dir``.
+    the upper layer made in ``private_dir``, with the mode git gave
+    ``worktree`` (the overlay's top folder is the upper layer's).
 
     Raises:
         IsopatchError: a classified git or OS failure.
@@ -374,6 +375,7 @@ def make_run_layer(
         upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
         for folder in (layer, upper, work):
             os.mkdir(folder, 0o700)
+        os.chmod(upper, stat.S_IMODE(os.stat(worktree).st_mode))
     except OSError as exc:
         raise known_os_failure(f"could not create '{exc.filename or index}'", exc) from exc
     started: frozenset[bytes] = frozenset()

@@ -134,6 +134,28 @@ def test_a_kept_worktree_is_a_real_folder_of_its_own(env, make_repo) -> None:
     git("worktree", "remove", "--force", kept, cwd=repo, env=env)
 
 
+@pytest.mark.parametrize("script", ["true", "chmod 750 ."])
+def test_a_worktrees_top_folder_has_the_mode_of_an_unconfined_one(env, make_repo, script) -> None:
+    """The top folder the command sees, and the kept worktree's, have the
+    mode ``git worktree add`` gives (or the one the command set), sandboxed
+    or not; a mode of the top folder is never in the patch."""
+    repo = make_repo({"README": "hello\n"})
+    git("worktree", "add", "-q", "--detach", repo.parent / "added", cwd=repo, env=env)
+    added = oct(stat.S_IMODE((repo.parent / "added").stat().st_mode))
+    seen = {}
+    for sandbox in ("--sandbox", "--no-sandbox"):
+        args = ("--porcelain", "--keep", sandbox, "--", "sh", "-c", f"{script}; stat -c %a .")
+        run = isopatch(*args, cwd=repo, env=env)
+        assert run.returncode == 0, run.err
+        fields = run.fields()
+        kept = Path(fields["worktree"])
+        inside = Path(fields["stdout"]).read_text().strip()
+        seen[sandbox] = (inside, oct(stat.S_IMODE(kept.stat().st_mode)), fields["files"])
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+    mode = added if script == "true" else "0o750"
+    assert seen == dict.fromkeys(("--sandbox", "--no-sandbox"), (mode[2:], mode, "0")), seen
+
+
 @pytest.mark.hostile
 def test_a_kept_worktree_copies_a_link_the_command_made_never_what_it_leads_to(
     env, make_repo, tmp_path: Path
