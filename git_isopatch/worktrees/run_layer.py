@@ -83,13 +83,17 @@ class RunLayer(Record):
             same afterwards, the command did not change it (it can write
             the file in place and set its times back, but never its change
             time).
-        started: the paths the snapshot's difference set in the run's index.
+        started: the paths where the run's index differs from the base
+            tree's before the command: those the snapshot's difference
+            set; for a session's later step, those its earlier steps (and
+            its snapshot) left (:func:`.session_layer.layer_again`).
+            ``None``: not known, every path is compared.
     """
 
     pin: Pin
     overlay: WorktreeOverlay
     index: tuple[int, int, int, int] | None
-    started: frozenset[bytes] = frozenset()
+    started: frozenset[bytes] | None = frozenset()
 
     @property
     def base_tree(self) -> WorktreePath:
@@ -139,7 +143,7 @@ class RunLayer(Record):
         paths = {_dot_git_folder(path) for path in touched.paths}
         if not self.index_unchanged(admin_dir):
             changed = changed_entries(admin_dir, tree.admin_dir, len(tree.record.commit) // 2)
-            if changed is None:
+            if changed is None or self.started is None:
                 return None
             paths |= changed | self.started
         links = set(look.gitlinks)

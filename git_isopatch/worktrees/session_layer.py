@@ -21,12 +21,13 @@ import contextlib
 import os
 import time
 
-from ..git.types import CommitId, WorktreePath
+from ..git.index_entries import changed_entries
+from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..sandbox.layers import WorktreeOverlay
 from .base_trees import BaseTrees, Pin, base_trees
 from .lock import open_pin, try_flock
 from .run_layer import RunLayer
-from .sessions import layer_folder
+from .sessions import STOWED, layer_folder, state_dir
 
 
 def pin_again(trees: BaseTrees, admin_dir: str, commit: CommitId) -> Pin | None:
@@ -62,8 +63,14 @@ def layer_again(pin: Pin, worktree: WorktreePath, container: str) -> RunLayer:
     """The session's layer over the base tree of ``pin``, mounted at
     ``worktree`` as at its first step.  Its index is the session's, not
     the base tree's copy: the patch compares what the index changed too
-    (:meth:`.run_layer.RunLayer.compared`)."""
+    (:meth:`.run_layer.RunLayer.compared`), from the index the last step
+    left (still stowed: the command has not run), not from the base
+    tree's: an entry the step puts back to the base tree's (an
+    unpopulated submodule's, which no file shows) changed all the same."""
     folder = layer_folder(container)
     upper, work = os.path.join(folder, "upper"), os.path.join(folder, "work")
     overlay = WorktreeOverlay(worktree, (pin.tree.path, worktree), upper, work)
-    return RunLayer(pin, overlay, None)
+    tree = pin.tree
+    stowed = GitDirPath(os.path.join(state_dir(container), STOWED))
+    left = changed_entries(stowed, tree.admin_dir, len(tree.record.commit) // 2)
+    return RunLayer(pin, overlay, None, None if left is None else frozenset(left))
