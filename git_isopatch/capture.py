@@ -365,10 +365,12 @@ def _patches(
 def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) -> WorktreeGit:
     """git bound to the worktree, confined as the command was (a
     session's: its object store too)."""
+    from .git.pinned import with_config
+    from .git.shared_state import replacing_pins
     from .worktrees.worktree_git import WorktreeGit
 
     isolation = lease.isolation
-    env = ran.fidelity.own_env(run.git_env)
+    env = with_config(ran.fidelity.own_env(run.git_env), replacing_pins(ran.shared_writes))
     if isolation.session is not None:
         env = isolation.session.env(env)
     return WorktreeGit(isolation.worktree, isolation.admin_dir, env, confinement, isolation.files)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from .quote import quote_c_style, quoted
@@ -210,6 +210,23 @@ class SharedWrite(Record):
         """The porcelain and JSON form, ``<name> <change>[ discarded]``:
         ``refs/heads/x created``, ``config changed discarded``."""
         return f"{self.name} {self.change}" + (" discarded" if self.discarded else "")
+
+
+#: Where git finds replace refs (git-replace(1)): with one there, git reads
+#: another object wherever the one it replaces is named.
+REPLACE_REFS = "refs/replace/"
+
+
+def replacing_pins(writes: Iterable[SharedWrite]) -> tuple[tuple[str, str], ...]:
+    """``core.useReplaceRefs=false`` when ``writes`` (what the command
+    changed) hold a replace ref, else nothing: git-isopatch's own git after
+    the command then reads the base as it is, not as the command chose (an
+    edited file with the base's blob replaced by the edit reads as
+    unchanged, and the patch hides it).  The user's own replace refs stay
+    in force where the command changed none."""
+    if any(write.name.startswith(REPLACE_REFS) for write in writes):
+        return (("core.useReplaceRefs", "false"),)
+    return ()
 
 
 def _change(old: object, new: object) -> str:
