@@ -101,7 +101,7 @@ def bring_home(
         return ApplyOutcome(
             applied=False,
             error=(
-                f"another git-isopatch --apply held the lock '{timeout.path}' for "
+                f"another git-isopatch apply to this repository held the lock '{timeout.path}' for "
                 f"{timeout.seconds:g} second{'' if timeout.seconds == 1 else 's'}; "
                 "nothing was written"
             ),
@@ -154,7 +154,7 @@ def apply_result(
         index_file=index_file,
         signal_state=signal_state,
         on_wait=lambda lock: warn(
-            f"another git-isopatch --apply to this repository is running; waiting for '{lock}'"
+            f"another git-isopatch apply to this repository is running; waiting for '{lock}'"
         ),
     )
     for line in outcome.warnings:

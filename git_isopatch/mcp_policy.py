@@ -40,6 +40,7 @@ CALL_TERMS = {
     "--allow-network": "allow_network",
     "--timeout": "timeout",
     "--keep": "keep",
+    "--session": "session",
 }
 _OPTION = re.compile(
     r"(?<![\w-])(" + "|".join(sorted(CALL_TERMS, key=len, reverse=True)) + r")(?![\w-])"
@@ -48,6 +49,15 @@ _OPTION = re.compile(
 _END = re.compile(r"'git isopatch --session (.+?) --end'")
 #: How the command line splits a program name that holds a space.
 _SPLIT = re.compile(r"split it \(git isopatch -- (.+)\) or use sh -c (.+)")
+#: A command named after a subcommand, which the command line runs only
+#: as its first argument; a call's command always names a program.
+_SUBCOMMAND = re.compile(
+    r"'([\w-]+)' is git isopatch's subcommand only as its first argument: "
+    r"git isopatch \1 -C <path>"
+)
+#: The hint naming the subcommand closest to a program not found: no call
+#: of this server runs one.
+_SIMILAR = re.compile(r"the most similar subcommand is 'git isopatch [\w-]+'")
 #: The result's keys whose text is git-isopatch's own words.
 _TOLD_KEYS = ("error", "session-broken")
 
@@ -118,7 +128,8 @@ class ServerPolicy:
         server's calls (:meth:`said`); the network hint says
         ``allow_network`` and ``sandbox: false`` where the server lets a
         call ask them, the option of ``git isopatch mcp`` that would where
-        it does not."""
+        it does not; the hint naming the subcommand closest to a program
+        not found is left out (no call runs a subcommand)."""
         from .hints import NETWORK_HINT, NETWORK_REFUSED
 
         network = (
@@ -134,15 +145,20 @@ class ServerPolicy:
             told["hint"] = [
                 f"{NETWORK_REFUSED}; {network}{unconfined}" if h == NETWORK_HINT else self.said(h)
                 for h in hints
+                if not _SIMILAR.fullmatch(h)
             ]
-        return {**result, **told}
+        told = {**result, **told}
+        if told.get("hint") == []:  # as --json, which gives no empty hint
+            del told["hint"]
+        return told
 
     def said(self, text: Any) -> Any:
         """``text``, git-isopatch's own words, with each option of the
         command line it names said as a call gives it (:data:`CALL_TERMS`):
         ``end_session`` for ``--session <name> --end``, and after what this
         server does not let a call ask, the option of ``git isopatch mcp``
-        that would."""
+        that would; a command named after a subcommand is a program; the
+        manual is ``man git-isopatch``, not ``--help``."""
         if not isinstance(text, str):
             return text
         server = {
@@ -161,6 +177,11 @@ class ServerPolicy:
             return f"split it (command {json.dumps(words)}) or use command {json.dumps(sh)}"
 
         text = _END.sub(r"a call of end_session with session \1", text)
+        text = _SUBCOMMAND.sub(
+            r"""command ["\1"] runs a program of that name, not git isopatch's """
+            r"subcommand '\1', which no call of this server runs",
+            text,
+        ).replace("'git isopatch --help'", "'man git-isopatch'")
         return _OPTION.sub(term, _SPLIT.sub(split, text))
 
     def check(

@@ -94,6 +94,16 @@ def refuse_syscall(name: str, code: int) -> Callable[[], None]:
 NO_NAMESPACES = ("unshare", errno.EPERM)
 
 
+#: A bubblewrap new enough by its version, refused by the kernel.
+REFUSED_BWRAP = """\
+#!/bin/sh
+if [ "$1" = --version ]; then echo "bubblewrap 0.11.0"; exit 0; fi
+echo "bwrap: No permissions to create a new namespace, likely because the kernel \
+does not allow non-privileged user namespaces." >&2
+exit 1
+"""
+
+
 #: Connects to an address of TEST-NET-1 (RFC 5737): in the sandbox no route
 #: leads there; it fails at once, before any packet could leave.
 CONNECT = (

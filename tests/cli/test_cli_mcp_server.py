@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, repo_state
-from sandbox_helpers import CONNECT
+from sandbox_helpers import CONNECT, REFUSED_BWRAP
 from startup_helpers import imported
 
 mcp = pytest.importorskip(
@@ -665,4 +665,49 @@ def test_hints_and_errors_name_the_calls_parameters_not_options(env, make_repo, 
     assert "option 'staged' cannot be used with the existing session 's'" in text(later)
     hints = (*missing.structured_content["hint"], *spaced.structured_content["hint"])
     for said in (*hints, text(fresh), text(later)):
+        assert not re.search(r"(?<![\w-])--[a-z]", said), said
+
+
+def test_subcommand_session_and_sandbox_words_name_the_calls_terms(
+    env, make_repo, tmp_path
+) -> None:
+    """A command named after a subcommand is a program (no call of this
+    server runs ``git isopatch list``: its hint says so, and a name close to
+    one gets no hint); ``session`` with ``keep`` is refused in the call's
+    words; a sandbox the kernel refuses points to the manual, not to
+    ``--help``; no ``--option`` of git-isopatch's command line."""
+    import os
+    import re
+
+    repo = make_repo()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bwrap").write_text(REFUSED_BWRAP)
+    (bin_dir / "bwrap").chmod(0o755)
+    refusing = {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+
+    async def body(client):
+        listed = await client.call_tool("capture", {"command": ["list"]})
+        similar = await client.call_tool("capture", {"command": ["lst"]})
+        kept = await client.call_tool(
+            "capture", {"command": ["true"], "session": "s", "keep": True}
+        )
+        return listed, similar, kept
+
+    async def refused(client):
+        return await client.call_tool("capture", {"command": ["true"], "sandbox": True})
+
+    listed, similar, kept = serve(repo, env, tmp_path, body)
+    unavailable = serve(repo, refusing, tmp_path, refused)
+    assert listed.structured_content["hint"] == [
+        'command ["list"] runs a program of that name, not git isopatch\'s subcommand '
+        "'list', which no call of this server runs"
+    ], text(listed)
+    assert "hint" not in similar.structured_content, text(similar)
+    assert kept.is_error
+    assert "options 'session' and 'keep' cannot be used together" in text(kept), text(kept)
+    assert unavailable.is_error
+    assert "\"Sandbox\" in 'man git-isopatch' says what it needs" in text(unavailable)
+    assert not re.search(r"--(help|sandbox)", text(unavailable))  # docker's options stay
+    for said in (*listed.structured_content["hint"], text(kept)):
         assert not re.search(r"(?<![\w-])--[a-z]", said), said

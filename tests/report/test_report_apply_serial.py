@@ -25,7 +25,7 @@ from git_isopatch.worktrees.lock import APPLY_LOCK_FILE
 #: A large tracked file: LINES numbered lines.
 LINES = 100_000
 BIG = "".join(f"line {n}\n" for n in range(1, LINES + 1))
-WAITING = "another git-isopatch --apply to this repository is running"
+WAITING = "another git-isopatch apply to this repository is running"
 
 
 @contextmanager
@@ -170,3 +170,25 @@ def test_the_next_apply_starts_from_the_previous_ones_result(env, make_repo) -> 
     text = (repo / "f").read_text()
     assert text in ("one\nTWO\nthree\n", "one\ntwo\nTHREE\n")
     assert git("status", "--porcelain", cwd=repo, env=env) == b" M f\n"
+
+
+def test_an_apply_that_waited_too_long_says_another_apply_held_the_lock(env, make_repo) -> None:
+    """The lock is shared by ``--apply`` and the MCP server's ``apply``
+    (which gives this message as it is): it names neither's words."""
+    from git_isopatch.bring_home import bring_home
+    from git_isopatch.errors import open_repository
+    from git_isopatch.git.run import own_git_environment
+
+    repo = make_repo({"a.txt": "a\n"})
+    patch = repo.parent / "a.patch"
+    patch.write_text("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n")
+    repository = open_repository(str(repo), env)
+    with _apply_lock_held(repo):
+        outcome = bring_home(repository, str(patch), env=own_git_environment(env), lock_seconds=0.5)
+    lock = repo / ".git" / APPLY_LOCK_FILE
+    assert (outcome.applied, outcome.error) == (
+        False,
+        f"another git-isopatch apply to this repository held the lock '{lock}' "
+        "for 0.5 seconds; nothing was written",
+    )
+    assert (repo / "a.txt").read_text() == "a\n"

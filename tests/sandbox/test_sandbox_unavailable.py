@@ -10,15 +10,7 @@ import os
 from pathlib import Path
 
 from repo_helpers import isopatch, repo_state
-
-#: A bubblewrap new enough by its version, refused by the kernel.
-REFUSED = """\
-#!/bin/sh
-if [ "$1" = --version ]; then echo "bubblewrap 0.11.0"; exit 0; fi
-echo "bwrap: No permissions to create a new namespace, likely because the kernel \
-does not allow non-privileged user namespaces." >&2
-exit 1
-"""
+from sandbox_helpers import REFUSED_BWRAP
 
 
 def test_a_bubblewrap_the_kernel_refuses_stops_before_anything_is_made(
@@ -28,7 +20,7 @@ def test_a_bubblewrap_the_kernel_refuses_stops_before_anything_is_made(
     before = repo_state(repo, env)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "bwrap").write_text(REFUSED)
+    (bin_dir / "bwrap").write_text(REFUSED_BWRAP)
     (bin_dir / "bwrap").chmod(0o755)
     marker = tmp_path / "ran"
     run = isopatch(
