@@ -317,7 +317,8 @@ def relative_age(seconds: float | None) -> str:
 
 def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list[str]:
     """``git isopatch list``: one line per worktree, ``<path>  <state>
-    <age>  <command>``, columns aligned; a running one shows its pid."""
+    <age>  <command>``, columns aligned; a running one shows its pid, one
+    whose folder is gone (or another repository's) ``, prunable``."""
     rows = []
     for worktree in worktrees:
         state = worktree.state
@@ -326,6 +327,8 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
         if worktree.session is not None:  # a name is no path: never quoted
             base, size = (worktree.head or "")[:12], human_size(worktree.size or 0)
             state = f"session {worktree.session} at {base}, {size}"
+        if worktree.prunable is not None:  # as git worktree list annotates it
+            state += ", prunable"
         path = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
         # the command may hold newlines and control bytes: quoted as in the
         # porcelain, so that one worktree is one line and nothing reaches

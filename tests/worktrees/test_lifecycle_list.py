@@ -5,8 +5,10 @@ the subcommands recognised only as the first word."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -130,3 +132,22 @@ def test_list_outside_a_repository_is_fatal(env, tmp_path) -> None:
     run = isopatch("list", cwd=tmp_path, env=env)
     assert run.returncode == 128
     assert run.err == "fatal: not a git repository (or any of the parent directories): .git\n"
+
+
+def test_a_kept_worktree_whose_folder_was_deleted_is_listed_prunable(env, make_repo) -> None:
+    """As ``git worktree list`` says ``prunable`` of a worktree whose
+    folder is gone: the line says so after its state, and the porcelain and
+    JSON carry git's reason under ``prunable`` (the state stays ``kept``)."""
+    repo = make_repo()
+    kept = Path(_kept(repo, env))
+    other = _kept(repo, env)
+    shutil.rmtree(kept)
+    human = isopatch("list", cwd=repo, env=env)
+    assert human.returncode == 0, human.err
+    rows = {row[0]: row[1] for row in (re.split(r" {2,}", line) for line in human.out.splitlines())}
+    assert rows == {str(kept): "kept, prunable", other: "kept"}, human.out
+    reason = "gitdir file points to non-existent location"
+    (porcelain,) = [e for e in _listed(repo, env) if e["worktree"] == str(kept)]
+    assert (porcelain["state"], porcelain["prunable"]) == ("kept", reason)
+    listed = json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
+    assert [(e["state"], e.get("prunable")) for e in listed] == [("kept", reason), ("kept", None)]
