@@ -23,11 +23,15 @@ from .worktree import WORKTREE_ADD_CONFIG
 #: :data:`.worktree.WORKTREE_ADD_CONFIG`, and a whole index in one file (no
 #: ``sharedindex.*`` beside it, no sparse directory entries): a base
 #: tree's index is copied as each run's own (one file) and read in process
-#: (:mod:`.index_entries`).
+#: (:mod:`.index_entries`); one git writes anew is of version 2 whatever
+#: the user's ``index.version`` or ``feature.manyFiles`` (version 4 stores
+#: each path as the difference from the one before: no entry is read or
+#: replaced alone, :mod:`.partial_index`, :mod:`.index_splice`).
 CHECKOUT_CONFIG: tuple[tuple[str, str], ...] = (
     *WORKTREE_ADD_CONFIG,
     ("core.splitIndex", "false"),
     ("index.sparse", "false"),
+    ("index.version", "2"),
 )
 
 

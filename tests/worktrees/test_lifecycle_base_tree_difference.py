@@ -312,3 +312,43 @@ def test_a_gitlink_whose_submodule_is_ignored_moves(env, make_repo, tmp_path) ->
     second = _commit(repo, env, "second", {"sub": first})
     with _moved_like_fresh(repo, env, first, second, tmp_path) as path:
         _look_kept(path, second)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["global feature.manyFiles", "repository index.version=4", "git -c index.version=4"],
+)
+def test_the_users_index_version_leaves_the_base_tree_moved_by_difference(
+    env, make_repo, tmp_path, setting
+) -> None:
+    """A large repository's user sets ``feature.manyFiles`` (index version
+    4) or ``index.version``: their own index keeps it, while the base tree's
+    (our cache, read entry by entry) is written as version 2, and so is
+    moved by the difference.  Their configuration is left as it was."""
+    if setting.startswith("global"):
+        git("config", "--global", "feature.manyFiles", "true", cwd=tmp_path, env=env)
+    repo, first, second = _two_commits(make_repo, env)
+    if setting.startswith("repository"):
+        git("config", "index.version", "4", cwd=repo, env=env)
+        git("update-index", "--index-version", "4", cwd=repo, env=env)
+    if setting.startswith("git -c"):
+        env = {**env, "GIT_CONFIG_PARAMETERS": "'index.version'='4'"}
+    config = (repo / ".git" / "config").read_bytes()
+    users = (repo / ".git" / "index").read_bytes()[4:8]
+    trees = _trees(repo, env)
+    made = trees.pin(first)
+    path = Path(made.tree.path)
+    trees.release(made)
+    assert (_admin(path) / "index").read_bytes()[4:8] == (2).to_bytes(4, "big")
+    trace = tmp_path / "trace"
+    moved = _trees(repo, {**env, "GIT_TRACE2_EVENT": str(trace)}).pin(second)
+    try:
+        assert moved.made and Path(moved.tree.path) == path, "not moved"
+        read = {Path(index).name for index in _indexes_read(trace)}
+        assert read and all(name.startswith("index.isopatch-move-") for name in read), read
+        _look_kept(path, second)  # before git status writes the untracked cache
+        assert _state(path, env) == _fresh(repo, env, second, tmp_path / "fresh")
+    finally:
+        trees.release(moved)
+    assert (repo / ".git" / "config").read_bytes() == config
+    assert (repo / ".git" / "index").read_bytes()[4:8] == users

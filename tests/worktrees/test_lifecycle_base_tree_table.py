@@ -203,12 +203,14 @@ def test_a_run_finding_the_table_being_written_leaves_it(env, make_repo, tmp_pat
 
 def test_an_index_that_has_no_table_is_looked_at_once(env, make_repo, tmp_path) -> None:
     """A version 4 index (``index.version=4``, as ``feature.manyFiles``
-    sets) stores each path as the difference from the one before: it has
-    no table.  The first run over the old base tree says so beside it, and
+    sets, in a base tree made before its index was always of version 2)
+    stores each path as the difference from the one before: it has no
+    table.  The first run over the old base tree says so beside it, and
     the runs after it do not parse the whole index again."""
     repo = make_repo(FILES)
-    git("config", "index.version", "4", cwd=repo, env=env)
     admin = _old_base_tree(repo, env)
+    (tree,) = base_trees(repo, env)
+    git("update-index", "--index-version", "4", cwd=Path(tree), env=env)
     assert (admin / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
     for writes in (1, 0):
         fd, _ = _watch(admin)
