@@ -98,20 +98,6 @@ def without_index(env: Mapping[str, str], git_dir: GitDirPath) -> dict[str, str]
     return {**env, "GIT_INDEX_FILE": os.path.join(git_dir, NO_INDEX)}
 
 
-def changed_path_count(
-    git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
-) -> GitResult[int]:
-    """How many paths differ between the trees of ``old`` and ``new``
-    (``git diff-tree -r --name-only --no-renames``): what moving a
-    checkout from one to the other writes."""
-    args = [f"--git-dir={git_dir}", *DIFF_TREE, "-z", "--name-only"]
-    match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
-        case Ok(output):
-            return Ok(output.count(b"\0"))
-        case Err() as err:
-            return err
-
-
 def read_tree_two_way(
     admin_dir: GitDirPath,
     worktree: str,

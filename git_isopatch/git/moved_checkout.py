@@ -66,13 +66,21 @@ _NO_MODE = b"000000"
 _GITLINK = 0o160000
 
 
+class Difference(Record):
+    """What differs between the trees of ``old`` and another commit
+    (:func:`changed_paths`): ``(path, in old, mode in the other)`` of each
+    path whose entry differs (a mode of 0: not in the other)."""
+
+    old: CommitId
+    paths: tuple[tuple[bytes, bool, int], ...]
+
+
 def changed_paths(
     git_dir: GitDirPath, old: CommitId, new: CommitId, *, env: Mapping[str, str]
-) -> GitResult[list[tuple[bytes, bool, int]]]:
-    """``(path, in old, mode in new)`` of each path whose entry differs
-    between the trees of ``old`` and ``new`` (``git diff-tree -r --raw``;
-    a mode of 0: not in ``new``), gitlinks too whatever ``ignore`` a
-    ``.gitmodules`` gives them."""
+) -> GitResult[Difference]:
+    """What differs between the trees of ``old`` and ``new`` (``git
+    diff-tree -r --raw``), gitlinks too whatever ``ignore`` a
+    ``.gitmodules`` gives them: what a move from one to the other writes."""
     args = [f"--git-dir={git_dir}", *DIFF_TREE, "-z", "--raw"]
     match run_git([*args, old, new, "--"], env=without_index(env, git_dir)):
         case Ok(output):
@@ -83,28 +91,25 @@ def changed_paths(
     for meta, path in zip(fields[0:-1:2], fields[1::2], strict=True):
         modes = meta.split(b" ", 2)
         found.append((path, modes[0] != b":" + _NO_MODE, int(modes[1], 8)))
-    return Ok(found)
+    return Ok(Difference(old, tuple(found)))
 
 
 def move_by_difference(
     admin_dir: GitDirPath,
     worktree: WorktreePath,
-    old: CommitId,
+    difference: Difference,
     new: CommitId,
     table: bytes,
     *,
     env: Mapping[str, str],
 ) -> GitResult[Spliced] | Whole:
     """Move the worktree whose private folder is ``admin_dir``, a clean
-    checkout of ``old`` (its ``HEAD``), to ``new``; ``table`` is its index's
-    table (:func:`.partial_index.index_table`).  :class:`Whole` when it
-    cannot be so (nothing changed yet); an error once it may have changed
-    (move it whole, discarding what differs)."""
-    match changed_paths(admin_dir, old, new, env=env):
-        case Ok(changed):
-            pass
-        case Err():
-            return Whole(rewrite=True)
+    checkout of ``difference.old`` (its ``HEAD``, else the move fails), to
+    ``new``; ``table`` is its index's table
+    (:func:`.partial_index.index_table`).  :class:`Whole` when it cannot be
+    so (nothing changed yet); an error once it may have changed (move it
+    whole, discarding what differs)."""
+    changed = list(difference.paths)
     if any(path.rsplit(b"/", 1)[-1] == b".gitattributes" for path, _, _ in changed):
         return Whole(rewrite=True)
     if len(changed) > MOST_PATHS or _folder_to_gitlink(changed):
@@ -124,6 +129,7 @@ def move_by_difference(
     if isinstance(moved, Err):
         return moved
     args = [f"--git-dir={admin_dir}", f"--work-tree={worktree}", "-C", worktree]
+    old = difference.old
     match run_git([*args, "update-ref", "--no-deref", "HEAD", new, old], env=env):
         case Err() as err:
             return err

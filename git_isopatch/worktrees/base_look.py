@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.index_entries import parse_entries, read_index
@@ -27,6 +28,9 @@ from ..git.record import Record
 from ..git.result import Err, GitResult, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..logger import log
+
+if TYPE_CHECKING:
+    from ..git.moved_checkout import Difference
 
 #: The file of a base tree's private folder that holds what its look found:
 #: each path ended by NUL, after a kind byte (``b``: differs after
@@ -60,28 +64,27 @@ def check_out_base_tree(
     admin_dir: GitDirPath,
     commit: CommitId,
     *,
-    moved: bool,
+    moved: Difference | None,
     env: Mapping[str, str],
     progress: bool,
 ) -> GitResult[None]:
     """Check out the base tree at ``path`` (registered without a checkout)
-    or, ``moved``, move it from its ``HEAD`` to ``commit``: by the
-    difference (:func:`..git.moved_checkout.move_by_difference`; its index
-    table and gitlinks then follow without a walk of the index) where it
-    can be, else whole; then :func:`look_once`."""
+    or, ``moved``, move it from its ``HEAD`` (``moved.old``) to ``commit``:
+    by that difference (:func:`..git.moved_checkout.move_by_difference`;
+    its index table and gitlinks then follow without a walk of the index)
+    where it can be, else whole; then :func:`look_once`."""
     from ..git.checkouts import check_out_worktree  # not for a warm run
     from ..git.moved_checkout import Whole, move_by_difference
 
     whole = Whole()
-    if moved:
+    if moved is not None:
         try:
             table = read_admin_file(os.path.join(admin_dir, INDEX_TABLE), limit=1 << 32)
-            old = CommitId(read_admin_file(os.path.join(admin_dir, "HEAD")).strip().decode())
-        except (OSError, UnicodeDecodeError):
-            table, old = b"", CommitId("")
-        match move_by_difference(admin_dir, path, old, commit, table, env=env):
+        except OSError:
+            table = b""
+        match move_by_difference(admin_dir, path, moved, commit, table, env=env):
             case Ok(spliced):
-                before = look_of(admin_dir, old)
+                before = look_of(admin_dir, moved.old)
                 links = {p for p in before.gitlinks if p not in spliced.changed}
                 links.update(spliced.gitlinks)
                 if before.known:
@@ -99,7 +102,7 @@ def check_out_base_tree(
     done = check_out_worktree(
         admin_dir,
         path,
-        commit if moved else None,
+        commit if moved is not None else None,
         env=env,
         progress=progress,
         rewrite=whole.rewrite,

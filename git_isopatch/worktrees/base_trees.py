@@ -26,8 +26,8 @@ idle ones; 0 keeps none, every run's base tree goes when its last run ends.
 An idle one is moved to a new commit by the difference
 (:func:`.base_look.check_out_base_tree`: the paths that differ are written,
 their index entries alone replaced) when few of its files differ, or when
-no more may be kept; one unused for two weeks expires with the result
-folders.
+no more may be kept (:func:`.nearest_base.nearest`); one unused for two
+weeks expires with the result folders.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import struct
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from ..errors import known_failure, known_os_failure
-from ..git.admin_files import read_admin_file, worktree_add_copies
+from ..git.admin_files import worktree_add_copies
 from ..git.quote import quoted
 from ..git.record import Record
 from ..git.repo import UserRepository
@@ -70,13 +70,11 @@ from .removal import remove_ours
 from .space import no_space
 from .store import BASE_LOCK_REASON, BaseRecord, GitMetadataStore
 
+if TYPE_CHECKING:
+    from ..git.moved_checkout import Difference
+
 #: The folder of the common git directory that holds the base trees.
 FOLDER = BASE_TREES_FOLDER
-#: An idle base tree is moved rather than a new one made when at most one
-#: in this many of its files differ from the commit wanted, or at most
-#: :data:`NEAR_FILES`.
-NEAR = 4
-NEAR_FILES = 1000
 
 
 class BaseTree(Record):
@@ -145,26 +143,17 @@ def _close(fds: list[int]) -> None:
             os.close(fd)
 
 
-def _index_entries(admin_dir: GitDirPath) -> int:
-    """The number of entries of a base tree's index (its header), 0 when
-    unknown."""
-    try:
-        header = read_admin_file(os.path.join(admin_dir, "index"), limit=12)
-        signature, _, count = struct.unpack(">4sII", header)
-    except (OSError, struct.error):
-        return 0
-    return count if signature == b"DIRC" else 0
-
-
 class _Plan(Record):
     """What the worktree lock's holder decided: a pin taken (``pin``), a
     base tree to wait for (``wait``, a pin descriptor), one to move
-    (``move`` with its exclusive pin ``fd``), or one to make (none)."""
+    (``move`` with its exclusive pin ``fd``, by ``difference``), or one to
+    make (none)."""
 
     pin: Pin | None = None
     wait: int | None = None
     move: BaseTree | None = None
     fd: int | None = None
+    difference: Difference | None = None
 
 
 class BaseTrees:
@@ -228,7 +217,7 @@ class BaseTrees:
                 self._wait(plan.wait)
                 continue
             assert fd is not None
-            return self._check_out(tree, fd, commit, moved=plan.move is not None, tmp_root=tmp_root)
+            return self._check_out(tree, fd, commit, moved=plan.difference, tmp_root=tmp_root)
 
     def _plan(self, commit: CommitId) -> _Plan:
         """Under the worktree lock: pin the base tree at ``commit`` when
@@ -253,7 +242,17 @@ class BaseTrees:
             fd = idle_pin(tree.admin_dir)
             if fd is not None:
                 idle.append((tree, fd))
-        chosen = self._nearest([tree for tree, _ in idle], commit, len(trees))
+        from .nearest_base import nearest  # only to move a base tree
+
+        ready = [tree for tree, _ in idle if tree.record.ready]
+        found = nearest(
+            [(CommitId(tree.record.commit), tree.admin_dir) for tree in ready],
+            commit,
+            room=len(trees) < max(self.limit, 1),
+            git_dir=self.repository.git_dir,
+            env=self.env,
+        )
+        chosen, difference = (ready[found[0]], found[1]) if found else (None, None)
         _close([fd for tree, fd in idle if tree is not chosen])
         if chosen is None:
             return _Plan()
@@ -264,7 +263,7 @@ class BaseTrees:
         except OSError:
             _close([fd])
             return _Plan()
-        return _Plan(move=chosen._replace(record=record), fd=fd)
+        return _Plan(move=chosen._replace(record=record), fd=fd, difference=difference)
 
     def _present(self, trees: list[BaseTree]) -> list[BaseTree]:
         """Under the worktree lock: ``trees`` but the gone ones, which are
@@ -276,30 +275,6 @@ class BaseTrees:
                 self._remove(tree)
                 _close([fd])
         return [tree for tree in trees if not tree.gone]
-
-    def _nearest(self, idle: list[BaseTree], commit: CommitId, count: int) -> BaseTree | None:
-        """The idle base tree to move to ``commit``: the one with the
-        fewest files to write, when few of its files differ (:data:`NEAR`)
-        or no more base trees may be kept; ``None``: make one."""
-        from ..git.checkouts import changed_path_count  # only to move a base tree
-
-        best, best_count = None, None
-        for tree in idle:
-            if not tree.record.ready:
-                continue
-            match changed_path_count(
-                self.repository.git_dir, CommitId(tree.record.commit), commit, env=self.env
-            ):
-                case Ok(changed) if best_count is None or changed < best_count:
-                    best, best_count = tree, changed
-                case _:
-                    pass
-        if best is None or best_count is None:
-            return None
-        near = max(_index_entries(best.admin_dir) // NEAR, NEAR_FILES)
-        if best_count <= near or count >= max(self.limit, 1):
-            return best
-        return None
 
     def _register(self, commit: CommitId) -> tuple[BaseTree, int]:
         """Under the worktree lock: register a new base tree at ``commit``
@@ -349,10 +324,17 @@ class BaseTrees:
         return BaseTree(WorktreePath(path), admin_dir, record), fd
 
     def _check_out(
-        self, tree: BaseTree, fd: int, commit: CommitId, *, moved: bool, tmp_root: str | None
+        self,
+        tree: BaseTree,
+        fd: int,
+        commit: CommitId,
+        *,
+        moved: Difference | None,
+        tmp_root: str | None,
     ) -> Pin:
         """Outside the worktree lock, holding ``tree``'s pin exclusively:
-        check it out (a new one) or move it to ``commit``; then, under the
+        check it out (a new one) or move it to ``commit`` by the difference
+        ``moved``; then, under the
         lock, mark it ready and hold its pin shared.  A failure removes it."""
         done = check_out_base_tree(
             tree.path, tree.admin_dir, commit, moved=moved, env=self.env, progress=self.progress

@@ -153,6 +153,12 @@ def _indexes_read(trace: Path) -> set[str]:
     return {index for index in named if os.path.lexists(index) or "isopatch-move-" in index}
 
 
+def _started(trace: Path) -> list[str]:
+    """The git subcommands ``trace`` started, in order."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return [e["name"] for e in events if e.get("event") == "cmd_name"]
+
+
 def _two_commits(make_repo, env: dict[str, str]) -> tuple[Path, CommitId, CommitId]:
     repo = make_repo(FIRST)
     base = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
@@ -182,6 +188,7 @@ def test_a_moved_base_tree_is_a_fresh_checkout_of_its_commit(
         read = {Path(index).name for index in _indexes_read(trace)}
         assert all(name.startswith("index.isopatch-move-") for name in read), read
         assert read or direction == "empty"
+        assert _started(trace).count("diff-tree") == 1, "the difference found twice"
         assert _state(path, env) == _fresh(repo, env, goal, tmp_path / "fresh")
         links = (b"sub", b"sub-gone") if goal == first else (b"new/sub", b"sub")
         assert _look_kept(path, goal)[1] == links
