@@ -85,3 +85,27 @@ def test_prune_sessions_drops_the_word_no_step_came_back_for(make_repo, env) -> 
     assert not (repo / ".git" / "isopatch").exists()
     again = isopatch("--session", "gone", "--", "true", cwd=repo, env=env)
     assert again.returncode == 0, again.err
+
+
+def test_an_idle_session_past_two_weeks_outlives_the_daily_expiry(make_repo, env) -> None:
+    """Sessions never expire (man page: "Sessions"): the daily expiry that
+    takes result folders and base trees unused for two weeks leaves a
+    session last stepped three weeks ago, and its base tree, as they were."""
+    import os
+    import time
+
+    repo = make_repo({"a.txt": "one\n"})
+    step(repo, env, "old", "sh", "-c", "echo old >> a.txt")
+    weeks = time.time() - 21 * 24 * 3600
+    (record,) = repo.parent.glob("*.isopatch-*/session/session.json")
+    record.write_text(json.dumps({**json.loads(record.read_text()), "used": weeks}))
+    for base in (repo / ".git" / "worktrees").glob("*/isopatch-base.json"):
+        base.write_text(json.dumps({**json.loads(base.read_text()), "used": weeks}))
+    os.utime(repo / ".git" / "isopatch.lock", (weeks, weeks))
+    ran = isopatch("-q", "--no-sandbox", "--", "true", cwd=repo, env=env)
+    assert ran.returncode == 0, ran.err
+    assert os.stat(repo / ".git" / "isopatch.lock").st_mtime > weeks + 60  # the expiry ran
+    assert _sessions(repo, env) == ["old"]
+    later = step(repo, env, "old", "sh", "-c", "echo later >> a.txt")
+    assert later["exit"] == 0 and "session-broken" not in later, later
+    assert "+old\n+later\n" in Path(later["session-patch"]).read_text()
