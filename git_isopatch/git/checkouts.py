@@ -26,12 +26,15 @@ from .worktree import WORKTREE_ADD_CONFIG
 #: (:mod:`.index_entries`); one git writes anew is of version 2 whatever
 #: the user's ``index.version`` or ``feature.manyFiles`` (version 4 stores
 #: each path as the difference from the one before: no entry is read or
-#: replaced alone, :mod:`.partial_index`, :mod:`.index_splice`).
+#: replaced alone, :mod:`.partial_index`, :mod:`.index_splice`), with its
+#: checksum (``feature.manyFiles`` sets ``index.skipHash`` from git 2.40:
+#: a table is checked against the checksum; git 2.39 knows no such key).
 CHECKOUT_CONFIG: tuple[tuple[str, str], ...] = (
     *WORKTREE_ADD_CONFIG,
     ("core.splitIndex", "false"),
     ("index.sparse", "false"),
     ("index.version", "2"),
+    ("index.skipHash", "false"),
 )
 
 
