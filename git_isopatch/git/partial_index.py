@@ -32,7 +32,14 @@ import sys
 from collections.abc import Sequence
 
 from .admin_files import read_admin_file
-from .index_entries import EXTENDED, NAME_MASK, SPARSE_DIRECTORY, STAT_BYTES, read_entries
+from .index_entries import (
+    EXTENDED,
+    NAME_MASK,
+    SPARSE_DIRECTORY,
+    STAT_BYTES,
+    leading_folders,
+    read_entries,
+)
 
 #: The first line of a table (:func:`entry_table`).
 TABLE_HEADER = b"git-isopatch index table 1\n"
@@ -226,9 +233,7 @@ def _wanted(paths: Sequence[bytes]) -> tuple[set[bytes], set[bytes]]:
     exact, folders = {b".gitmodules"}, set()
     for path in paths:
         exact.add(path)
-        parts = path.split(b"/")
-        for depth in range(len(parts)):
-            folder = b"/".join(parts[:depth])
+        for folder in (b"", *leading_folders(path)):
             if folder in folders:
                 continue
             prefix = folder + b"/" if folder else b""
