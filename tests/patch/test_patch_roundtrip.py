@@ -121,6 +121,28 @@ def _load_manifest(path: Path) -> dict[bytes, tuple]:
     return manifest
 
 
+def _examples(count: int) -> settings:
+    """Hypothesis's settings for ``count`` examples of a test that runs
+    git-isopatch: no deadline, function-scoped fixtures allowed."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+def _committed(root: Path, env: dict[str, str], tree: dict[str, bytes]) -> Path:
+    """``root/repo``, a repository of one commit on ``main`` holding
+    ``tree`` and a ``.gitignore`` of ``ignored/``."""
+    repo = root / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo, env=env)
+    write_tree(repo, {".gitignore": "ignored/\n", **tree})
+    git("add", "-A", cwd=repo, env=env)
+    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    return repo
+
+
 def _check_roundtrip(
     root: Path,
     env: dict[str, str],
@@ -130,12 +152,7 @@ def _check_roundtrip(
     isopatch_env: dict[str, str] | None = None,
     options: tuple[str, ...] = (),
 ) -> None:
-    repo = root / "repo"
-    repo.mkdir()
-    git("init", "-q", "-b", "main", cwd=repo, env=env)
-    write_tree(repo, {".gitignore": "ignored/\n", **tree})
-    git("add", "-A", cwd=repo, env=env)
-    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    repo = _committed(root, env, tree)
     # the user has work in progress: staged, unstaged and untracked, and a stash
     (repo / ".gitignore").write_text("ignored/\n# staged edit\n")
     git("add", ".gitignore", cwd=repo, env=env)
@@ -183,11 +200,7 @@ def _check_roundtrip(
 
 @pytest.mark.hostile
 @pytest.mark.parametrize("profile", ["hostile global configuration", "hook environment"])
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_examples(10)
 @given(data=st.data(), tree=base_trees)
 def test_patch_reproduces_the_worktree_in_hostile_environments(
     env: dict[str, str], data: st.DataObject, tree: dict[str, bytes], profile: str
@@ -205,11 +218,7 @@ def test_patch_reproduces_the_worktree_in_hostile_environments(
         _check_roundtrip(Path(root), check_env, tree, changes, isopatch_env=run_env)
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_examples(30)
 @given(data=st.data(), tree=base_trees)
 def test_patch_reproduces_the_worktree_and_repository_is_untouched(
     env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
@@ -220,11 +229,7 @@ def test_patch_reproduces_the_worktree_and_repository_is_untouched(
         _check_roundtrip(Path(root), env, tree, changes, options=("--no-sandbox",))
 
 
-@settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_examples(6)
 @given(data=st.data(), tree=base_trees)
 def test_round_trip_under_the_sandbox(
     env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
@@ -242,12 +247,7 @@ def _patches(
     """The patches of the same change: sandboxed over a base tree it makes,
     sandboxed again over the kept one, and unconfined in a worktree of its
     own (every path compared)."""
-    repo = root / "repo"
-    repo.mkdir()
-    git("init", "-q", "-b", "main", cwd=repo, env=env)
-    write_tree(repo, {".gitignore": "ignored/\n", **tree})
-    git("add", "-A", cwd=repo, env=env)
-    git("commit", "-q", "-m", "base", cwd=repo, env=env)
+    repo = _committed(root, env, tree)
     spec = root / "spec.json"
     spec.write_text(json.dumps({"changes": changes}))
     patches = []
@@ -272,11 +272,7 @@ def _patches(
     return patches
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_examples(12)
 @given(data=st.data(), tree=base_trees)
 def test_the_patch_over_a_base_tree_is_the_patch_of_a_worktree_of_its_own(
     env: dict[str, str], data: st.DataObject, tree: dict[str, bytes]
@@ -386,11 +382,7 @@ def _run_change_script(repo: Path, env: dict[str, str], changes: list[dict]) -> 
     assert done.returncode == 0
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_examples(10)
 @given(
     data=st.data(),
     tree=nested_trees,
@@ -408,12 +400,7 @@ def test_a_snapshot_over_the_base_tree_of_head_is_a_worktree_of_its_own(
     changes = data.draw(change_lists(tree, nested_paths))
     with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as folder:
         root = Path(folder)
-        repo = root / "repo"
-        repo.mkdir()
-        git("init", "-q", "-b", "main", cwd=repo, env=env)
-        write_tree(repo, {".gitignore": "ignored/\n", **tree})
-        git("add", "-A", cwd=repo, env=env)
-        git("commit", "-q", "-m", "base", cwd=repo, env=env)
+        repo = _committed(root, env, tree)
         _run_change_script(repo, env, staged)
         git("add", "-A", cwd=repo, env=env)
         _run_change_script(repo, env, unstaged)
