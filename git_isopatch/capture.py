@@ -11,8 +11,8 @@ Only the checks and the look at the user's checkout load with this
 module: the steps after them load once the look's ``git status`` runs,
 beside it (a warm run's first git process starts some 20 ms earlier, and
 the status of a large checkout overlaps them).  A sandboxed run takes no
-look: it loads those up to the command while its worktree's ``git
-worktree add`` runs (:func:`load`), not after it.
+look: it loads those up to the command while its worktree's first git
+runs (:func:`load`), not after it.
 """
 
 from __future__ import annotations
@@ -218,9 +218,10 @@ def _provider(
     return provider
 
 
-#: What a sandboxed run loads while its worktree's ``git worktree add``
-#: runs: steps 4 and 5, the sandbox's launch and its reading of the layers
-#: (step 6's, loaded before the command, cost more than after it).
+#: What a sandboxed run loads while its worktree's first git runs
+#: (:attr:`.worktrees.provider.WorktreeProvider.meanwhile`): steps 4 and
+#: 5, the sandbox's launch and its reading of the layers (step 6's, loaded
+#: before the command, cost more than after it).
 BEFORE_THE_COMMAND = (
     "git_isopatch.worktrees.run_layer",
     "git_isopatch.populate",

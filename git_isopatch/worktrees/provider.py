@@ -33,6 +33,7 @@ from .isolation import Isolation, OverBaseTree
 from .lock import AdminLock, LockWaitInterrupted
 from .own_top import start_taking_as_top, take_as_top
 from .placement import place_worktree, remove_tree, worktree_name
+from .registration import register_detached
 from .removal import make_room, refusal, remove_ours
 from .space import no_space
 from .store import GitMetadataStore, WorktreeRecord
@@ -77,7 +78,9 @@ class WorktreeProvider:
     """
 
     #: Called while a worktree's ``git worktree add`` runs (what the run
-    #: does beside it: :func:`git_isopatch.git.worktree.add_detached_worktree`).
+    #: does beside it: :func:`git_isopatch.git.worktree.add_detached_worktree`);
+    #: over a base tree, registered without git, while git is first asked
+    #: in it (:func:`.own_top.start_taking_as_top`).
     meanwhile: Callable[[], None] | None = None
 
     def __init__(
@@ -201,6 +204,8 @@ class WorktreeProvider:
         try:
             made = self._add(repository, base, private_dir, container, command, None, False)
             top = start_taking_as_top(made.worktree, made.admin_dir, env=self.env)
+            if self.meanwhile is not None:
+                self.meanwhile()
             from .run_layer import make_run_layer
 
             layer = make_run_layer(pin, made.worktree, made.admin_dir, layers, base, env=self.env)
@@ -227,9 +232,11 @@ class WorktreeProvider:
         checkout: bool = True,
     ) -> Isolation:
         """``git worktree add`` in ``container`` (without a checkout unless
-        ``checkout``: the caller then makes git take it as its top beside
-        its own work, :func:`.own_top.start_taking_as_top`); on failure
-        ``container`` is deleted."""
+        ``checkout``: registered without git where it can be,
+        :func:`.registration.register_detached`, and the caller then makes
+        git take it as its top beside its own work,
+        :func:`.own_top.start_taking_as_top`); on failure ``container`` is
+        deleted."""
         path = os.path.join(container, worktree_name(repository.top))
         record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
         with contextlib.ExitStack() as held:
@@ -245,15 +252,23 @@ class WorktreeProvider:
             except BaseException:
                 remove_tree(container, warn=self.warn)
                 raise
-            added = add_detached_worktree(
-                repository.git_dir,
-                path,
-                base,
-                lock_reason=record.lock_reason(),
-                env=self.env,
-                progress=self.progress and checkout,
-                checkout=checkout,
-                meanwhile=self.meanwhile,
+            reason = record.lock_reason()
+            registered = (
+                None if checkout else register_detached(repository, path, base, lock_reason=reason)
+            )
+            added = (
+                Ok(registered)
+                if registered is not None
+                else add_detached_worktree(
+                    repository.git_dir,
+                    path,
+                    base,
+                    lock_reason=reason,
+                    env=self.env,
+                    progress=self.progress and checkout,
+                    checkout=checkout,
+                    meanwhile=self.meanwhile if checkout else None,
+                )
             )
         match added:
             case Err(error):

@@ -1,26 +1,32 @@
 """A worktree's registration (``$GIT_COMMON_DIR/worktrees/<id>``, its
-private folder) deleted out of git's sight: moved out of ``worktrees/``
-with one ``rename(2)``, then deleted by file descriptor
-(:func:`.deletion.delete_tree`), for the one removal
-(:func:`.removal.remove_ours`).
+private folder) made and deleted out of git's sight: a run's over a base
+tree written whole beside ``worktrees/`` and moved in with one
+``rename(2)`` (:func:`register_detached`); any of ours moved out with one,
+then deleted by file descriptor (:func:`.deletion.delete_tree`), for the
+one removal (:func:`.removal.remove_ours`).
 
-Design: procedure step 7.
+Design: procedure steps 3 and 7.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
+from collections.abc import Callable
 
 from ..git.repo import UserRepository
-from ..git.types import GitDirPath
+from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..git.worktree import worktree_admin_dirs
 from ..logger import log
 from .deletion import delete_tree
 
 #: The folder of the common git directory where a registration goes, out
-#: of git's sight, to be deleted (:func:`set_aside`); on the file system of
-#: ``worktrees/``, so that the move is one ``rename(2)``.
+#: of git's sight, to be deleted (:func:`set_aside`), or is written before
+#: it goes in (:func:`register_detached`); on the file system of
+#: ``worktrees/``, so that each move is one ``rename(2)``.  What a process
+#: ended left there, ``prune`` deletes (:func:`forget_set_aside`).
 SET_ASIDE_FOLDER = "isopatch-removed"
 
 
@@ -35,13 +41,11 @@ def set_aside(common_dir: str, name: str) -> str | None:
         The fresh folder holding it now, or ``None`` when it could not be
         moved (gone already, a mount point, another file system).
     """
-    aside = os.path.join(common_dir, SET_ASIDE_FOLDER)
     source = os.path.join(common_dir, "worktrees", name)
     for _ in range(3):  # another removal may delete the folder, empty, meanwhile
         holder = None
         try:
-            os.makedirs(aside, mode=0o700, exist_ok=True)
-            holder = tempfile.mkdtemp(dir=aside)
+            holder = _holder(common_dir)
             os.rename(source, os.path.join(holder, name))
             return holder
         except OSError as exc:
@@ -51,6 +55,18 @@ def set_aside(common_dir: str, name: str) -> str | None:
             if not isinstance(exc, FileNotFoundError) or not os.path.lexists(source):
                 return None
     return None
+
+
+def _holder(common_dir: str) -> str:
+    """A fresh folder of :data:`SET_ASIDE_FOLDER`, made with it.
+
+    Raises:
+        OSError: it cannot be made (``FileNotFoundError``: another removal
+            deleted :data:`SET_ASIDE_FOLDER`, empty, meanwhile).
+    """
+    aside = os.path.join(common_dir, SET_ASIDE_FOLDER)
+    os.makedirs(aside, mode=0o700, exist_ok=True)
+    return tempfile.mkdtemp(dir=aside)
 
 
 def delete_set_aside(common_dir: str, holder: str) -> None:
@@ -111,3 +127,134 @@ def delete_registration(
         with contextlib.suppress(OSError):
             os.rmdir(worktrees)
     return gone
+
+
+#: A worktree's folder name that git takes as its registration's name
+#: unchanged (refs.c, ``sanitize_refname_component``, changes no character
+#: of it); another is left to ``git worktree add``.
+_PLAIN_NAME = re.compile(r"\A[A-Za-z0-9_-](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?\Z")
+
+
+def register_detached(
+    repository: UserRepository, path: str, commit: CommitId, *, lock_reason: str
+) -> WorktreePath | None:
+    """Register a worktree at ``path`` (a folder to make), detached at
+    ``commit`` and locked with ``lock_reason``, as ``git worktree add
+    --no-checkout --detach --lock --reason <lock_reason>`` registers one
+    (builtin/worktree.c, ``add_worktree``), without its two git
+    processes: ``worktrees/<name>`` (the folder's name, then ``<name>1``,
+    ``<name>2``..., the first free, as git names it) holding ``locked``,
+    ``gitdir`` (the real path of ``path/.git``), ``commondir`` (``../..``)
+    and ``HEAD`` (``commit``), and ``path/.git`` naming it.  The
+    registration is written whole out of git's sight
+    (:data:`SET_ASIDE_FOLDER`) and moved in with one ``rename(2)``
+    (:func:`_move_in`): a git reading every registration (``git worktree
+    list``, another's ``add``) sees it whole or not at all, never a
+    ``commondir`` made but not yet written, and ``git worktree prune``
+    never a folder without ``gitdir`` nor ``locked``.  No reflog entry is
+    written (``git reflog`` there is empty) and paths are absolute, as git
+    writes them by default.  The caller holds the worktree lock.
+
+    Returns:
+        The worktree, or ``None`` where ``git worktree add`` must do it,
+        nothing made: it copies what this does not (the user's worktree's
+        ``config.worktree``, its sparse checkout's patterns), another ref
+        storage (``reftable/``), a name git changes, ``path`` registered
+        already (git refuses, or prunes), or a file that could not be made.
+    """
+    name = os.path.basename(path)
+    worktrees = os.path.join(repository.common_dir, "worktrees")
+    copied = (
+        os.path.join(repository.git_dir, "config.worktree"),
+        os.path.join(repository.git_dir, "info", "sparse-checkout"),
+        os.path.join(repository.common_dir, "reftable"),
+    )
+    if not _PLAIN_NAME.match(name) or name.endswith(".lock") or ".." in name:
+        return None
+    if any(os.path.lexists(file) for file in copied) or os.path.lexists(path):
+        return None
+    top = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(path)), name))
+    if top in worktree_admin_dirs(GitDirPath(repository.common_dir)):
+        return None
+    made: list[str] = []  # what to delete when a step fails, the last made first
+    try:
+        holder = _holder(repository.common_dir)
+        made.append(holder)
+        written = os.path.join(holder, "registration")
+        os.mkdir(written, 0o777)
+        for file, text in (
+            ("locked", lock_reason),
+            ("gitdir", os.path.join(top, ".git")),
+            ("commondir", "../.."),
+            ("HEAD", commit),
+        ):
+            _write_new(os.path.join(written, file), text)
+        os.mkdir(path, 0o777)
+        made.append(path)
+        os.makedirs(worktrees, exist_ok=True)
+        _move_in(written, worktrees, name, os.path.join(path, ".git"))
+    except OSError:
+        for folder in reversed(made):
+            delete_tree(folder)
+        return None
+    with contextlib.suppress(OSError):
+        os.rmdir(holder)
+        os.rmdir(os.path.dirname(holder))
+    return WorktreePath(path)
+
+
+def _move_in(written: str, worktrees: str, name: str, dotgit: str) -> None:
+    """Move the registration ``written`` to ``worktrees/<name>``, else
+    ``<name>1``, ``<name>2``..., the first name free (as ``git worktree
+    add`` names it), never over anything there (``renameat2(2)``,
+    ``RENAME_NOREPLACE``: not even over an empty folder another ``git
+    worktree add`` just made), the worktree's ``.git`` file ``dotgit``
+    naming it first.
+
+    Raises:
+        OSError: it could not be moved (the file system refuses
+            ``RENAME_NOREPLACE``).
+    """
+    rename = _rename_noreplace()
+    real = os.path.join(os.path.realpath(os.path.dirname(worktrees)), "worktrees")
+    counter = 0
+    while True:
+        chosen = f"{name}{counter or ''}"
+        target = os.path.join(worktrees, chosen)
+        counter += 1
+        if os.path.lexists(target):
+            continue
+        with open(dotgit, "wb") as handle:
+            handle.write(f"gitdir: {os.path.join(real, chosen)}\n".encode())
+        if rename(os.fsencode(written), os.fsencode(target)) == 0:
+            return
+        if not os.path.lexists(target):
+            raise OSError(f"cannot move '{written}' to '{target}'")
+
+
+def _rename_noreplace() -> Callable[[bytes, bytes], int]:
+    """``renameat2(AT_FDCWD, old, AT_FDCWD, new, RENAME_NOREPLACE)`` as a
+    function of ``old`` and ``new``, 0 when done (through ``_ctypes``:
+    ``ctypes`` costs more to load).
+
+    Raises:
+        OSError: the C library has no ``renameat2``.
+    """
+    try:
+        import _ctypes
+
+        function = _ctypes.dlsym(_ctypes.dlopen(None), "renameat2")
+    except (ImportError, AttributeError, OSError) as exc:
+        raise OSError(f"no renameat2: {exc}") from exc
+    at_cwd, noreplace = -100, 1
+    return lambda old, new: _ctypes.call_function(function, (at_cwd, old, at_cwd, new, noreplace))
+
+
+def _write_new(path: str, text: str) -> None:
+    """A new file at ``path`` holding the line ``text``, as git's
+    ``write_file`` writes it (mode 0666 under the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        os.write(fd, os.fsencode(text) + b"\n")
+    finally:
+        os.close(fd)
