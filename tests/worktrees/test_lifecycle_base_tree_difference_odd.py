@@ -7,7 +7,8 @@ back, ``core.symlinks=false``, a smudge filter, ``ident`` and
 ``core.fileMode=false``, a file or a symbolic link that becomes a
 gitlink and back, names a pathspec would read as magic or a pattern.
 Each way it is what a fresh checkout is (as in
-``test_lifecycle_base_tree_difference``), and moved by the difference."""
+``test_lifecycle_base_tree_difference``), and moved by the difference.
+One a crash left half-written is never moved."""
 
 from __future__ import annotations
 
@@ -154,3 +155,31 @@ def test_an_odd_repository_moved_by_the_difference_is_a_fresh_checkout(
             assert _state(path, env) == _fresh(repo, env, goal, tmp_path / f"fresh-{goal}")
         finally:
             trees.release(moved)
+
+
+def test_a_base_tree_a_crash_left_half_written_is_never_moved(env, make_repo, tmp_path) -> None:
+    """A run killed while it checked out or moved a base tree leaves it
+    not ready, its files half-written while its index's stat data still
+    says what it held: a move by the difference would trust that stat
+    data for every file it does not write.  The next run at another commit
+    makes a base tree rather than move that one, which goes."""
+    repo = make_repo({"README": "hello\n", "keep.txt": "kept\n", "other.txt": "o\n"})
+    first = _head(repo, env)
+    (repo / "other.txt").write_text("changed\n")
+    second = _commit(repo, env, "second")
+    trees = _trees(repo, env)
+    made = trees.pin(first)
+    path, admin = Path(made.tree.path), Path(made.tree.admin_dir)
+    trees.release(made)
+    record = json.loads((admin / "isopatch-base.json").read_text())
+    (admin / "isopatch-base.json").write_text(json.dumps({**record, "ready": False}))
+    stat = os.stat(path / "keep.txt")
+    (path / "keep.txt").write_text("half\n")  # the size and times the index holds
+    os.utime(path / "keep.txt", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = trees.pin(second)
+    try:
+        assert Path(again.tree.path) != path, "the half-written base tree was moved"
+        assert _state(Path(again.tree.path), env) == _fresh(repo, env, second, tmp_path / "f")
+    finally:
+        trees.release(again)
+    assert not path.exists()
