@@ -27,6 +27,7 @@ Layering: knows nothing of the command line or of git.
 
 from __future__ import annotations
 
+import _socket  # socket costs some 11 M instructions to load
 import array
 import contextlib
 import json
@@ -34,7 +35,6 @@ import marshal
 import os
 import select
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -94,7 +94,7 @@ class Inside:
     """
 
     def __init__(
-        self, process: subprocess.Popen[bytes], control: socket.socket, status_fd: int
+        self, process: subprocess.Popen[bytes], control: _socket.socket, status_fd: int
     ) -> None:
         self.process = process
         self.control = control
@@ -144,7 +144,7 @@ class Inside:
         with self._send:
             try:
                 if fds:
-                    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+                    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))]
                     sent = self.control.sendmsg([data], ancillary)
                     data = data[sent:]
                 self.control.sendall(data)
@@ -157,7 +157,7 @@ class Inside:
         """Raise what the launcher said before it ended, if it said why
         (a ``fail`` line)."""
         with contextlib.suppress(OSError):
-            while chunk := self.control.recv(4096, socket.MSG_DONTWAIT):
+            while chunk := self.control.recv(4096, _socket.MSG_DONTWAIT):
                 self._buffer += chunk
         for line in self._buffer.split(b"\n"):
             if line.startswith(b"fail "):
@@ -211,7 +211,7 @@ class Inside:
             return
         self.ended = self.gone = True
         with contextlib.suppress(OSError):
-            self.control.shutdown(socket.SHUT_WR)
+            self.control.shutdown(_socket.SHUT_WR)
         deadline = time.monotonic() + GONE_TIMEOUT_SECONDS
         while True:
             try:

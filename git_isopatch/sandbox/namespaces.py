@@ -61,10 +61,10 @@ Layering: knows nothing of the command line or of git.
 
 from __future__ import annotations
 
+import _socket  # socket costs some 11 M instructions to load
 import contextlib
 import copy
 import os
-import socket
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO
@@ -338,7 +338,7 @@ class Namespaces:
         try:
             status_read, status_write = _pipe(fds)
             if env is not None:
-                control, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                control, child = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
                 fds.append(child.detach())
                 child = fds[-1]  # inherited through pass_fds, as the others
                 said = _pipe(fds)

@@ -7,9 +7,9 @@ Layering: knows nothing of the command line or of git.
 
 from __future__ import annotations
 
+import _socket
 import contextlib
 import os
-import socket
 import subprocess
 from typing import TYPE_CHECKING
 
@@ -38,7 +38,7 @@ class Wrapped:
         argv: list[str],
         child_fds: tuple[int, ...],
         status_fd: int,
-        control: socket.socket | None = None,
+        control: _socket.socket | None = None,
         bounds: Bound | None = None,
         said: tuple[int, int] | None = None,
     ) -> None:

@@ -168,6 +168,8 @@ NOT_IN_A_WARM_SANDBOXED_RUN = {
     "git_isopatch.git.checkouts",  # a base tree made or moved, a run layer at another commit
     "git_isopatch.git.progress",  # a checkout's progress on a terminal
     "ctypes",  # a pooled unconfined run's orphans
+    "hashlib",  # OpenSSL's: the cache layer's names are the interpreter's SHA-256
+    "socket",  # its enums: the launcher's socket pair and the host's name without them
 }
 
 #: What -h and --version must not load: anything beyond the parser.
@@ -194,6 +196,7 @@ def test_a_plain_run_loads_only_what_it_uses(env, make_repo) -> None:
     loaded = imported(["-q", "--no-sandbox", "--", "true"], make_repo(), env)
     assert "pygit2" in loaded and "git_isopatch.capture" in loaded
     assert loaded & PATH_ONLY == set()
+    assert "socket" not in loaded  # pygit2 without a transport's certificates loads none
 
 
 def test_a_plain_run_imports_nothing_beyond_its_lists(env, make_repo) -> None:

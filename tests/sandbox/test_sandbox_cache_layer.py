@@ -75,6 +75,17 @@ def test_the_next_run_sees_what_the_first_wrote_the_home_does_not(env, make_repo
     assert _stdout(_sh(other, env, READ)) == "cold"
 
 
+def test_a_cache_folder_s_layer_keeps_its_name_across_versions(env, make_repo, cache) -> None:
+    """The layer of a cache folder is named by the start of the SHA-256 of
+    its real path, as before: a layer an earlier version kept stays warm."""
+    import hashlib
+
+    repo = make_repo()
+    _sh(repo, env, WRITE)
+    name = hashlib.sha256(os.fsencode(os.path.realpath(cache))).hexdigest()[:16]
+    assert (_layer_root(repo) / name / "upper").is_dir()
+
+
 def test_unconfined_runs_use_the_real_caches(env, make_repo, cache) -> None:
     repo = make_repo()
     _sh(repo, env, WRITE)
