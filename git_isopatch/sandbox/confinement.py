@@ -232,16 +232,18 @@ class Namespaced(Confinement):
         return self.inside.spawn([program, *argv[1:]], env=own, cwd=cwd, fds=fds)
 
     def end(self) -> None:
-        """Every process of the namespaces gone (:meth:`.inside.Inside.end`);
-        then, while bubblewrap ends, their layers and the private ``TMPDIR``
-        removed (:func:`.untrusted.remove_tree`), the cache layer settled."""
+        """Every process of the namespaces gone (:meth:`.inside.Inside.end`); then, while
+        bubblewrap ends, their Git LFS objects kept (:mod:`.lfs_objects`), their layers and
+        private ``TMPDIR`` removed (:func:`.untrusted.remove_tree`), the cache layer settled."""
         self._ended = True
         if self.inside is not None:
             self.inside.end()
         if not self._removed:
             self._removed = True
+            from .lfs_objects import bring_lfs_objects_home
             from .untrusted import remove_tree
 
+            bring_lfs_objects_home(self.namespaces, self.common_dir)
             remove_tree(self.private_tmp)
             remove_tree(self.layers)
             self.caches.settle()

@@ -251,6 +251,29 @@ def read_beneath(root: str, relative: str, limit: int = READ_LIMIT) -> bytes | N
         os.close(fd)
 
 
+def open_beneath(root: str, relative: str) -> int | None:
+    """A descriptor of the regular file ``relative`` in the folder
+    ``root``, reached without following a link and opened without
+    blocking; ``None`` when it is not one."""
+    parts = _split(relative)
+    fd = _folder_beneath(root, parts[:-1]) if parts else None
+    if fd is None:
+        return None
+    try:
+        file = os.open(parts[-1], FILE, dir_fd=fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        if stat.S_ISREG(os.fstat(file).st_mode):
+            return file
+    except OSError:
+        pass
+    os.close(file)
+    return None
+
+
 def link_beneath(root: str, relative: str) -> bytes | None:
     """The target of the link ``relative`` in the folder ``root``, or ``None``."""
     parts = _split(relative)

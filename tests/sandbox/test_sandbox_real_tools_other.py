@@ -63,9 +63,7 @@ def _pointer(content: bytes) -> bytes:
 def test_git_lfs_tracked_file_changed(env, make_repo, tmp_path: Path, no_leftovers) -> None:
     """A file tracked by git-lfs is changed and one added: the patch holds
     their pointers (as git stores them: the clean filter of git-isopatch's
-    own diff ran), the same under the sandbox as unconfined; the contents
-    are in the repository's LFS store, as unconfined, so that the pointers
-    lead somewhere."""
+    own diff ran), the same under the sandbox as unconfined."""
     done = subprocess.run(
         ["git", "lfs", "install", "--skip-repo"], cwd=tmp_path, env=env, capture_output=True
     )
@@ -84,10 +82,55 @@ def test_git_lfs_tracked_file_changed(env, make_repo, tmp_path: Path, no_leftove
     assert b"+" + _pointer(b"\x00changed\n").replace(b"\n", b"\n+")[:-1] in patch, patch
     assert b"+" + _pointer(b"new\n").replace(b"\n", b"\n+")[:-1] in patch, patch
     assert "data.bin" in pair.output(pair.sandboxed, "stdout")
-    for content in (b"\x00changed\n", b"new\n"):  # the pointers lead somewhere
-        oid = hashlib.sha256(content).hexdigest()
-        stored = repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
-        assert stored.read_bytes() == content
+
+
+def _lfs_store(repo: Path, content: bytes) -> Path:
+    oid = hashlib.sha256(content).hexdigest()
+    return repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+
+
+@pytest.mark.needs("git-lfs")
+def test_git_lfs_contents_reach_the_store(env, make_repo, tmp_path: Path, no_leftovers) -> None:
+    """The contents behind a sandboxed run's pointers are in the
+    repository's LFS store, as after an unconfined run, so that the patch
+    applies (git-lfs's smudge reads them there): ``--apply`` writes the
+    files themselves.  What the command plants in the store (a content
+    that does not hash to its name, a link, a FIFO) never reaches it."""
+    done = subprocess.run(
+        ["git", "lfs", "install", "--skip-repo"], cwd=tmp_path, env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    repo = make_repo(
+        {
+            ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n",
+            "data.bin": b"\x00old binary\n",
+        }
+    )
+    (tmp_path / "secret").write_bytes(b"secret\n")
+    planted = [
+        repo / ".git" / "lfs" / "objects" / "00" / "00" / ("00" * 32),  # not its hash
+        _lfs_store(repo, b"secret\n"),  # a link to a file that hashes to its name
+        _lfs_store(repo, b"fifo\n"),  # a FIFO, never waited on
+    ]
+    folders = " ".join(str(p.parent) for p in planted)
+    link = f"ln -s {tmp_path / 'secret'} {planted[1]}"
+    script = f"mkdir -p {folders} && {link} && mkfifo {planted[2]}"
+    refused = isopatch("--", "sh", "-c", script, cwd=repo, env=env)
+    assert refused.returncode == 128 and "(a FIFO, a device or a link)" in refused.err, refused.err
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    script = (
+        "printf '\\000changed\\n' > data.bin && printf 'new\\n' > new.bin"
+        f" && mkdir -p {folders} && echo planted > {planted[0]}"
+    )
+    run = isopatch("--porcelain", "--apply", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    assert run.fields()["sandbox"] == "true", run.out
+    assert run.fields()["applied"] == "true", run.out
+    for content in (b"\x00changed\n", b"new\n"):
+        assert _lfs_store(repo, content).read_bytes() == content
+    assert (repo / "data.bin").read_bytes() == b"\x00changed\n"
+    assert (repo / "new.bin").read_bytes() == b"new\n"
+    assert not any(os.path.lexists(p) for p in planted)
 
 
 def _lfs_clone_without_objects(env, tmp_path: Path) -> Path:
