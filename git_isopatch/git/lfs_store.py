@@ -11,9 +11,7 @@ would have written.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import string
 import tempfile
 
 #: The store, relative to the common git directory.
@@ -22,10 +20,13 @@ STORE = os.path.join("lfs", "objects")
 #: git-lfs's own folder for files on their way into the store.
 STORE_TMP = os.path.join("lfs", "tmp")
 
+#: The digits of an object's name.
+HEX_DIGITS = frozenset("0123456789abcdef")
+
 
 def is_oid(name: str) -> bool:
     """Whether ``name`` names an object: 64 lowercase hexadecimal digits."""
-    return len(name) == 64 and all(c in string.hexdigits and not c.isupper() for c in name)
+    return len(name) == 64 and set(name) <= HEX_DIGITS
 
 
 def object_path(oid: str) -> str:
@@ -42,7 +43,10 @@ def store_object(common_dir: str, oid: str, source: int) -> bool:
     """Copy the open file ``source`` into the store of ``common_dir`` as
     the object ``oid``, through a file in git-lfs's ``lfs/tmp`` linked into
     place (one already there stays); ``False`` when its content does not
-    hash to ``oid`` or it cannot be written (nothing is then left)."""
+    hash to ``oid`` or it cannot be written (nothing is then left).
+    ``hashlib`` (OpenSSL's) loads here, in a run that stores one."""
+    import hashlib
+
     final = os.path.join(common_dir, STORE, object_path(oid))
     temp = None
     try:
