@@ -142,7 +142,8 @@ def _refuse_planted(git: WorktreeGit) -> None:
         raise IsopatchError(
             UNSAFE_GIT_DIR,
             f"the command left '{planted[0]}'{more} in the git directory, which git would "
-            "wait on or read without end (a FIFO, a device or a link): no patch taken",
+            "wait on, read without end or take for the repository's objects (a FIFO, a "
+            "device, a link, an object that is not what its name says): no patch taken",
         )
 
 

@@ -66,7 +66,7 @@ def take(
         return IsopatchError(
             "unsafe-git-dir",
             f"the command left {quoted(planted[0])} in the git directory"
-            " (a FIFO, a device or a link)",
+            " (a FIFO, a device, a link, a forged object)",
         )
     try:
         exclude = [include.path for include in start.includes]

@@ -38,6 +38,18 @@ from .types import GitDirPath
 COUNT = "GIT_CONFIG_COUNT"
 
 
+#: Settings that have git read no index of an object store
+#: (git-config(1)): its ``commit-graph`` (a commit's tree, without reading
+#: the commit), ``multi-pack-index`` and reverse indexes (where an object
+#: lies) are not what git checks, and a sandboxed command may have written
+#: them in its view of the repository's store.
+NO_STORE_INDEXES = (
+    ("core.commitGraph", "false"),
+    ("core.multiPackIndex", "false"),
+    ("pack.readReverseIndex", "false"),
+)
+
+
 def with_config(env: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     """``env`` with ``pairs`` appended to its ``GIT_CONFIG_COUNT`` entries.
 

@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from ..git.pinned import NO_STORE_INDEXES, with_config
 from ..git.process import Spawn, Spawned
 from ..git.result import Err, GitResult, Ok
 from ..git.run import quoted_path_entry
@@ -109,11 +110,10 @@ class Confinement:
         submodule's git directory): unchanged unconfined."""
         return env
 
-    def planted(self, admin_dir: str) -> list[str]:
-        """What the command left where git-isopatch's own git reads the git
-        directory (and the worktree's private folder ``admin_dir``) that git
-        would wait on or read without end (:func:`.layer_state.planted_in_git_dir`):
-        nothing unconfined, where git reads what it always read."""
+    def planted(self, admin_dir: str, env: Mapping[str, str]) -> list[str]:
+        """What the command left in the git directory (and the private folder
+        ``admin_dir``) that git must not meet: nothing unconfined, where git
+        reads what it always read (:func:`.layer_objects.unsafe_in_git_dir`)."""
         return []
 
     def end(self) -> None:
@@ -276,23 +276,23 @@ class Namespaced(Confinement):
     def objects(self, env: Mapping[str, str]) -> Mapping[str, str]:
         """``env`` with an object store of its own for what git writes (``add
         -N``'s empty blob: the repository's may not be writable inside, another
-        user's through ``safe.directory``), the command's view an alternate,
-        and the store ``env`` names (a session's) another."""
+        user's through ``safe.directory``), the command's view an alternate
+        (no index of it read), and the store ``env`` names (a session's) another."""
         if self._objects is None:
             self._objects = tempfile.mkdtemp(prefix="objects-", dir=self.private_tmp)
         store = quoted_path_entry(os.path.join(self.common_dir, "objects"))
         if env.get("GIT_OBJECT_DIRECTORY"):
             store = f"{quoted_path_entry(env['GIT_OBJECT_DIRECTORY'])}:{store}"
         return {
-            **env,
+            **with_config(env, NO_STORE_INDEXES),
             "GIT_OBJECT_DIRECTORY": self._objects,
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": store,
         }
 
-    def planted(self, admin_dir: str) -> list[str]:
-        from .layer_state import planted_in_git_dir
+    def planted(self, admin_dir: str, env: Mapping[str, str]) -> list[str]:
+        from .layer_objects import unsafe_in_git_dir
 
-        return planted_in_git_dir(self.namespaces, self.common_dir, (admin_dir,))
+        return unsafe_in_git_dir(self.namespaces, self.common_dir, admin_dir, env, self.spawn)
 
     def outside_writes(self, common_dir: str) -> tuple[str, ...]:
         inside = os.path.realpath(common_dir).rstrip("/") + "/"

@@ -25,6 +25,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 
 #: How a folder is opened: never through a link, never blocking.
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -272,6 +273,20 @@ def open_beneath(root: str, relative: str) -> int | None:
         pass
     os.close(file)
     return None
+
+
+def chunks_beneath(root: str, relative: str) -> Iterator[bytes]:
+    """The content of the regular file ``relative`` in the folder ``root``
+    (:func:`open_beneath`), a chunk at a time, to its end; nothing when it
+    is not one."""
+    fd = open_beneath(root, relative)
+    if fd is None:
+        return
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            yield chunk
+    finally:
+        os.close(fd)
 
 
 def link_beneath(root: str, relative: str) -> bytes | None:

@@ -49,7 +49,7 @@ class WorktreeGit(Record):
     def planted(self) -> list[str]:
         """What the command left in the git directory, as git would see it,
         that no git may open (:meth:`..sandbox.confinement.Confinement.planted`)."""
-        return self.confinement.planted(self.admin_dir)
+        return self.confinement.planted(self.admin_dir, self.env)
 
     def clear_hiding_flags(
         self, base: CommitId, paths: diff.Paths
