@@ -122,6 +122,17 @@ class ServerPolicy:
             "as one of the client's MCP roots"
         )
 
+    def unnamed(self, repo: str | None, error: str) -> str:
+        """``error`` (a call's tool error), with a ``hint:`` to name a
+        repository when the call named none and the server's folder is in
+        none (git's "not a git repository")."""
+        if repo or "not a git repository" not in error:
+            return error
+        return (
+            f"{error}\nhint: this server works in '{self.folder}', which is in no git "
+            "repository: name one with repo, a path under that folder"
+        )
+
     def told(self, result: dict[str, Any]) -> dict[str, Any]:
         """``result`` with its hints, its error and why its session broke,
         which name the command line's options, told in the terms of this

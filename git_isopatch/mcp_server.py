@@ -51,7 +51,7 @@ INSTRUCTIONS = (
 
 
 def build_server(policy: ServerPolicy | None = None) -> Any:
-    """The MCP server with its two tools under ``policy`` (default: started
+    """The MCP server with its three tools under ``policy`` (default: started
     here, allowing nothing beyond the sandbox): its folder is the
     repository a call without ``repo`` works in (``git isopatch mcp -C
     <path>``).
@@ -268,7 +268,8 @@ def _add_capture(tools: Tools, policy: ServerPolicy) -> None:
             result = policy.told(read_result(*await run_isopatch(argv)))
         except CaptureFailure as failure:
             told = failure.result and policy.told(failure.result)
-            raise ToolError(str(CaptureFailure(policy.said(failure.messages), told))) from None
+            said = policy.unnamed(repo, policy.said(failure.messages))
+            raise ToolError(str(CaptureFailure(said, told))) from None
         except Refused as failure:
             raise ToolError(str(failure)) from None
         return add_patch_text(result, patch_limit)
@@ -298,7 +299,8 @@ def _add_apply(tools: Tools, policy: ServerPolicy) -> None:
             path = os.path.abspath(os.path.join(top, patch))
             applied = await anyio.to_thread.run_sync(apply_patch, path, top)
         except IsopatchError as failure:
-            raise ToolError(f"fatal: {failure.message} ({failure.code})") from None
+            said = f"fatal: {failure.message} ({failure.code})"
+            raise ToolError(policy.unnamed(repo, said)) from None
         except Refused as failure:
             raise ToolError(str(failure)) from None
         result: dict[str, Any] = {"applied": applied is not None, "patch": path}
@@ -341,7 +343,7 @@ def _add_end_session(tools: Tools, policy: ServerPolicy) -> None:
             raise ToolError(str(failure)) from None
         if status != 0:
             said = policy.said(stderr.decode("utf-8", "replace").strip())
-            raise ToolError(said or f"exit {status}")
+            raise ToolError(policy.unnamed(repo, said or f"exit {status}"))
         return {"ended": True, "session": session}
 
 

@@ -551,6 +551,32 @@ def test_a_call_names_only_repositories_under_the_servers_folder(env, make_repo,
     assert rooted.structured_content["files"] == 1
 
 
+def test_a_call_naming_no_repo_in_a_folder_of_repositories_is_told_to(
+    env, make_repo, tmp_path
+) -> None:
+    """A server started in a folder that holds repositories but is in none:
+    each tool called without ``repo`` fails with git's own message and a
+    ``hint:`` naming ``repo``; named, the call works."""
+    make_repo(name="projects/one")
+    folder = tmp_path / "projects"
+    hint = f"hint: this server works in '{folder}', which is in no git repository: name one"
+
+    async def body(client):
+        return [
+            await client.call_tool("capture", {"command": ["true"]}),
+            await client.call_tool("apply", {"patch": "x.patch"}),
+            await client.call_tool("end_session", {"session": "s"}),
+            await client.call_tool("capture", {"command": ["true"], "repo": "one"}),
+        ]
+
+    *unnamed, named = serve(folder, env, tmp_path, body)
+    for answer in unnamed:
+        assert answer.is_error and "not a git repository" in text(answer), text(answer)
+        assert hint in text(answer), text(answer)
+    assert json.loads(text(unnamed[0]).splitlines()[-1])["error-code"] == "not-a-git-repository"
+    assert not named.is_error and named.structured_content["exit"] == 0, text(named)
+
+
 @pytest.mark.hostile
 def test_an_argument_a_tool_does_not_know_is_an_error_naming_it(env, make_repo, tmp_path) -> None:
     """A misspelt ``"include-uncommitted": true`` must not run from HEAD
