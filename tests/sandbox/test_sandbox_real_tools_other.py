@@ -116,7 +116,7 @@ def test_git_lfs_contents_reach_the_store(env, make_repo, tmp_path: Path, no_lef
     link = f"ln -s {tmp_path / 'secret'} {planted[1]}"
     script = f"mkdir -p {folders} && {link} && mkfifo {planted[2]}"
     refused = isopatch("--", "sh", "-c", script, cwd=repo, env=env)
-    assert refused.returncode == 128 and "(a FIFO, a device or a link)" in refused.err, refused.err
+    assert refused.returncode == 128 and "no patch taken" in refused.err, refused.err
     assert isopatch("prune", cwd=repo, env=env).returncode == 0
     script = (
         "printf '\\000changed\\n' > data.bin && printf 'new\\n' > new.bin"
