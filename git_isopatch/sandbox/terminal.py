@@ -1,6 +1,7 @@
 """The terminal while the command runs, as a shell handles a job's
 (:mod:`.command`): handing it to the command's process group, taking it
-back, and doing what a shell does when the job stops."""
+back, and doing what a shell does when the job stops.  ``termios`` loads
+only where there is a terminal to hand over."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import contextlib
 import os
 import signal
 import sys
-import termios
 from typing import IO, Any
 
 
@@ -36,6 +36,8 @@ def set_foreground(tty: int, pgid: int) -> None:
 
 
 def terminal_modes(tty: int) -> list[Any] | None:
+    import termios
+
     try:
         return termios.tcgetattr(tty)
     except termios.error:
@@ -43,6 +45,8 @@ def terminal_modes(tty: int) -> list[Any] | None:
 
 
 def _setterminal_modes(tty: int, modes: list[Any] | None) -> None:
+    import termios
+
     if modes is not None:
         with contextlib.suppress(termios.error):
             termios.tcsetattr(tty, termios.TCSADRAIN, modes)

@@ -170,6 +170,7 @@ NOT_IN_A_WARM_SANDBOXED_RUN = {
     "ctypes",  # a pooled unconfined run's orphans
     "hashlib",  # OpenSSL's: the cache layer's names are the interpreter's SHA-256
     "socket",  # its enums: the launcher's socket pair and the host's name without them
+    "termios",  # a terminal handed to the command (none here)
 }
 
 #: What -h and --version must not load: anything beyond the parser.
