@@ -1,9 +1,9 @@
 """The command the round-trip tests hand to git-isopatch.
 
-``python change_script.py <spec.json> <manifest.json>`` applies the changes
-listed in the spec to the current folder (the worktree top), then writes the
-manifest of the resulting tree, which the test compares with a clean
-checkout of the base after ``git apply``.  A change that does not fit the
+``python change_script.py <spec.json> [<manifest.json>]`` applies the
+changes listed in the spec to the current folder (the worktree top), then
+writes the manifest of the resulting tree, which the test compares with a
+clean checkout of the base after ``git apply``.  A change that does not fit the
 tree as it stands (a rename of a missing file, say) is skipped: what
 counts is the tree the command left behind.
 """
@@ -73,6 +73,9 @@ def apply_change(change: dict) -> None:
     elif kind == "commit":
         subprocess.run(["git", "add", "-A"], check=True)
         subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "by the command"], check=True)
+    elif kind == "git":  # its index, HEAD: what git makes of the tree as it stands
+        git = ["git", *change["args"]]
+        subprocess.run(git, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     elif kind == "ignored":
         os.makedirs("ignored", exist_ok=True)
         with open(os.path.join("ignored", "out.bin"), "wb") as handle:
@@ -80,13 +83,15 @@ def apply_change(change: dict) -> None:
 
 
 def main() -> None:
-    spec_path, manifest_path = sys.argv[1], sys.argv[2]
+    spec_path, manifest_path = sys.argv[1], sys.argv[2:]
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
     for change in spec["changes"]:
         apply_change(change)
+    if not manifest_path:
+        return
     manifest = tree_manifest(os.getcwd(), exclude=(".git", "ignored"))
-    with open(manifest_path, "w", encoding="utf-8") as handle:
+    with open(manifest_path[0], "w", encoding="utf-8") as handle:
         json.dump(
             [
                 [

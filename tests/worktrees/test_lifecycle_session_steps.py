@@ -5,11 +5,21 @@ started from) left in its index and its files."""
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
-from session_helpers import step
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from repo_helpers import git, isopatch, repo_state, write_tree
+from session_helpers import session_manifest, step
+
+CHANGE_SCRIPT = Path(__file__).resolve().parents[1] / "change_script.py"
 
 CONFINEMENTS = ("--sandbox", "--no-sandbox")
 
@@ -66,3 +76,157 @@ def test_a_gitlink_a_later_step_puts_back_is_in_its_patch(env, make_repo, case) 
     patches = {c: _session(repo, env, "s", (*start, c), commands) for c in CONFINEMENTS}
     assert b"sub" in patches["--no-sandbox"][-1][0]
     assert patches["--sandbox"] == patches["--no-sandbox"]
+
+
+NAMES = ("a", "b", "c d")
+#: Paths of few names: folders nest and have neighbours.
+step_paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=2).map("/".join)
+#: Few contents: a step often writes back what was there.
+step_contents = st.sampled_from([b"one\n", b"two\n", b"", b"\0bin\n"])
+GITLINKS = (f"160000,{'1' * 40}", f"160000,{'2' * 40}")
+
+
+def _b64(text: str | bytes) -> str:
+    return base64.b64encode(text.encode() if isinstance(text, str) else text).decode()
+
+
+def _git(*args: str) -> dict:
+    return {"kind": "git", "args": list(args)}
+
+
+def _change(path: str, to: str, data: bytes, flag: bool, kind: str) -> dict:
+    """One change of ``kind`` to the files or the index at ``path``."""
+    file_changes = {
+        "write": {"kind": "write", "path": _b64(path), "data": _b64(data), "exec": flag},
+        "remove": {"kind": "remove", "path": _b64(path)},
+        "chmod": {"kind": "chmod", "path": _b64(path), "exec": flag},
+        "symlink": {"kind": "symlink", "path": _b64(path), "target": _b64(to)},
+        "rename": {"kind": "rename", "path": _b64(path), "to": _b64(to)},
+        "commit": {"kind": "commit"},
+    }
+    index_changes = {
+        "add": ("add", "-A", "--", path),
+        "intent": ("add", "-N", "--", path),
+        "unstage": ("rm", "-q", "-r", "--cached", "--", path),
+        "reset": ("reset", "-q", "--", path),
+        "reset-hard": ("reset", "-q", "--hard", "HEAD"),
+        "checkout": ("checkout", "-q", "HEAD", "--", path),
+        "gitlink": ("update-index", "--add", "--cacheinfo", f"{GITLINKS[flag]},{path}"),
+        "commit-index": ("commit", "-q", "--allow-empty", "-m", "index"),
+    }
+    if kind in file_changes:
+        return file_changes[kind]
+    return _git(*index_changes[kind])
+
+
+KINDS = (
+    "write", "remove", "chmod", "symlink", "rename", "commit", "add", "intent", "unstage",
+    "reset", "reset-hard", "checkout", "gitlink", "commit-index",
+)  # fmt: skip
+
+changes = st.builds(
+    _change, step_paths, step_paths, step_contents, st.booleans(), st.sampled_from(KINDS)
+)
+#: What the user does between two steps: nothing, a commit (``HEAD``
+#: moves), a sandboxed run at the new ``HEAD`` (which would move an idle
+#: base tree there), ``prune --sessions`` (the sessions end).
+BETWEEN = ("nothing", "commit", "run", "prune")
+#: One base tree kept: a run at another commit moves an idle one there.
+ONE_BASE_TREE = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "isopatch.baseTrees",
+    "GIT_CONFIG_VALUE_0": "1",
+}
+
+
+def _script(root: Path, name: str, listed: list[dict]) -> tuple[str, ...]:
+    spec = root / f"{name}.json"
+    spec.write_text(json.dumps({"changes": listed}))
+    return (sys.executable, str(CHANGE_SCRIPT), str(spec))
+
+
+def _between(repo: Path, env: dict, root: Path, number: int, what: str) -> None:
+    if what == "commit":
+        (repo / f"later{number}").write_text(f"{number}\n")
+        git("add", f"later{number}", cwd=repo, env=env)
+        git("commit", "-q", "-m", f"later {number}", cwd=repo, env=env)
+    elif what == "run":
+        _between(repo, env, root, number, "commit")
+        other = isopatch("--sandbox", "-q", "--", "true", cwd=repo, env=env)
+        assert other.returncode == 0, other.err
+    elif what == "prune":
+        pruned = isopatch("prune", "--sessions", cwd=repo, env=env)
+        assert pruned.returncode == 0, pruned.err
+
+
+def _step_result(repo: Path, env: dict, name: str, options: tuple, command: tuple) -> tuple:
+    """A step's exit and error code, its patch and the session's."""
+    done = isopatch("--session", name, "--json", *options, "--", *command, cwd=repo, env=env)
+    result = json.loads(done.out)
+    patches = [Path(result[key]).read_bytes() if key in result else None
+               for key in ("patch", "session-patch")]  # fmt: skip
+    return (done.returncode, result.get("error-code"), *patches)
+
+
+@settings(
+    max_examples=int(os.environ.get("HSESS_EXAMPLES", "8")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    tree=st.dictionaries(step_paths, step_contents, min_size=1, max_size=4).filter(
+        lambda t: not any(p.split("/")[0] in t for p in t if "/" in p)
+    ),
+    gitlink=st.booleans(),
+    user=st.lists(changes, max_size=3),
+    start=st.sampled_from([(), ("--staged",), ("--include-uncommitted",)]),
+    steps=st.lists(
+        st.tuples(st.lists(changes, min_size=1, max_size=3), st.sampled_from(BETWEEN)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_generated_steps_give_a_sandboxed_session_the_unconfined_patches(
+    env, tree, gitlink, user, start, steps
+) -> None:
+    """Over the user's staged and unstaged work (a gitlink, an
+    intent-to-add entry among it), steps that change files and the index
+    (type and mode changes, links, renames, whole folders removed,
+    gitlinks, intent-to-add entries, commits, a change put back) with the
+    user's ``HEAD`` moving between them, other runs and ``prune
+    --sessions``: a sandboxed session's every step gives the unconfined
+    session's exit, patch and whole change, its worktree ends the same,
+    and the user's repository is as the user left it."""
+    env = {**env, **ONE_BASE_TREE}
+    with tempfile.TemporaryDirectory(dir=env["TMPDIR"]) as folder:
+        root = Path(folder)
+        repo = root / "repo"
+        repo.mkdir()
+        git("init", "-q", "-b", "main", cwd=repo, env=env)
+        write_tree(repo, tree)
+        git("add", "-A", cwd=repo, env=env)
+        if gitlink:
+            git("update-index", "--add", "--cacheinfo", f"{GITLINKS[0]},g", cwd=repo, env=env)
+        git("commit", "-q", "-m", "base", cwd=repo, env=env)
+        done = subprocess.run(_script(root, "user", user), cwd=repo, env=env)
+        assert done.returncode == 0
+        state = repo_state(repo, env)
+        for number, (listed, between) in enumerate(steps):
+            command = _script(root, f"step{number}", listed)
+            options = start if number == 0 else ()
+            sandboxed = _step_result(repo, env, "sb", ("--sandbox", *options), command)
+            unconfined = _step_result(repo, env, "un", ("--no-sandbox", *options), command)
+            assert sandboxed == unconfined, (number, listed)
+            assert _without_worktrees(repo_state(repo, env)) == _without_worktrees(state)
+            if number < len(steps) - 1:
+                _between(repo, env, root, number, between)
+                state = repo_state(repo, env)
+        assert session_manifest(repo, env, "sb") == session_manifest(repo, env, "un")
+        for name in ("sb", "un"):
+            assert isopatch("--session", name, "--end", cwd=repo, env=env).returncode == 0
+
+
+def _without_worktrees(state: dict) -> dict:
+    """The user's repository but its list of worktrees (a session's is
+    registered)."""
+    return {key: value for key, value in state.items() if key != "worktree list"}
