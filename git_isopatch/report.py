@@ -83,6 +83,12 @@ def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | Non
     return state is not None and bool(state.entries)
 
 
+def _not_on_path(start: Start, ran: Ran) -> bool:
+    """The command could not start and was looked for on ``PATH`` (no
+    ``/`` in its name): the work tree, edited or not, had no part in it."""
+    return ran.outcome.start_error is not None and "/" not in start.command[0]
+
+
 def _bound(start: Start, reached: str | None) -> int | None:
     """The value of the bound the command reached."""
     limits = getattr(start.sandbox, "limits", None)
@@ -155,6 +161,7 @@ def report(
     if (
         not extracted.files
         and start.informational_hints
+        and not _not_on_path(start, ran)
         and _left_out_uncommitted(start, ran.checkout_before)
     ):
         informational = (*informational, UNCOMMITTED_HINT)

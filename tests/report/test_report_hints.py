@@ -169,6 +169,21 @@ def test_an_empty_patch_while_the_checkout_has_changes_names_include_uncommitted
     assert UNCOMMITTED not in isopatch("--", "true", cwd=repo, env=env).err
 
 
+def test_a_program_not_on_path_gets_no_uncommitted_hint(env, make_repo) -> None:
+    """A program looked for on ``PATH`` and not found owes nothing to the
+    work tree: the hint would send the user after the wrong cause.  One
+    named by its path may be an uncommitted file: the hint stays."""
+    repo = make_repo({"a": "a\n"})
+    write_tree(repo, {"a": "edited\n", "tool.sh": "#!/bin/sh\n"})
+    missing = isopatch("--", "no-such-program-here", cwd=repo, env=env)
+    assert missing.returncode == 127, missing.err
+    assert "error: cannot run 'no-such-program-here'" in missing.err, missing.err
+    assert UNCOMMITTED not in missing.err.splitlines()
+    untracked = isopatch("--", "./tool.sh", cwd=repo, env=env)
+    assert untracked.returncode == 127, untracked.err
+    assert UNCOMMITTED in untracked.err.splitlines()
+
+
 def test_quiet_leaves_the_uncommitted_hint_to_the_record(env, make_repo) -> None:
     """It explains no failure: ``-q``, as git's, does not print it."""
     repo = make_repo({"a": "a\n"})
