@@ -183,9 +183,11 @@ def command_hints(
 def _similar_subcommand(name: str) -> list[str]:
     """For a program not found whose name is close to a subcommand
     (``git isopatch lst``): that subcommand, as git names the most similar
-    command."""
+    command; for ``help`` (as ``git help``), the manual."""
     import difflib
 
+    if name == "help":
+        return ["'help' is no subcommand; the manual: 'git isopatch --help'"]
     similar = difflib.get_close_matches(name, SUBCOMMANDS, n=1, cutoff=0.8)
     return [f"the most similar subcommand is 'git isopatch {similar[0]}'"] if similar else []
 

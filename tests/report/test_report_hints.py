@@ -269,6 +269,15 @@ def test_a_misspelt_subcommand_names_the_most_similar(env, make_repo, typed, mea
         assert _hints(isopatch(other, cwd=repo, env=env)) == [], other
 
 
+def test_help_as_a_command_names_the_manual(env, make_repo) -> None:
+    """``git isopatch help`` (as ``git help``) runs a program named
+    ``help``, which is not found: the hint names ``--help``, the manual."""
+    repo = make_repo()
+    run = isopatch("help", cwd=repo, env=env)
+    assert run.returncode == 127
+    assert _hints(run) == ["hint: 'help' is no subcommand; the manual: 'git isopatch --help'"]
+
+
 def test_a_subcommand_after_options_runs_a_program_and_says_so(env, make_repo) -> None:
     """``git isopatch -C repo list`` (git's own order: ``git -C repo
     worktree list``) runs a program named ``list``: subcommands are
