@@ -109,7 +109,32 @@ def unsafe_in_git_dir(
     from .layer_state import planted_in_git_dir
 
     planted = planted_in_git_dir(box, common_dir, (admin_dir,))
-    return planted or forged_objects(box, common_dir, env, spawn)
+    if planted:
+        return planted
+    own = env.get("GIT_OBJECT_DIRECTORY")  # a session's, in ``admin_dir``: really written
+    return forged_objects(box, common_dir, env, spawn) + (forged_in(own, env, spawn) if own else [])
+
+
+def forged_in(store: str, env: Mapping[str, str], spawn: Spawn) -> list[str]:
+    """What git must not read in the object store ``store``, all of which
+    the command could write for real (a session's, in the worktree's
+    private folder): every file is looked at as a new one of a layer is,
+    the pack indexes by one ``git verify-pack``."""
+    entries, complete = walk(store)
+    found = [] if complete else [store]
+    indexes: list[str] = []
+
+    def verify(index: str) -> bool:  # checked at once below
+        indexes.append(os.path.join(store, os.path.relpath(index, os.devnull)))
+        return True
+
+    for name, mode in entries:
+        if _forged(name, mode, os.devnull, store, name, verify):  # no file is the store's own
+            found.append(os.path.join(store, name))
+    done = run_git(["verify-pack", *indexes], env=env, cwd="/", spawn=spawn) if indexes else None
+    if done is not None and not isinstance(done, Ok):
+        found += indexes
+    return sorted(found)
 
 
 def _forged(

@@ -242,3 +242,31 @@ def test_objects_the_commands_git_writes_and_packs_are_read(env, make_repo, tmp_
     assert (clean / "README").read_bytes() == b"edited\n"
     assert (clean / "new").read_bytes() == b"new\n"
     assert (clean / "same").read_bytes() == b"hello\n"
+
+
+#: Edits ``README`` and adds to the session's object store (the
+#: alternate the command is told of) a pack whose index names the base's
+#: blob of ``README`` for the edit.
+SESSION_STORE = PACK.replace(
+    'store = subprocess.check_output(["git", "rev-parse", "--git-path", "objects"], text=True)'
+    ".strip()",
+    'store = os.environ["GIT_ALTERNATE_OBJECT_DIRECTORIES"].strip(\'"\')',
+)
+
+
+@pytest.mark.hostile
+def test_a_session_store_the_step_forges_is_never_read(env, make_repo, tmp_path: Path) -> None:
+    """The session's store lies in the worktree's private folder, which the
+    command writes for real: a pack it added there made the session's
+    whole patch read the base's blob as the edit (empty)."""
+    assert SESSION_STORE != PACK
+    repo = make_repo({"README": "hello\n"})
+    first = isopatch("--sandbox", "--session", "s", "--", "true", cwd=repo, env=env)
+    assert first.returncode == 0, first.err
+    (tmp_path / "forge.py").write_text(SESSION_STORE)
+    run = isopatch("--sandbox", "--porcelain", "--session", "s", "--", "python3",
+                   tmp_path / "forge.py", cwd=repo, env=env)  # fmt: skip
+    assert run.returncode == 128, run.err
+    fields = run.fields()
+    assert fields["error-code"] == "unsafe-git-dir", run.out
+    assert "session-patch" not in fields
