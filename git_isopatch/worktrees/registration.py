@@ -31,27 +31,28 @@ SET_ASIDE_FOLDER = "isopatch-removed"
 
 
 def set_aside(common_dir: str, name: str) -> str | None:
-    """Move ``$GIT_COMMON_DIR/worktrees/<name>`` into a fresh folder of
-    :data:`SET_ASIDE_FOLDER`, at once: git reads every folder of
+    """Move ``$GIT_COMMON_DIR/worktrees/<name>`` into
+    :data:`SET_ASIDE_FOLDER`, under a name of its own
+    (``<name>-<random>``), at once: git reads every folder of
     ``worktrees/`` (worktree.c, ``get_worktrees``), and one deleted file by
     file there is one it reads half gone; moved, it is there whole or not
     at all.  A link planted at the name is moved itself, never followed.
+    No folder is made for it: on a file system that discards what it
+    frees, each folder made and deleted costs a discard.
 
     Returns:
-        The fresh folder holding it now, or ``None`` when it could not be
-        moved (gone already, a mount point, another file system).
+        Where it is now, or ``None`` when it could not be moved (gone
+        already, a mount point, another file system).
     """
+    aside = os.path.join(common_dir, SET_ASIDE_FOLDER)
     source = os.path.join(common_dir, "worktrees", name)
     for _ in range(3):  # another removal may delete the folder, empty, meanwhile
-        holder = None
+        target = os.path.join(aside, f"{name}-{os.urandom(8).hex()}")
         try:
-            holder = _holder(common_dir)
-            os.rename(source, os.path.join(holder, name))
-            return holder
+            os.makedirs(aside, mode=0o700, exist_ok=True)
+            os.rename(source, target)
+            return target
         except OSError as exc:
-            if holder is not None:
-                with contextlib.suppress(OSError):
-                    os.rmdir(holder)
             if not isinstance(exc, FileNotFoundError) or not os.path.lexists(source):
                 return None
     return None
@@ -70,9 +71,10 @@ def _holder(common_dir: str) -> str:
 
 
 def delete_set_aside(common_dir: str, holder: str) -> None:
-    """Delete ``holder`` (:func:`set_aside`), and :data:`SET_ASIDE_FOLDER`
-    when that leaves it empty; what cannot be deleted stays there for
-    ``prune`` (:func:`forget_set_aside`), out of git's sight."""
+    """Delete ``holder`` (what :func:`set_aside` moved), and
+    :data:`SET_ASIDE_FOLDER` when that leaves it empty; what cannot be
+    deleted stays there for ``prune`` (:func:`forget_set_aside`), out of
+    git's sight."""
     failure = delete_tree(holder)
     if failure is not None:
         log.warning("could not delete a removed registration: %s", failure)

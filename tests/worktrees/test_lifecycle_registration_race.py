@@ -166,9 +166,10 @@ def test_a_removal_ended_after_the_move_leaves_nothing_git_sees_and_prune_delete
     repo = make_repo({"a.txt": "a\n"})
     ours = tmp_path / "git-isopatch-abcdefgh" / "wt"
     git("worktree", "add", "--detach", "--lock", str(ours), cwd=repo, env=env)
-    holder = set_aside(str(repo / ".git"), "wt")
-    assert holder is not None
-    left = Path(holder) / "wt"
+    moved = set_aside(str(repo / ".git"), "wt")
+    assert moved is not None
+    left = Path(moved)  # moved whole, no folder made for it: each one costs a discard
+    assert left.parent == repo / ".git" / SET_ASIDE_FOLDER
     assert {"HEAD", "commondir", "gitdir", "index", "locked"} <= set(os.listdir(left))
     assert _registered(repo, env) == []
     assert git("fsck", "--no-progress", cwd=repo, env=env) == b""
