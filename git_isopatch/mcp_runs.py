@@ -57,6 +57,12 @@ class CaptureOptions:
     session: str | None = None
 
 
+#: git-isopatch as a module of the server's interpreter; ``-P`` keeps the
+#: folder the server works in off the module path, where a repository's
+#: own ``git_isopatch`` package would run, unconfined, in its place.
+_OURS = (sys.executable, "-P", "-m", "git_isopatch")
+
+
 def capture_argv(
     command: list[str], *, repo: str, options: CaptureOptions = CaptureOptions()
 ) -> list[str]:
@@ -64,7 +70,7 @@ def capture_argv(
     Values go after ``=`` (``--base=<rev>``), so that one starting with a
     dash is never read as an option; ``-C`` gets an absolute path."""
     o = options
-    argv = [sys.executable, "-m", "git_isopatch", "--json", "-q", "-C", os.path.abspath(repo)]
+    argv = [*_OURS, "--json", "-q", "-C", os.path.abspath(repo)]
     if o.base is not None:
         argv.append(f"--base={o.base}")
     if o.include_uncommitted:
@@ -97,9 +103,7 @@ def end_argv(session: str, *, repo: str) -> list[str]:
     """The ``git-isopatch --session=<name> --end`` argument list of one
     ``end_session`` call."""
     return [
-        sys.executable,
-        "-m",
-        "git_isopatch",
+        *_OURS,
         "-C",
         os.path.abspath(repo),
         f"--session={session}",

@@ -578,6 +578,29 @@ def test_a_call_naming_no_repo_in_a_folder_of_repositories_is_told_to(
 
 
 @pytest.mark.hostile
+def test_a_repository_s_own_git_isopatch_package_never_runs(env, make_repo, tmp_path) -> None:
+    """The server runs each call's git-isopatch as a module of its own
+    interpreter, in the folder it started in: a repository that holds a
+    package named ``git_isopatch`` (a checkout of git-isopatch itself, or
+    a hostile one) must not be what runs, unconfined, instead of the
+    installed one."""
+    marker = tmp_path / "ran-the-repository-s-code"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    repo = make_repo({"git_isopatch/__init__.py": planted, "git_isopatch/__main__.py": planted})
+
+    async def body(client):
+        return [
+            await client.call_tool("capture", {"command": ["sh", "-c", "echo x > new"]}),
+            await client.call_tool("end_session", {"session": "none"}),
+        ]
+
+    captured, ended = serve(repo, env, tmp_path, body)
+    assert not captured.is_error and captured.structured_content["files"] == 1, text(captured)
+    assert ended.is_error and "no session 'none'" in text(ended), text(ended)
+    assert not marker.exists()
+
+
+@pytest.mark.hostile
 def test_an_argument_a_tool_does_not_know_is_an_error_naming_it(env, make_repo, tmp_path) -> None:
     """A misspelt ``"include-uncommitted": true`` must not run from HEAD
     and report success."""
