@@ -1031,7 +1031,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="also time warm runs (isopatch.pool=1: the worktree claimed from the pool) "
         "beside the cold ones",
     )
+    parser.add_argument(
+        "--git-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the user's global configuration, e.g. feature.manyFiles=true "
+        "(repeatable; the repositories are made under it too)",
+    )
     args = parser.parse_args(argv)
+    if any("=" not in setting for setting in args.git_config):
+        parser.error("--git-config takes KEY=VALUE")
 
     args.sizes = [size.strip() for size in args.sizes.split(",") if size.strip()]
     unknown = [size for size in args.sizes if size not in SPECS]
@@ -1079,6 +1089,8 @@ def run_bench(args: argparse.Namespace) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     bench = Bench(workdir, tool, args.tool_tmpdir, pool=args.pool)
     progress(f"work folder: {workdir}; {git(['--version'], cwd=workdir, env=bench.env).strip()}")
+    for setting in args.git_config:  # the user's global configuration
+        git(["config", "--global", *setting.split("=", 1)], cwd=workdir, env=bench.env)
 
     if args.base_trees:
         return run_base_trees(bench, args, workdir)
