@@ -167,20 +167,24 @@ def failure_lines(
 ) -> list[str]:
     """Why the run failed after the command ran, last on stderr: ``--apply``
     could not apply (the patch is kept; ``from_head``: the run started from
-    ``HEAD`` alone, so ``--include-uncommitted`` is named, unless the
-    apply's hint names the edits it left out), or extraction failed (the
+    ``HEAD`` alone, so ``--include-uncommitted`` is named for hunks that do
+    not fit, unless the apply's hint names the edits it left out; not for a
+    failure to write, which no edit explains), or extraction failed (the
     worktree is kept).  The apply's own hints (``apply_hints``) come here,
     after its ``error:``, or after the summary of an apply that worked
     (only with ``informational``: not with ``-q``); else nothing."""
     from .git.quote import quoted
 
     if result.error_code == "apply-failed":  # as git apply and git am: error:, then hint:
+        from .git.apply.compute import DOES_NOT_APPLY
+
         lines = [
             f"error: {result.error}",
             f"hint: nothing was written; the patch is kept at {quoted(result.patch_path or '')}",
             *(f"hint: {hint}" for hint in result.apply_hints),
         ]
-        generic = from_head and not result.left_out_edits  # else the apply's hint names them
+        unfit = (result.error or "").startswith(DOES_NOT_APPLY)
+        generic = from_head and unfit and not result.left_out_edits  # else named by the apply
         return lines + ([f"hint: {INCLUDE_UNCOMMITTED_HINT}"] if generic else [])
     if result.applied and informational:  # the apply's own advice, after its summary
         return [f"hint: {hint}" for hint in result.apply_hints]

@@ -371,3 +371,22 @@ def test_no_include_uncommitted_hint_where_it_cannot_help(env, make_repo, tmp_pa
     run = isopatch("--staged", "--apply", "--", "sed", "-i", "s/one/ONE/", "a", cwd=repo, env=env)
     assert run.returncode == 128, run.err
     assert INCLUDE_HINT not in run.err.splitlines()
+
+
+def test_no_include_uncommitted_hint_for_an_apply_that_fails_otherwise(env, make_repo) -> None:
+    """A patch that would apply but cannot be written (here, a smudge
+    filter that fails as the new file is checked out) is not the work
+    tree's edits near a hunk: the hint that says so would send the user
+    the wrong way."""
+    from repo_helpers import isopatch
+
+    repo = make_repo({".gitattributes": "*.x filter=broken\n", "a": "a\n"})
+    for key, value in (("clean", "cat"), ("smudge", "false"), ("required", "true")):
+        git("config", f"filter.broken.{key}", value, cwd=repo, env=env)
+    run = isopatch("--apply", "--", "sh", "-c", "echo new > n.x", cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    assert not (repo / "n.x").exists()
+    lines = run.err.splitlines()
+    assert lines[-2].startswith("error: external filter 'false' failed"), run.err
+    assert lines[-1].startswith("hint: nothing was written; the patch is kept at "), run.err
+    assert INCLUDE_HINT not in lines

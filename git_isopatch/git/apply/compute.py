@@ -215,6 +215,10 @@ def write_entries(git, entries: Mapping[str, Entry]) -> GitResult[bytes]:
     return git(["update-index", "-z", "--index-info"], input=lines)
 
 
+#: How the reason of a patch whose hunks do not fit begins (:func:`apply_cached`).
+DOES_NOT_APPLY = "the patch does not apply to "
+
+
 def apply_cached(git, patch: str, where: str) -> GitResult[None]:
     """``git apply --cached`` into the bound index, which holds ``where``
     ("the work tree", "the index"): the reason is git's ``error:`` lines
@@ -236,7 +240,7 @@ def apply_cached(git, patch: str, where: str) -> GitResult[None]:
                     args=error.args,
                     returncode=error.returncode,
                     stderr=text,
-                    reason=f"the patch does not apply to {where} as it is now: {reason}",
+                    reason=f"{DOES_NOT_APPLY}{where} as it is now: {reason}",
                 )
             )
 
