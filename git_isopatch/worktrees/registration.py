@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 from collections.abc import Callable
 
 from ..git.repo import UserRepository
@@ -58,16 +57,26 @@ def set_aside(common_dir: str, name: str) -> str | None:
     return None
 
 
-def _holder(common_dir: str) -> str:
-    """A fresh folder of :data:`SET_ASIDE_FOLDER`, made with it.
+def _fresh_aside(common_dir: str, name: str) -> str:
+    """A new folder ``<name>-<random>`` of :data:`SET_ASIDE_FOLDER` (made
+    when missing), mode 0777 under the umask as git makes a registration:
+    no folder is made around it (see :func:`set_aside`).
 
     Raises:
-        OSError: it cannot be made (``FileNotFoundError``: another removal
-            deleted :data:`SET_ASIDE_FOLDER`, empty, meanwhile).
+        OSError: it cannot be made.
     """
     aside = os.path.join(common_dir, SET_ASIDE_FOLDER)
-    os.makedirs(aside, mode=0o700, exist_ok=True)
-    return tempfile.mkdtemp(dir=aside)
+    tries = 3  # another removal may delete the folder, empty, meanwhile
+    while True:
+        folder = os.path.join(aside, f"{name}-{os.urandom(8).hex()}")
+        try:
+            os.makedirs(aside, mode=0o700, exist_ok=True)
+            os.mkdir(folder, 0o777)
+            return folder
+        except FileNotFoundError:
+            tries -= 1
+            if not tries:
+                raise
 
 
 def delete_set_aside(common_dir: str, holder: str) -> None:
@@ -180,10 +189,8 @@ def register_detached(
         return None
     made: list[str] = []  # what to delete when a step fails, the last made first
     try:
-        holder = _holder(repository.common_dir)
-        made.append(holder)
-        written = os.path.join(holder, "registration")
-        os.mkdir(written, 0o777)
+        written = _fresh_aside(repository.common_dir, name)
+        made.append(written)
         for file, text in (
             ("locked", lock_reason),
             ("gitdir", os.path.join(top, ".git")),
@@ -199,9 +206,6 @@ def register_detached(
         for folder in reversed(made):
             delete_tree(folder)
         return None
-    with contextlib.suppress(OSError):
-        os.rmdir(holder)
-        os.rmdir(os.path.dirname(holder))
     return WorktreePath(path)
 
 

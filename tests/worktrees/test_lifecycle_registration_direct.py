@@ -67,7 +67,7 @@ def test_the_registration_is_the_one_git_worktree_add_writes(env, make_repo, tmp
     assert git("-C", str(ours), "rev-parse", "--show-toplevel", "HEAD", cwd=repo, env=env) == (
         f"{ours}\n{head}\n".encode()
     )
-    assert not (repo / ".git" / "isopatch-removed").exists()
+    assert os.listdir(repo / ".git" / "isopatch-removed") == []  # written there, moved in
     git("worktree", "remove", "--force", "--force", str(ours), cwd=repo, env=env)
     assert not ours.exists() and sorted(os.listdir(worktrees)) == ["wt"]
 
@@ -143,3 +143,27 @@ def test_a_sandboxed_run_starts_no_git_worktree_add(env, make_repo, tmp_path) ->
     assert b"+x" in Path(run.fields()["patch"]).read_bytes()
     listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
     assert listed.count("worktree ") == 2, listed  # the checkout and the base tree
+
+
+def test_the_registration_deletes_no_folder_on_its_way(
+    env, make_repo, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written in a folder of its own, moved whole: no folder is made and
+    deleted around it (on a file system that discards what it frees, each
+    costs a discard)."""
+    from git_isopatch.worktrees.registration import register_detached
+
+    repo = make_repo({"a.txt": "a\n"})
+    head = git("rev-parse", "HEAD", cwd=repo, env=env).decode().strip()
+    removed: list[str] = []
+    real_rmdir = os.rmdir
+
+    def rmdir(path, *args, **kwargs):
+        removed.append(str(path))
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    (tmp_path / "w").mkdir()
+    made = register_detached(_repository(repo), str(tmp_path / "w" / "wt"), head, lock_reason="r")
+    monkeypatch.undo()
+    assert made is not None and removed == []
