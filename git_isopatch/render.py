@@ -331,8 +331,7 @@ def worktree_list_lines(worktrees: Iterable[ListedWorktree], now: float) -> list
             state += ", prunable"
         path = quote_c_style(os.fsencode(worktree.path)).decode("utf-8", "replace")
         # the command may hold newlines and control bytes: quoted as in the
-        # porcelain, so that one worktree is one line and nothing reaches
-        # the terminal raw
+        # porcelain, so that a worktree is one line and none reaches a terminal
         command = quote_c_style(os.fsencode(shlex.join(worktree.command)))
         rows.append(
             (path, state, relative_age(worktree.age(now)), command.decode("utf-8", "replace"))

@@ -74,19 +74,17 @@ def _left_out_edits(start: Start, ran: Ran, extracted: Extracted) -> tuple[str, 
     return tuple(touched)
 
 
-def _left_out_uncommitted(start: Start, checkout: GitResult[CheckoutState] | None) -> bool:
+def _left_out_uncommitted(start: Start, ran: Ran) -> bool:
     """The run started from ``HEAD`` (no snapshot) while the user's work
-    tree had changes (:func:`_edited`)."""
+    tree had changes (:func:`_edited`), and the command was not merely
+    missing from ``PATH`` (no ``/`` in its name: the work tree had no part
+    in that)."""
     if not start.from_head_alone:
         return False
-    state = _edited(start, checkout)
+    if ran.outcome.start_error is not None and "/" not in start.command[0]:
+        return False
+    state = _edited(start, ran.checkout_before)
     return state is not None and bool(state.entries)
-
-
-def _not_on_path(start: Start, ran: Ran) -> bool:
-    """The command could not start and was looked for on ``PATH`` (no
-    ``/`` in its name): the work tree, edited or not, had no part in it."""
-    return ran.outcome.start_error is not None and "/" not in start.command[0]
 
 
 def _bound(start: Start, reached: str | None) -> int | None:
@@ -158,12 +156,7 @@ def report(
             result = result._replace(session_broken=f"{session.message}; {session.hint}")
         return result._replace(error=extracted.message, error_code=extracted.code)
     informational = result.informational_hints
-    if (
-        not extracted.files
-        and start.informational_hints
-        and not _not_on_path(start, ran)
-        and _left_out_uncommitted(start, ran.checkout_before)
-    ):
+    if not extracted.files and start.informational_hints and _left_out_uncommitted(start, ran):
         informational = (*informational, UNCOMMITTED_HINT)
     result = result._replace(
         patch_path=extracted.patch,

@@ -84,10 +84,9 @@ class RunLayer(Record):
             the file in place and set its times back, but never its change
             time).
         started: the paths where the run's index differs from the base
-            tree's before the command: those the snapshot's difference
-            set; for a session's later step, those its earlier steps (and
-            its snapshot) left (:func:`.session_layer.layer_again`).
-            ``None``: not known, every path is compared.
+            tree's before the command: the snapshot's difference; for a
+            session's later step, what its earlier steps (and snapshot)
+            left (:func:`.session_layer.layer_again`); ``None``: not known.
     """
 
     pin: Pin
