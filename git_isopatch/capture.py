@@ -261,12 +261,23 @@ def load(names: Sequence[str]) -> None:
     """Import the modules ``names`` now: while a git process runs, their
     imports would otherwise come after it.  A module that fails to import
     is left to the step that needs it, which imports it again and fails
-    there."""
-    for name in names:
-        try:
-            __import__(name)
-        except Exception:  # the step that needs it says why
-            return
+    there.  No garbage is collected while they load, and what they made
+    is moved out of the collector's reach after (as for the modules of
+    the command line: :func:`.usage.modules_loaded`)."""
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for name in names:
+            try:
+                __import__(name)
+            except Exception:  # the step that needs it says why
+                return
+    finally:
+        if collecting:
+            gc.freeze()
+            gc.enable()
 
 
 def _expire(provider: WorktreeProvider, plan: Start) -> None:

@@ -237,6 +237,26 @@ def test_what_a_run_loads_beside_its_worktree_s_git_are_modules_of_the_package()
     assert names and all(find_spec(name) is not None for name in names)
 
 
+def test_what_a_run_loads_beside_its_git_is_out_of_the_collector_s_reach(env, make_repo) -> None:
+    """The modules :func:`git_isopatch.capture.load` loads are moved out of
+    the collector's reach (``gc.freeze``), as the command line's are, and
+    collection goes on after them."""
+    import subprocess
+    import sys
+
+    script = (
+        "import gc, importlib; capture = importlib.import_module('git_isopatch.capture'); "
+        "gc.enable(); "
+        "before = gc.get_freeze_count(); capture.load(['git_isopatch.extract']); "
+        "print(gc.get_freeze_count() > before, gc.isenabled())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=make_repo(), env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
 def test_a_sandboxed_run_loads_its_later_steps_while_its_command_runs(env, make_repo) -> None:
     """Extraction, report and the reading of the layers load once the
     command has started (:data:`git_isopatch.capture.AFTER_THE_LAUNCH`),
