@@ -145,11 +145,9 @@ def run(
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
             submodules = _populate(lease, plan, warn)
             # 5. Run the command, confined; the confinement lasts through extraction.
-            from . import execute
+            from . import execute, report
 
-            command = execute.command(
-                plan, lease.isolation, state, warn, look, ending, _after_the_launch(plan)
-            )
+            command = execute.command(plan, lease.isolation, state, warn, look, ending)
             with command as (ran, confinement):
                 lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
@@ -160,8 +158,6 @@ def run(
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply, while the sandbox ends.
-        from . import report
-
         result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn, session)
         _settle(private, result)  # -o without captured output leaves nothing
     _expire(provider, plan)
@@ -224,37 +220,17 @@ def _provider(
 
 #: What a sandboxed run loads while its worktree's first git runs
 #: (:attr:`.worktrees.provider.WorktreeProvider.meanwhile`): steps 4 and
-#: 5 and the sandbox's launch.
+#: 5, the sandbox's launch and its reading of the layers (step 6's, loaded
+#: before the command, cost more than after it).
 BEFORE_THE_COMMAND = (
     "git_isopatch.worktrees.run_layer",
     "git_isopatch.populate",
     "git_isopatch.execute",
+    "git_isopatch.report",
     "git_isopatch.sandbox.run_policy",
     "git_isopatch.sandbox.seccomp",
-)
-
-#: What a run loads once its command has started, before it waits for it
-#: (:func:`.execute.command`): steps 6 and 7 and the reading of the
-#: sandbox's layers, loaded while bubblewrap sets the namespaces up (our
-#: process would wait there), not after the command on the way to the patch.
-AFTER_THE_LAUNCH = (
-    "git_isopatch.extract",
-    "git_isopatch.report",
     "git_isopatch.sandbox.layer_state",
-    "git_isopatch.sandbox.layer_objects",
-    "git_isopatch.sandbox.lfs_objects",
-    "git_isopatch.git.lfs_store",
-    "git_isopatch.worktrees.compared_index",
-    "git_isopatch.worktrees.diff_index",
-    "git_isopatch.worktrees.worktree_git",
 )
-
-
-def _after_the_launch(plan: Start) -> Callable[[], None] | None:
-    """What a sandboxed run does once its command has started
-    (:data:`AFTER_THE_LAUNCH` loaded); an unconfined run loaded its later
-    steps beside its look at the checkout (:func:`_look`)."""
-    return partial(load, AFTER_THE_LAUNCH) if plan.sandbox.confined else None
 
 
 def load(names: Sequence[str]) -> None:

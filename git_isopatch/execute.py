@@ -42,15 +42,13 @@ def command(
     warn: Callable[[str], None],
     checkout: CheckoutLook,
     ending: contextlib.ExitStack,
-    meanwhile: Callable[[], object] | None = None,
 ) -> Iterator[tuple[Ran, Confinement]]:
     """Run the command; yield what it did and the confinement, alive for
     the body (git-isopatch's own git in the worktree runs confined too),
     then ended (:meth:`.sandbox.confinement.Confinement.end`); the rest of
     its end is left on ``ending``, closed after the worktree's (step 7).
     ``state`` carries a signal received (:func:`.sandbox.command.forward_signals`);
-    ``checkout`` is the look at the user's checkout before the command, under way;
-    ``meanwhile`` is called once the command has started, before it is waited for.
+    ``checkout`` is the look at the user's checkout before the command, under way.
 
     Raises:
         IsopatchError: the sandbox could not be entered, or a run's file or folder not made.
@@ -97,7 +95,6 @@ def command(
                     stderr=stderr,
                     timeout=start.timeout,
                     signal_state=state,
-                    meanwhile=meanwhile,
                 )
         except OSError as exc:  # the folder or the output files cannot be made
             where = exc.filename or isolation.private_dir

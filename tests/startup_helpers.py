@@ -62,44 +62,6 @@ def imported_before_the_first_git(
     return names
 
 
-#: Runs ``python -m git_isopatch`` with ``sys.argv[2:]``; as it ends, writes
-#: to ``sys.argv[1]`` the modules it loaded after it last waited for the
-#: command (:func:`git_isopatch.sandbox.command._wait` returned).
-_AFTER_THE_COMMAND_PROBE = """
-import os, runpy, sys
-import git_isopatch.sandbox.command as command
-path, wait, end = sys.argv[1], command._wait, os._exit
-def waited(*args, **options):
-    status = wait(*args, **options)
-    waited.seen = set(sys.modules)
-    return status
-def ending(code):
-    with open(path, "w") as out:
-        out.write("\\n".join(sorted(set(sys.modules) - getattr(waited, "seen", set()))))
-    end(code)
-command._wait, os._exit = waited, ending
-sys.argv = ["git-isopatch", *sys.argv[2:]]
-runpy.run_module("git_isopatch", run_name="__main__", alter_sys=True)
-"""
-
-
-def imported_after_the_command(args: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
-    """The modules ``git-isopatch <args>`` imported after its command
-    ended (the run itself goes on as usual)."""
-    listing = cwd.parent / "modules-after-the-command.txt"
-    listing.unlink(missing_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-c", _AFTER_THE_COMMAND_PROBE, str(listing), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return set(listing.read_text().split("\n")) - {""}
-
-
 #: Prints ``module.Class`` for each class a module of ``sys.argv[2:]``
 #: defines that is a dataclass (``sys.argv[1] == "dataclass"``) or made by
 #: ``collections.namedtuple``, ``typing.NamedTuple`` among them.

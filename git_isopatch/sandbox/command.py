@@ -185,7 +185,6 @@ def run_command(
     timeout: float | None = None,
     signal_state: dict[str, Any] | None = None,
     sandbox: Wrapped | None = None,
-    meanwhile: Callable[[], object] | None = None,
 ) -> CommandOutcome:
     """Run ``argv`` in ``cwd`` in a new process group and wait for it.
 
@@ -207,9 +206,6 @@ def run_command(
             (:meth:`.namespaces.Namespaces.launch`, the caller closes it):
             when this returns every process it started has ended, and the
             namespaces may still serve (:meth:`.pidns.Wrapped.serving`).
-        meanwhile: called once it has started, before it is waited for:
-            the caller's own work, done while bubblewrap sets the
-            namespaces up and the command runs.
 
     Returns:
         A :class:`CommandOutcome`.  Never raises for a command that cannot
@@ -229,7 +225,7 @@ def run_command(
         return CommandOutcome(128 + state["received"], received_signal=state["received"])
     streams = (stdout, stderr)
     if sandbox is None:
-        return _run(argv, _Launch(list(argv)), cwd, env, streams, (timeout, meanwhile), state)
+        return _run(argv, _Launch(list(argv)), cwd, env, streams, timeout, state)
     wrapped = sandbox
     if wrapped.stderr is not None:  # the command's own went to the launcher
         streams = (stdout, wrapped.stderr)
@@ -244,7 +240,7 @@ def run_command(
         end_all=wrapped.kill_all,
     )
     with watched(wrapped.bounds, state):
-        outcome = _run(argv, launch, cwd, env, streams, (timeout, meanwhile), state)
+        outcome = _run(argv, launch, cwd, env, streams, timeout, state)
         status = wrapped.finish()
     if state.get("limit") is not None:
         outcome = outcome._replace(limit=state.pop("limit"))
@@ -322,12 +318,10 @@ def _run(
     cwd: str,
     env: Mapping[str, str],
     streams: tuple[int | IO[bytes] | None, int | IO[bytes] | None],
-    waits: tuple[float | None, Callable[[], object] | None],
+    timeout: float | None,
     state: dict[str, Any],
 ) -> CommandOutcome:
-    """:func:`run_command` once it is known what to start (``launch``);
-    ``waits``: its timeout and what it does before waiting."""
-    timeout, meanwhile = waits
+    """:func:`run_command` once it is known what to start (``launch``)."""
     tty = terminal_fd(None)
     own_modes = terminal_modes(tty) if tty is not None else None
     process = _start(argv, launch, cwd, env, streams, state)
@@ -349,8 +343,6 @@ def _run(
         deliver(state, pgid, state["received"])
     timed_out = False
     try:
-        if meanwhile is not None:
-            meanwhile()
         returncode = _wait(process, tty, timeout, own_modes, launch)
         if returncode is None:
             timed_out = True

@@ -21,7 +21,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from ..git.pinned import NO_STORE_INDEXES, with_config
@@ -71,7 +71,6 @@ class Confinement:
         stderr: IO[bytes] | None,
         timeout: float | None,
         signal_state: dict[str, Any],
-        meanwhile: Callable[[], object] | None = None,
     ) -> CommandOutcome:
         """:func:`.command.run_command`, confined as this value says."""
         return run_command(
@@ -82,7 +81,6 @@ class Confinement:
             stderr=stderr,
             timeout=timeout,
             signal_state=signal_state,
-            meanwhile=meanwhile,
         )
 
     def shared_writes(
@@ -170,7 +168,6 @@ class Namespaced(Confinement):
         stderr: IO[bytes] | None,
         timeout: float | None,
         signal_state: dict[str, Any],
-        meanwhile: Callable[[], object] | None = None,
     ) -> CommandOutcome:
         """The command through the launcher; its namespaces then stay, served.
 
@@ -199,7 +196,6 @@ class Namespaced(Confinement):
                     timeout=timeout,
                     signal_state=signal_state,
                     sandbox=wrapped,
-                    meanwhile=meanwhile,
                 )
             except SetUpFailed:
                 if launched > RELAUNCHES:

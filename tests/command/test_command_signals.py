@@ -285,20 +285,3 @@ def test_a_signal_ignored_from_the_start_stays_ignored(
     assert b"+++ b/done.txt" in Path(fields["patch"]).read_bytes()
     mask = int((flags / "ignored").read_text().split()[1], 16)
     assert mask & (1 << (signum - 1)), "the command inherits it ignored"
-
-
-def test_meanwhile_runs_while_the_command_runs(tmp_path: Path) -> None:
-    """The caller's own work (``meanwhile``) is done once the command has
-    started, before it is waited for: the command waits for it here."""
-    called = []
-
-    def meanwhile() -> None:
-        called.append(True)
-        (tmp_path / "go").touch()
-
-    script = ": > started; while [ ! -e go ]; do sleep 0.01; done; echo done > done.txt"
-    outcome = run_command(
-        ["sh", "-c", script], cwd=str(tmp_path), env=dict(os.environ), meanwhile=meanwhile
-    )
-    assert outcome.exit_code == 0
-    assert len(called) == 1 and (tmp_path / "done.txt").read_text() == "done\n"

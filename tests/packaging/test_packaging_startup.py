@@ -16,7 +16,6 @@ from repo_helpers import isopatch
 from startup_helpers import (
     dataclasses_of,
     imported,
-    imported_after_the_command,
     imported_before_the_first_git,
     imported_by_the_libraries,
     named_tuples_of,
@@ -225,8 +224,8 @@ def test_a_warm_sandboxed_run_loads_only_what_it_uses(env, make_repo) -> None:
 
 
 def test_what_a_run_loads_beside_its_worktree_s_git_are_modules_of_the_package() -> None:
-    """The modules a sandboxed run loads while its worktree's first git
-    runs (:func:`git_isopatch.capture.load`) exist: a name
+    """The modules a sandboxed run loads while its worktree's ``git
+    worktree add`` runs (:func:`git_isopatch.capture.load`) exist: a name
     that no longer does would fail there silently, and the run would load
     the rest after the wait again."""
     from importlib import import_module
@@ -255,24 +254,6 @@ def test_what_a_run_loads_beside_its_git_is_out_of_the_collector_s_reach(env, ma
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"]
-
-
-def test_a_sandboxed_run_loads_its_later_steps_while_its_command_runs(env, make_repo) -> None:
-    """Extraction, report and the reading of the layers load once the
-    command has started (:data:`git_isopatch.capture.AFTER_THE_LAUNCH`),
-    while bubblewrap sets the namespaces up, not on the way from the
-    command's end to the patch."""
-    from importlib import import_module
-    from importlib.util import find_spec
-
-    names = import_module("git_isopatch.capture").AFTER_THE_LAUNCH
-    assert names and all(find_spec(name) is not None for name in names)
-    repo = make_repo()
-    args = ["-q", "--sandbox", "--", "sh", "-c", "echo new > new.txt"]
-    imported(args, repo, env)  # its base tree made
-    after = imported_after_the_command(args, repo, env)
-    assert "atexit" in after, "the probe sees what loads after the command"
-    assert after & {"git_isopatch.extract", "git_isopatch.report", *names} == set()
 
 
 def test_a_run_with_nothing_to_warn_of_never_loads_logging(env, make_repo) -> None:
