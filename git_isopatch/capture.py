@@ -28,7 +28,7 @@ from . import start
 from .checkout import CheckoutLook
 from .errors import Interrupted, IsopatchError
 from .logger import log, warning
-from .request import CaptureRequest
+from .request import CaptureRequest, request_from
 
 if TYPE_CHECKING:
     from .extract import Compared
@@ -41,12 +41,6 @@ if TYPE_CHECKING:
     from .worktrees.results import PrivateFolder
     from .worktrees.sessions import SessionRun
     from .worktrees.worktree_git import WorktreeGit
-
-
-#: Fields of a sequence type, which the API also takes as lists.
-_TUPLE_FIELDS = frozenset(
-    {"command", "link", "copy", "configured_links", "configured_copies", "allow_write"}
-)
 
 
 def capture(
@@ -70,15 +64,7 @@ def capture(
         TypeError: an option that is not a field of the request.
         ValueError, IsopatchError: as :func:`run`.
     """
-    names = set(CaptureRequest._fields)
-    unknown = sorted(set(options) - names)
-    if unknown:
-        raise TypeError(f"capture() got unexpected keyword arguments: {', '.join(unknown)}")
-    options = {
-        name: tuple(value) if name in _TUPLE_FIELDS and value is not None else value
-        for name, value in options.items()
-    }
-    request = CaptureRequest(command=tuple(command), **options)
+    request = request_from(command, options)
     return run(request, environ=environ, provider=provider, warn=warn)
 
 
@@ -237,9 +223,8 @@ def load(names: Sequence[str]) -> None:
     """Import the modules ``names`` now: while a git process runs, their
     imports would otherwise come after it.  A module that fails to import
     is left to the step that needs it, which imports it again and fails
-    there.  No garbage is collected while they load, and what they made
-    is moved out of the collector's reach after (as for the modules of
-    the command line: :func:`.usage.modules_loaded`)."""
+    there.  What they make is moved out of the collector's reach, as the
+    command line's modules are (:func:`.usage.modules_loaded`)."""
     import gc
 
     collecting = gc.isenabled()

@@ -19,7 +19,8 @@ makes the class, on every run; only names imported for type checking are
 strings.
 """
 
-from typing import Literal, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple
 
 from .result import OutputMode
 
@@ -188,6 +189,29 @@ class CaptureRequest(NamedTuple):
         not in it."""
         plain = not (self.include_uncommitted or self.staged or self.session)
         return plain and self.base == "HEAD"
+
+
+#: Fields of a sequence type, which the API also takes as lists.
+_TUPLE_FIELDS = frozenset(
+    {"command", "link", "copy", "configured_links", "configured_copies", "allow_write"}
+)
+
+
+def request_from(command: Sequence[str], options: Mapping[str, Any]) -> CaptureRequest:
+    """The request of :func:`.capture.capture`: ``command`` and ``options``
+    by field name, lists taken for tuples.
+
+    Raises:
+        TypeError: an option that is not a field of the request.
+    """
+    unknown = sorted(set(options) - set(CaptureRequest._fields))
+    if unknown:
+        raise TypeError(f"capture() got unexpected keyword arguments: {', '.join(unknown)}")
+    options = {
+        name: tuple(value) if name in _TUPLE_FIELDS and value is not None else value
+        for name, value in options.items()
+    }
+    return CaptureRequest(command=tuple(command), **options)
 
 
 def conflicts(request: CaptureRequest, mode: OutputMode | None = None) -> str | None:

@@ -22,18 +22,14 @@ from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
 from ..git.types import CommitId, GitDirPath
-from ..git.worktree import (
-    add_detached_worktree,
-    unlock_worktree,
-    worktree_admin_dir,
-)
+from ..git.worktree import unlock_worktree, worktree_admin_dir
 from ..logger import log, warning
 from . import kept
 from .isolation import Isolation, OverBaseTree
 from .lock import AdminLock, LockWaitInterrupted
 from .own_top import start_taking_as_top, take_as_top
 from .placement import place_worktree, remove_tree, worktree_name
-from .registration import register_detached
+from .registration import register_worktree
 from .removal import make_room, refusal, remove_ours
 from .space import no_space
 from .store import GitMetadataStore, WorktreeRecord
@@ -77,10 +73,8 @@ class WorktreeProvider:
             over one (:meth:`create` with ``over``) keep (:mod:`.base_trees`).
     """
 
-    #: Called while a worktree's ``git worktree add`` runs (what the run
-    #: does beside it: :func:`git_isopatch.git.worktree.add_detached_worktree`);
-    #: over a base tree, registered without git, while git is first asked
-    #: in it (:func:`.own_top.start_taking_as_top`).
+    #: What the run does while its worktree is made: beside ``git worktree
+    #: add``, or git's first look in it (:func:`.own_top.start_taking_as_top`).
     meanwhile: Callable[[], None] | None = None
 
     def __init__(
@@ -231,12 +225,10 @@ class WorktreeProvider:
         tmp_root: str | None,
         checkout: bool = True,
     ) -> Isolation:
-        """``git worktree add`` in ``container`` (without a checkout unless
-        ``checkout``: registered without git where it can be,
-        :func:`.registration.register_detached`, and the caller then makes
-        git take it as its top beside its own work,
-        :func:`.own_top.start_taking_as_top`); on failure ``container`` is
-        deleted."""
+        """A worktree registered in ``container`` (:func:`.registration.register_worktree`;
+        without a checkout the caller makes git take it as its top beside its
+        own work, :func:`.own_top.start_taking_as_top`); on failure
+        ``container`` is deleted."""
         path = os.path.join(container, worktree_name(repository.top))
         record = WorktreeRecord.for_this_process(container=container, base=base, command=command)
         with contextlib.ExitStack() as held:
@@ -252,23 +244,15 @@ class WorktreeProvider:
             except BaseException:
                 remove_tree(container, warn=self.warn)
                 raise
-            reason = record.lock_reason()
-            registered = (
-                None if checkout else register_detached(repository, path, base, lock_reason=reason)
-            )
-            added = (
-                Ok(registered)
-                if registered is not None
-                else add_detached_worktree(
-                    repository.git_dir,
-                    path,
-                    base,
-                    lock_reason=reason,
-                    env=self.env,
-                    progress=self.progress and checkout,
-                    checkout=checkout,
-                    meanwhile=self.meanwhile if checkout else None,
-                )
+            added = register_worktree(
+                repository,
+                path,
+                base,
+                lock_reason=record.lock_reason(),
+                env=self.env,
+                checkout=checkout,
+                progress=self.progress,
+                meanwhile=self.meanwhile,
             )
         match added:
             case Err(error):

@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..git.repo import UserRepository
+from ..git.result import GitResult, Ok
 from ..git.types import CommitId, GitDirPath, WorktreePath
-from ..git.worktree import worktree_admin_dirs
+from ..git.worktree import add_detached_worktree, worktree_admin_dirs
 from ..logger import log
 from .deletion import delete_tree
 
@@ -144,6 +145,37 @@ def delete_registration(
 #: unchanged (refs.c, ``sanitize_refname_component``, changes no character
 #: of it); another is left to ``git worktree add``.
 _PLAIN_NAME = re.compile(r"\A[A-Za-z0-9_-](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?\Z")
+
+
+def register_worktree(
+    repository: UserRepository,
+    path: str,
+    commit: CommitId,
+    *,
+    lock_reason: str,
+    env: Mapping[str, str],
+    checkout: bool,
+    progress: bool,
+    meanwhile: Callable[[], None] | None,
+) -> GitResult[WorktreePath]:
+    """A worktree at ``path``, detached at ``commit`` and locked with
+    ``lock_reason``: ``git worktree add`` (checked out when ``checkout``,
+    ``meanwhile`` called while git runs) or, with no checkout, registered
+    without git where it can be (:func:`register_detached`)."""
+    if not checkout:
+        registered = register_detached(repository, path, commit, lock_reason=lock_reason)
+        if registered is not None:
+            return Ok(registered)
+    return add_detached_worktree(
+        repository.git_dir,
+        path,
+        commit,
+        lock_reason=lock_reason,
+        env=env,
+        progress=progress and checkout,
+        checkout=checkout,
+        meanwhile=meanwhile if checkout else None,
+    )
 
 
 def register_detached(

@@ -111,33 +111,18 @@ class WorktreeRecord:
     )
     __hash__ = None  # type: ignore[assignment]  # mutable
 
-    def __init__(
-        self,
-        pid: int,
-        host: str,
-        start_ticks: int | None,
-        created: float,
-        tmpdir: str,
-        base: str,
-        command: list[str] | None = None,
-        kept: bool = False,
-        version: int = 2,
-        pooled: bool = False,
-        container: str | None = None,
-        session: str | None = None,
-    ) -> None:
-        self.pid = pid
-        self.host = host
-        self.start_ticks = start_ticks
-        self.created = created
-        self.tmpdir = tmpdir
-        self.base = base
-        self.command: list[str] = [] if command is None else command
-        self.kept = kept
-        self.version = version
-        self.pooled = pooled
-        self.container = container
-        self.session = session
+    def __init__(self, **fields: Any) -> None:
+        """Its fields by name: those of :data:`_REQUIRED`, and any of
+        :data:`_DEFAULTS` (``command`` a new list when not given)."""
+        for name in self.__slots__:
+            if name in fields:
+                setattr(self, name, fields.pop(name))
+            elif name in _DEFAULTS:
+                setattr(self, name, [] if name == "command" else _DEFAULTS[name])
+            else:
+                raise TypeError(f"WorktreeRecord() missing required field {name!r}")
+        if fields:
+            raise TypeError(f"WorktreeRecord() got unknown fields {sorted(fields)}")
 
     def as_dict(self) -> dict[str, Any]:
         """Its fields by name, in order (what ``isopatch.json`` holds)."""
@@ -239,6 +224,15 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "session": (str, type(None)),
 }
 _REQUIRED = ("pid", "host", "start_ticks", "created", "tmpdir", "base")
+#: The other fields' values when a record is made without them.
+_DEFAULTS = {
+    "command": [],
+    "kept": False,
+    "version": 2,
+    "pooled": False,
+    "container": None,
+    "session": None,
+}
 
 
 def record_from_json(data: object) -> WorktreeRecord:
