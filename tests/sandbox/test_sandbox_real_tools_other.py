@@ -59,21 +59,27 @@ def _pointer(content: bytes) -> bytes:
     return f"oid sha256:{digest}\nsize {len(content)}\n".encode()
 
 
-@pytest.mark.needs("git-lfs")
-def test_git_lfs_tracked_file_changed(env, make_repo, tmp_path: Path, no_leftovers) -> None:
-    """A file tracked by git-lfs is changed and one added: the patch holds
-    their pointers (as git stores them: the clean filter of git-isopatch's
-    own diff ran), the same under the sandbox as unconfined."""
+def _lfs_repo(env, make_repo, tmp_path: Path) -> Path:
+    """git-lfs installed for the user; a repository whose ``data.bin`` is
+    stored by it."""
     done = subprocess.run(
         ["git", "lfs", "install", "--skip-repo"], cwd=tmp_path, env=env, capture_output=True
     )
     assert done.returncode == 0, done.stderr
-    repo = make_repo(
+    return make_repo(
         {
             ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n",
             "data.bin": b"\x00old binary\n",
         }
     )
+
+
+@pytest.mark.needs("git-lfs")
+def test_git_lfs_tracked_file_changed(env, make_repo, tmp_path: Path, no_leftovers) -> None:
+    """A file tracked by git-lfs is changed and one added: the patch holds
+    their pointers (as git stores them: the clean filter of git-isopatch's
+    own diff ran), the same under the sandbox as unconfined."""
+    repo = _lfs_repo(env, make_repo, tmp_path)
     assert git("show", "HEAD:data.bin", cwd=repo, env=env).endswith(_pointer(b"\x00old binary\n"))
     script = "printf '\\000changed\\n' > data.bin && printf 'new\\n' > new.bin && git lfs ls-files"
     pair = sandboxed_and_unconfined(repo, ["sh", "-c", script], env)
@@ -96,16 +102,7 @@ def test_git_lfs_contents_reach_the_store(env, make_repo, tmp_path: Path, no_lef
     applies (git-lfs's smudge reads them there): ``--apply`` writes the
     files themselves.  What the command plants in the store (a content
     that does not hash to its name, a link, a FIFO) never reaches it."""
-    done = subprocess.run(
-        ["git", "lfs", "install", "--skip-repo"], cwd=tmp_path, env=env, capture_output=True
-    )
-    assert done.returncode == 0, done.stderr
-    repo = make_repo(
-        {
-            ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n",
-            "data.bin": b"\x00old binary\n",
-        }
-    )
+    repo = _lfs_repo(env, make_repo, tmp_path)
     (tmp_path / "secret").write_bytes(b"secret\n")
     planted = [
         repo / ".git" / "lfs" / "objects" / "00" / "00" / ("00" * 32),  # not its hash
