@@ -124,8 +124,10 @@ KINDS = (
     "reset", "reset-hard", "checkout", "gitlink", "commit-index",
 )  # fmt: skip
 
+#: A step's paths, the base's gitlink ``g`` among them.
+changed_paths = st.one_of(step_paths, st.just("g"))
 changes = st.builds(
-    _change, step_paths, step_paths, step_contents, st.booleans(), st.sampled_from(KINDS)
+    _change, changed_paths, step_paths, step_contents, st.booleans(), st.sampled_from(KINDS)
 )
 #: What the user does between two steps: nothing, a commit (``HEAD``
 #: moves), a sandboxed run at the new ``HEAD`` (which would move an idle
