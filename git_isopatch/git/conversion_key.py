@@ -38,6 +38,10 @@ from .types import GitDirPath, WorktreePath
 #: it finds a filter's program.
 ATTRIBUTE_VARIABLES = ("GIT_ATTR_NOSYSTEM", "GIT_ATTR_SOURCE", "HOME", "XDG_CONFIG_HOME", "PATH")
 
+#: Variables that change a checkout's files but not what git reads back:
+#: Git LFS's, which leaves pointer files.
+CHECKOUT_VARIABLES = ("GIT_LFS_SKIP_SMUDGE",)
+
 #: Bytes read of one attributes file at most; a larger one is not keyed.
 FILE_LIMIT = 1 << 24
 
@@ -97,6 +101,50 @@ def conversion_inputs(
         return None
     parts: list[bytes] = [b"conversion-key 1", os.fsencode(worktree)]
     parts += [os.fsencode(item) for item in extra]
+    applying = _settings_parts(worktree, git_dir, settings, env)
+    if applying is None:
+        return None
+    common = _digest(hashlib.sha256(), parts + applying)
+    return ConversionInputs(_digest(hashlib.sha256(), [common, index]).hex(), common, index)
+
+
+def settings_key(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    *,
+    settings: Mapping[str, str | None],
+    env: Mapping[str, str],
+    extra: Sequence[str] = (),
+) -> str | None:
+    """Hex digest of what applies to every path of a checkout of the
+    repository of ``git_dir`` (``settings`` as :func:`.pinned.read_settings`
+    reads them, the attributes files outside the tree, a relative
+    ``core.attributesFile`` from ``worktree``, :data:`CHECKOUT_VARIABLES`),
+    with ``extra``: no index, no path of the checkout's own (a base tree's
+    key, :mod:`..worktrees.base_trees`).  ``None`` when an attributes file
+    cannot be read.  By the interpreter's own BLAKE2: ``hashlib`` loads
+    OpenSSL, some 11 M instructions, on every run over a base tree."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+    parts = _settings_parts(worktree, git_dir, settings, env)
+    if parts is None:
+        return None
+    parts += [f"{name}={env.get(name)}".encode() for name in CHECKOUT_VARIABLES]
+    parts = [b"settings-key 1", *map(os.fsencode, extra), *parts]
+    return _digest(blake2b(digest_size=32), parts).hex()
+
+
+def _settings_parts(
+    worktree: WorktreePath,
+    git_dir: GitDirPath,
+    settings: Mapping[str, str | None],
+    env: Mapping[str, str],
+) -> list[bytes] | None:
+    """The parts of :func:`conversion_inputs` that apply to every path,
+    ``None`` when an attributes file cannot be read."""
+    parts: list[bytes] = []
     for name, value in sorted(settings.items()):
         if name.startswith(CONVERSION_SECTIONS):
             parts += [name.encode(), b"\1" if value is None else b"=" + os.fsencode(value)]
@@ -113,8 +161,7 @@ def conversion_inputs(
         if content is False:
             return None
         parts += [os.fsencode(path), b"\1" if content is None else b"=" + content]
-    common = _digest(hashlib.sha256(), parts)
-    return ConversionInputs(_digest(hashlib.sha256(), [common, index]).hex(), common, index)
+    return parts
 
 
 def entry_inputs(

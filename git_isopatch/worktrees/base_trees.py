@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import tempfile
 import time
@@ -190,8 +191,26 @@ class BaseTrees:
         self.progress = progress
         self.warn = warn
         self.store = store or GitMetadataStore()
-        # its sparse patterns: a base tree made from another worktree may differ
-        self.made_from = worktree_add_copies(repository.git_dir)
+
+    @functools.cached_property
+    def made_from(self) -> str:
+        """The key base trees are chosen and moved by with their commit:
+        what ``git worktree add`` copies from this worktree (its sparse
+        patterns) and what converts files on checkout
+        (:func:`.git.conversion_key.settings_key`); one of this process
+        alone when an attributes file cannot be read."""
+        from ..git.conversion_key import settings_key
+        from ..git.pinned import read_settings
+
+        git_dir, env = self.repository.git_dir, self.env
+        key = settings_key(
+            WorktreePath(self.repository.top),
+            git_dir,
+            settings=read_settings(git_dir, env),
+            env=env,
+            extra=(worktree_add_copies(git_dir),),
+        )
+        return key or f"unread {os.getpid()} {time.time()}"
 
     def pin(self, commit: CommitId, *, tmp_root: str | None = None) -> Pin:
         """A base tree ready at ``commit``, pinned: the one at that commit

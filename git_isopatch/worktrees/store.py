@@ -272,10 +272,11 @@ class BaseRecord(Record):
             made or moved (by the run holding its pin exclusively), or
             when that run died half-way.
         container: the folder made for it alone, which holds it.
-        made_from: what it copied from the worktree it was made from, its
-            sparse-checkout patterns and ``config.worktree``
-            (:func:`.git.admin_files.worktree_add_copies`): runs from a
-            worktree with others get a base tree of their own.
+        made_from: what it was made from
+            (:attr:`.base_trees.BaseTrees.made_from`): what it copied from
+            the worktree it was made from (its sparse-checkout patterns and
+            ``config.worktree``) and the settings that convert files on
+            checkout; runs under others get a base tree of their own.
     """
 
     commit: str
