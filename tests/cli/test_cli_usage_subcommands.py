@@ -95,7 +95,7 @@ def test_help_of_a_subcommand_shows_its_own_part_of_the_manual_page(
     title, says = {
         "list": ("Kept worktrees: list and prune", "git isopatch list shows every worktree"),
         "prune": ("Kept worktrees: list and prune", "git isopatch prune removes the kept"),
-        "mcp": ("For agents: mcp and the skill", "git isopatch mcp serves two tools"),
+        "mcp": ("For agents: mcp and the skill", "git isopatch mcp serves three tools"),
     }[sub]
     for via_git in (False, True):
         for args in ([sub, "--help"], [sub, "-C", ".", "--help"]):
