@@ -92,10 +92,8 @@ def forged_objects(
         entries, complete = walk(root, relative)
         if not complete:
             found.append(store)
-        prefix = "/".join(part for part in relative.split("/") if part)
-        for path, mode in entries:
-            name = path[len(prefix) + 1 :] if prefix else path
-            if _forged(name, mode, store, root, path, verify):
+        for name, mode in entries:
+            if _forged(name, mode, store, root, os.path.join(relative, name), verify):
                 found.append(os.path.join(store, name))
     return sorted(found)
 

@@ -213,10 +213,8 @@ def planted_in_git_dir(box: Namespaces, common_dir: str, own: tuple[str, ...]) -
         entries, complete = walk(root, relative)
         if not complete:
             found.append(folder)
-        prefix = "/".join(part for part in relative.split("/") if part)
-        for path, mode in entries:
-            name = path[len(prefix) + 1 :] if prefix else path
-            if _planted(name, mode, root, path):
+        for name, mode in entries:
+            if _planted(name, mode, root, os.path.join(relative, name)):
                 found.append(os.path.join(folder, name))
     return sorted(found)
 

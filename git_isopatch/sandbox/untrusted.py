@@ -350,16 +350,15 @@ def walk(
     root: str, relative: str = "", limit: int = WALK_LIMIT
 ) -> tuple[list[tuple[str, int]], bool]:
     """Every entry below the folder ``relative`` of ``root`` (reached
-    without following a link), as (path relative to ``root``, ``st_mode``
-    of its ``lstat``), depth first without recursion, at most ``limit`` of
+    without following a link), as (path relative to that folder,
+    ``st_mode`` of its ``lstat``), depth first without recursion, at most ``limit`` of
     them and :data:`WALK_DEPTH` folders deep; and whether it saw them all
     (a folder it could not open counts as unseen)."""
     found: list[tuple[str, int]] = []
-    start = _split(relative)
-    top = _folder_beneath(root, start)
+    top = _folder_beneath(root, _split(relative))
     if top is None:
         return found, True
-    stack = [("/".join(start), top, _entries(top))]
+    stack = [("", top, _entries(top))]
     complete = True
     try:
         while stack:
