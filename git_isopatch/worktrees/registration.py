@@ -44,36 +44,40 @@ def set_aside(common_dir: str, name: str) -> str | None:
         Where it is now, or ``None`` when it could not be moved (gone
         already, a mount point, another file system).
     """
-    aside = os.path.join(common_dir, SET_ASIDE_FOLDER)
     source = os.path.join(common_dir, "worktrees", name)
-    for _ in range(3):  # another removal may delete the folder, empty, meanwhile
-        target = os.path.join(aside, f"{name}-{os.urandom(8).hex()}")
-        try:
-            os.makedirs(aside, mode=0o700, exist_ok=True)
-            os.rename(source, target)
-            return target
-        except OSError as exc:
-            if not isinstance(exc, FileNotFoundError) or not os.path.lexists(source):
-                return None
-    return None
+    try:
+        return _into_aside(common_dir, name, lambda target: os.rename(source, target))
+    except OSError:
+        return None
 
 
 def _fresh_aside(common_dir: str, name: str) -> str:
-    """A new folder ``<name>-<random>`` of :data:`SET_ASIDE_FOLDER` (made
-    when missing), mode 0777 under the umask as git makes a registration:
-    no folder is made around it (see :func:`set_aside`).
+    """A new folder ``<name>-<random>`` of :data:`SET_ASIDE_FOLDER`, mode
+    0777 under the umask as git makes a registration (:func:`_into_aside`).
 
     Raises:
         OSError: it cannot be made.
     """
+    return _into_aside(common_dir, name, lambda folder: os.mkdir(folder, 0o777))
+
+
+def _into_aside(common_dir: str, name: str, put: Callable[[str], None]) -> str:
+    """``put(<path>)`` for a new path ``<name>-<random>`` of
+    :data:`SET_ASIDE_FOLDER` (made when missing; no folder is made around
+    the path, see :func:`set_aside`), again when another removal deleted
+    that folder, empty, meanwhile; the path.
+
+    Raises:
+        OSError: ``put`` failed otherwise, or three times.
+    """
     aside = os.path.join(common_dir, SET_ASIDE_FOLDER)
-    tries = 3  # another removal may delete the folder, empty, meanwhile
+    tries = 3
     while True:
-        folder = os.path.join(aside, f"{name}-{os.urandom(8).hex()}")
+        path = os.path.join(aside, f"{name}-{os.urandom(8).hex()}")
         try:
             os.makedirs(aside, mode=0o700, exist_ok=True)
-            os.mkdir(folder, 0o777)
-            return folder
+            put(path)
+            return path
         except FileNotFoundError:
             tries -= 1
             if not tries:
