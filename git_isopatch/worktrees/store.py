@@ -69,6 +69,19 @@ def process_is_running(pid: int) -> bool:
     return bool(fields) and fields[0] not in (b"Z", b"X", b"x")
 
 
+#: The fields a record cannot be made without.
+_REQUIRED = ("pid", "host", "start_ticks", "created", "tmpdir", "base")
+#: The other fields' values when a record is made without them.
+_DEFAULTS = {
+    "command": [],
+    "kept": False,
+    "version": 2,
+    "pooled": False,
+    "container": None,
+    "session": None,
+}
+
+
 class WorktreeRecord:
     """What git-isopatch knows of a worktree it made: a plain class (a
     dataclass builds its methods as the module loads, some 4.6 M
@@ -95,20 +108,7 @@ class WorktreeRecord:
             ``created`` is then when its last step ended.
     """
 
-    __slots__ = (
-        "pid",
-        "host",
-        "start_ticks",
-        "created",
-        "tmpdir",
-        "base",
-        "command",
-        "kept",
-        "version",
-        "pooled",
-        "container",
-        "session",
-    )
+    __slots__ = (*_REQUIRED, *_DEFAULTS)  # in the order isopatch.json holds them
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __init__(self, **fields: Any) -> None:
@@ -222,16 +222,6 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "pooled": (bool,),
     "container": (str, type(None)),
     "session": (str, type(None)),
-}
-_REQUIRED = ("pid", "host", "start_ticks", "created", "tmpdir", "base")
-#: The other fields' values when a record is made without them.
-_DEFAULTS = {
-    "command": [],
-    "kept": False,
-    "version": 2,
-    "pooled": False,
-    "container": None,
-    "session": None,
 }
 
 
