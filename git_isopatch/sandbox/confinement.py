@@ -232,9 +232,9 @@ class Namespaced(Confinement):
         return self.inside.spawn([program, *argv[1:]], env=own, cwd=cwd, fds=fds)
 
     def end(self) -> None:
-        """Every process of the namespaces gone (:meth:`.inside.Inside.end`); then, while
-        bubblewrap ends, their Git LFS objects kept (:mod:`.lfs_objects`), their layers and
-        private ``TMPDIR`` removed (:func:`.untrusted.remove_tree`), the cache layer settled."""
+        """Every process of the namespaces gone (:meth:`.inside.Inside.end`); then, before
+        their mounts go (:meth:`close`), their Git LFS objects kept (:mod:`.lfs_objects`),
+        their layers and private ``TMPDIR`` removed, the cache layer settled."""
         self._ended = True
         if self.inside is not None:
             self.inside.end()
@@ -359,7 +359,7 @@ def confine(
             try:
                 yield namespaced
             finally:
-                namespaced.end()  # their processes gone: the layers go while bubblewrap ends
+                namespaced.end()  # their processes gone: the layers go before their mounts
                 namespaced.close()  # bubblewrap gone: its cgroups can go, its caches be let go
     finally:
         remove_tree(private_tmp)  # a failure before the namespaces left them

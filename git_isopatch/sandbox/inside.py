@@ -200,13 +200,16 @@ class Inside:
         """Begin the namespaces' end, and return once every process of them
         but the launcher is gone: our end of the socket is closed for
         writing, the launcher kills and reaps everything else and says
-        ``gone`` (:mod:`.launcher_main`), then exits.  What those processes
-        could write can then be removed while the launcher's exit unmounts
-        the namespaces' file systems (a sync of each layer's disk: the
-        longest part of the end) and until :meth:`wait`.  When the launcher
-        does not say so in :data:`GONE_TIMEOUT_SECONDS` (or ended before
-        it could), this waits as :meth:`wait` does.  Nothing runs inside
-        afterwards (:meth:`spawn` raises :class:`Gone`)."""
+        ``gone`` (:mod:`.launcher_main`), then waits until :meth:`wait`
+        closes our end whole, and exits.  What those processes could write
+        can then be removed before the launcher's exit unmounts the
+        namespaces' file systems: each overlay's unmount syncs its upper
+        layer's file system, and writes nothing of what is gone (a file
+        removed once written costs a discard too; removals while it syncs
+        give each sync something to write).  When the launcher does not
+        say so in :data:`GONE_TIMEOUT_SECONDS` (or ended before it could),
+        this waits as :meth:`wait` does.  Nothing runs inside afterwards
+        (:meth:`spawn` raises :class:`Gone`)."""
         if self.ended:
             return
         self.ended = self.gone = True
@@ -227,7 +230,8 @@ class Inside:
         self.wait()
 
     def wait(self) -> None:
-        """Wait until bubblewrap has ended and every process of the
+        """Let the launcher exit (our end of the socket closed whole), and
+        wait until bubblewrap has ended and every process of the
         namespaces is gone (bubblewrap killed when it does not end in
         :data:`GONE_TIMEOUT_SECONDS`)."""
         self.ended = self.gone = True

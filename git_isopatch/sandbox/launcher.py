@@ -29,10 +29,12 @@ for the program's standard input, output and error; the launcher starts it
 in a session of its own (no controlling terminal, every signal unblocked),
 waits for it (a ``k`` frame kills it and everything else), ends what it
 left, and answers ``wait <status>``.  When git-isopatch closes its end (for
-writing), the launcher ends everything, says ``gone`` once every other
-process of the namespace is reaped, and exits, and the namespaces with it
-(the kernel unmounts their file systems as the launcher exits: on a disk,
-each copy-on-write layer's file system is synced first).
+writing), the launcher ends everything and says ``gone`` once every other
+process of the namespace is reaped; when git-isopatch has closed its end
+whole, it exits, and the namespaces with it (the kernel unmounts their
+file systems as the launcher exits: on a disk, each copy-on-write layer's
+file system is synced first, so git-isopatch removes what it made for the
+run before, and none of it is written).
 
 ``net <n>`` counts what the namespace's network refused until the command
 ended, from the kernel's own counters of that namespace (``/proc/net/snmp``

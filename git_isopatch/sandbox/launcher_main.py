@@ -126,7 +126,8 @@ class _Control:
         """``size`` bytes and the descriptors that came with them; when
         git-isopatch closed its end (for writing), everything ends: every
         other process of the namespace is killed and reaped, ``gone`` said
-        (:meth:`.inside.Inside.end`), and the launcher exits."""
+        (:meth:`.inside.Inside.end`), and once git-isopatch has closed its
+        end whole (:meth:`.inside.Inside.wait`) the launcher exits."""
         data, fds = b"", []
         while len(data) < size:
             got, anc, _, _ = self.socket.recvmsg(size - len(data), ancillary)
@@ -142,6 +143,8 @@ class _Control:
                     os.write(self.fd, b"gone\n")
                 except OSError:  # its end closed for reading too
                     pass
+                else:
+                    _until_closed(self.fd)
                 os._exit(0)
             data, ancillary = data + got, 0
         return data, fds
@@ -151,6 +154,17 @@ class _Control:
         head, fds = self.receive(5, _socket.CMSG_SPACE(64))
         size = int.from_bytes(head[1:], "big")
         return head[:1], self.receive(size)[0] if size else b"", fds
+
+
+def _until_closed(fd):
+    """Until git-isopatch has closed its end of the socket ``fd`` whole:
+    the launcher's exit unmounts the namespaces' file systems, each
+    overlay's syncing its upper layer's file system first, and what the
+    run removes meanwhile (never written, then) is not written by it."""
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLHUP alone: the other end closed for reading and writing
+    while not poller.poll():
+        pass
 
 
 def _wait_for(control, pid):

@@ -2,9 +2,10 @@
 taken, the namespaces end (``git_isopatch.sandbox.inside.Inside.end``: the
 launcher kills and reaps every other process of them and says so), and
 what those processes could write (the copy-on-write layers, the run's
-worktree and its registration) is removed while bubblewrap's own exit
-unmounts the layers' file systems; bubblewrap is waited for last, before
-its cgroups and the cache layer are let go and the result is given.
+worktree and its registration) is removed before bubblewrap's own exit
+unmounts the layers' file systems (``Inside.wait`` lets it exit);
+bubblewrap is waited for last, before its cgroups and the cache layer are
+let go and the result is given.
 
 A hostile command attacks that order:
 
@@ -98,6 +99,31 @@ def test_the_end_returns_once_no_process_but_the_launcher_is_left(tmp_path: Path
         assert inside.process.returncode is not None
     finally:
         os.close(null)
+        inside.close()
+        box.discard()
+
+
+def test_the_namespaces_stay_mounted_until_released(tmp_path: Path) -> None:
+    """Once ``Inside.end`` has returned, the launcher waits, its namespaces
+    and their mounts with it, until ``Inside.wait`` closes our end of its
+    socket: what the run removes meanwhile is gone before the unmounts
+    sync the layers' file system.  bubblewrap then ends, reaped."""
+    found = namespaces.find_bwrap()
+    assert not isinstance(found, str), found
+    namespaces_check.check_available(allow_network=False)
+    work, layers = tmp_path / "work", tmp_path / "layers"
+    work.mkdir()
+    policy = NamespacePolicy(writable=(str(work),), copy_on_write=(), protected=())
+    box = Namespaces(found, policy, str(layers), seccomp_filter())
+    box.prepare()
+    inside = box.serve()
+    try:
+        inside.end()
+        with pytest.raises(subprocess.TimeoutExpired):
+            inside.process.wait(timeout=1)
+        inside.wait()
+        assert inside.process.returncode == 0
+    finally:
         inside.close()
         box.discard()
 
