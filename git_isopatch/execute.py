@@ -166,6 +166,7 @@ def _look_before(start: Start, isolation: Isolation, warn: Callable[[str], None]
             isolation.admin_dir,
             repository=isolation.repository,
             env=start.git_env,
+            settings=isolation.settings,
             warn=warn,
             baseline=look_of(layer.pin.tree.admin_dir, layer.pin.tree.record.commit).baseline,
             locate=layer.locate_before,

@@ -107,6 +107,13 @@ _SETTINGS = frozenset({HOOKS_PATH, IGNORE_CASE, RECURSE, ATTRIBUTES_FILE})
 CONVERSION_SECTIONS = ("core.", "filter.", "attr.")
 
 
+#: What makes a linked worktree read other settings than the repository
+#: (git-config(1)): an ``includeIf`` whose condition is the git directory
+#: or its branch, and each worktree's own ``config.worktree``.
+_PER_WORKTREE = ("includeif.gitdir:", "includeif.gitdir/i:", "includeif.onbranch:")
+_WORKTREE_CONFIG = "extensions.worktreeconfig"
+
+
 def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str | None]:
     """``core.hooksPath``, ``core.ignoreCase``, ``submodule.recurse`` and
     ``core.attributesFile`` as git reads them for the repository of ``git_dir`` (the worktree's
@@ -116,24 +123,37 @@ def read_settings(git_dir: GitDirPath, env: Mapping[str, str]) -> dict[str, str 
     kept); the last value of each wins; a key without ``=`` is ``None`` (true).
     Empty when none is set or git cannot read them.  In process where
     libgit2 reads what git does (:func:`.config_read.read_entries`)."""
+    return read_shared_settings(git_dir, env)[0]
+
+
+def read_shared_settings(
+    git_dir: GitDirPath, env: Mapping[str, str]
+) -> tuple[dict[str, str | None], bool]:
+    """:func:`read_settings`, and whether every linked worktree of the
+    repository reads the same (no :data:`_PER_WORKTREE` condition, no
+    ``extensions.worktreeConfig``): then one reading serves a run's
+    worktree too."""
     entries = read_entries(git_dir, env)
-    if entries is not None:  # in process, where libgit2 reads what git does
-        return {_name(key): value for key, value in entries if _wanted(key)}
-    pattern = r"^(core|filter|attr)\.|^submodule\.recurse$"
-    match run_git(
-        [f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern],
-        env=env,
-    ):
-        case Ok(output):
-            pass
-        case Err():
-            return {}
-    values: dict[str, str | None] = {}
-    for record in output.split(b"\0"):
-        if record:
-            key, newline, value = os.fsdecode(record).partition("\n")
-            values[_name(key)] = value if newline else None
-    return values
+    if entries is None:  # git reads them: one process
+        pattern = (
+            r"^(core|filter|attr|includeif)\.|^submodule\.recurse$|^extensions\.worktreeconfig$"
+        )
+        match run_git([f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern], env=env):
+            case Ok(output):
+                pass
+            case Err():
+                return {}, False
+        entries = []
+        for record in output.split(b"\0"):
+            if record:
+                key, newline, value = os.fsdecode(record).partition("\n")
+                entries.append((key, value if newline else None))
+    values = {_name(key): value for key, value in entries if _wanted(key)}
+    shared = not any(
+        key.lower().startswith(_PER_WORKTREE) or key.lower() == _WORKTREE_CONFIG
+        for key, _ in entries
+    )
+    return values, shared
 
 
 def _wanted(key: str) -> bool:

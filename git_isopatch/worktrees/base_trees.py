@@ -193,6 +193,14 @@ class BaseTrees:
         self.store = store or GitMetadataStore()
 
     @functools.cached_property
+    def settings(self) -> tuple[dict[str, str | None], bool]:
+        """The repository's settings (:func:`.git.pinned.read_shared_settings`),
+        read once: for :attr:`made_from` and the look of a run over a base tree."""
+        from ..git.pinned import read_shared_settings
+
+        return read_shared_settings(self.repository.git_dir, self.env)
+
+    @functools.cached_property
     def made_from(self) -> str:
         """The key base trees are chosen and moved by with their commit:
         what ``git worktree add`` copies from this worktree (its sparse
@@ -200,15 +208,13 @@ class BaseTrees:
         (:func:`.git.conversion_key.settings_key`); one of this process
         alone when an attributes file cannot be read."""
         from ..git.conversion_key import settings_key
-        from ..git.pinned import read_settings
 
-        git_dir, env = self.repository.git_dir, self.env
         key = settings_key(
             WorktreePath(self.repository.top),
-            git_dir,
-            settings=read_settings(git_dir, env),
-            env=env,
-            extra=(worktree_add_copies(git_dir),),
+            self.repository.git_dir,
+            settings=self.settings[0],
+            env=self.env,
+            extra=(worktree_add_copies(self.repository.git_dir),),
         )
         return key or f"unread {os.getpid()} {time.time()}"
 
@@ -353,8 +359,8 @@ class BaseTrees:
     ) -> Pin:
         """Outside the worktree lock, holding ``tree``'s pin exclusively:
         check it out (a new one) or move it to ``commit`` by the difference
-        ``moved``; then, under the
-        lock, mark it ready and hold its pin shared.  A failure removes it."""
+        ``moved``; then, under the lock, mark it ready and hold its pin
+        shared.  A failure removes it."""
         done = check_out_base_tree(
             tree.path, tree.admin_dir, commit, moved=moved, env=self.env, progress=self.progress
         )
@@ -401,8 +407,7 @@ class BaseTrees:
         return reason is None
 
     def release(self, pin: Pin) -> None:
-        """Let go of ``pin``, then keep at most ``limit`` base trees
-        (:meth:`trim`).  Never raises."""
+        """Let go of ``pin``, keep at most ``limit`` base trees (:meth:`trim`). Never raises."""
         pin.release()
         try:
             self.trim()

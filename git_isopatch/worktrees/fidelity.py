@@ -275,6 +275,7 @@ def look_over_base_tree(
     *,
     repository: UserRepository,
     env: Mapping[str, str],
+    settings: Mapping[str, str | None] | None,
     warn: Callable[[str], None],
     baseline: Sequence[bytes],
     locate: Callable[[bytes], str | None],
@@ -283,9 +284,10 @@ def look_over_base_tree(
     worktree's folder holds only its start layer and ``locate`` says where
     a path lies before the command: what the base tree's look found once
     (``baseline``, :mod:`.base_trees`) with each path's fingerprint now;
-    the settings as in a worktree of its own (the submodules listed only
-    where ``submodule.recurse`` needs them)."""
-    settings = read_settings(admin_dir, env)
+    the settings as in a worktree of its own (``settings``, when read
+    already; the submodules listed only where ``submodule.recurse`` needs
+    them)."""
+    settings = read_settings(admin_dir, env) if settings is None else settings
     own, command = map(tuple, ignore_case_settings(worktree, settings))
     if settings.get(RECURSE_SETTING, "false") not in ("false", "no", "off", "0"):
         modules = locate(b".gitmodules")

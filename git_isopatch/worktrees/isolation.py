@@ -59,6 +59,10 @@ class Isolation(Record):
         layer: over a base tree (a sandboxed run), the run's own layer
             (:mod:`.run_layer`): the worktree's folder is its start layer,
             the command sees the overlay; ``None``: a real worktree.
+        settings: over a base tree, the worktree's settings as
+            :func:`..git.pinned.read_settings` reads them, read once with the
+            base tree's key (:attr:`.base_trees.BaseTrees.settings`) where
+            every worktree reads the same; ``None``: not read.
     """
 
     private_dir: str
@@ -77,6 +81,7 @@ class Isolation(Record):
     index_copy: str | None = None
     session: "Step | None" = None
     layer: "RunLayer | None" = None
+    settings: Mapping[str, str | None] | None = None
 
     @property
     def files(self) -> WorktreeFiles:

@@ -213,7 +213,8 @@ class WorktreeProvider:
                 self.remove(made)
             trees.release(pin)
             raise
-        return made._replace(layer=layer)
+        settings, shared = trees.settings
+        return made._replace(layer=layer, settings=settings if shared else None)
 
     def _add(
         self,

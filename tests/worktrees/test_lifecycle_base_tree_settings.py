@@ -5,10 +5,13 @@ then what an unconfined run's are."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from repo_helpers import git, isopatch
+
+from git_isopatch.worktrees.store import BASE_LOCK_REASON
 
 
 def _run(repo: Path, env: dict[str, str], where: str, *command: str) -> tuple[bytes, bytes]:
@@ -49,3 +52,75 @@ def test_a_base_tree_made_under_other_conversions_serves_no_run(env, make_repo, 
         assert _run(repo, env, "--sandbox", *command) == expected
     patch, seen = _run(repo, env, "--sandbox", "cat", "a.txt")
     assert seen == b"one\ntwo\n" and patch == b""
+
+
+def _base_trees(repo: Path, env: dict[str, str]) -> int:
+    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    return listed.count(f"locked {BASE_LOCK_REASON}\n")
+
+
+def _settings_reads(trace: Path) -> list[list[str]]:
+    """The ``git config`` processes of a run that read the conversion settings."""
+    started = [json.loads(line) for line in trace.read_text().splitlines()]
+    return [
+        event["argv"]
+        for event in started
+        if event["event"] == "start" and "config" in event["argv"] and "core" in event["argv"][-1]
+    ]
+
+
+def _global_file(home: Path, repo: Path, env: dict[str, str], how: str) -> Path:
+    """The file the conversion settings go to, read from git alone (libgit2
+    reads neither): ``GIT_CONFIG_GLOBAL``, or a file the global
+    configuration includes on ``hasconfig:remote.*.url``."""
+    if how == "GIT_CONFIG_GLOBAL":
+        env["GIT_CONFIG_GLOBAL"] = str(home / "elsewhere.gitconfig")
+        return home / "elsewhere.gitconfig"
+    git("remote", "add", "origin", "https://example.invalid/r.git", cwd=repo, env=env)
+    (home / ".gitconfig").write_text(
+        '[includeIf "hasconfig:remote.*.url:https://example.invalid/**"]\n\tpath = included\n'
+    )
+    return home / "included"
+
+
+@pytest.mark.parametrize("how", ["GIT_CONFIG_GLOBAL", "hasconfig"])
+def test_settings_only_git_reads_choose_the_base_tree_read_once(env, make_repo, how) -> None:
+    repo = make_repo({"a.txt": "one\ntwo\n"})
+    home = Path(env["HOME"])
+    settings = _global_file(home, repo, env, how)
+    trace = home / "trace"
+    traced = {**env, "GIT_TRACE2_EVENT": str(trace)}
+    for autocrlf, seen, trees in [("true", b"one\r\ntwo\r\n", 1), ("false", b"one\ntwo\n", 2)]:
+        settings.write_text(f"[core]\n\tautocrlf = {autocrlf}\n")
+        for _ in range(2):  # made (or chosen), then reused
+            trace.unlink(missing_ok=True)
+            assert _run(repo, traced, "--sandbox", "cat", "a.txt") == (b"", seen)
+            assert _base_trees(repo, env) == trees
+        assert len(_settings_reads(trace)) == 1, _settings_reads(trace)
+        for command in (["touch", "a.txt"], ["sh", "-c", "echo x >> a.txt"]):
+            assert _run(repo, env, "--sandbox", *command) == _run(
+                repo, env, "--no-sandbox", *command
+            )
+    settings.write_text("[core]\n\tautocrlf = true\n")
+    assert _run(repo, env, "--sandbox", "cat", "a.txt") == (b"", b"one\r\ntwo\r\n")
+    assert _base_trees(repo, env) == 2  # the first one, chosen again
+
+
+@pytest.mark.parametrize("reader", ["libgit2", "git"])
+def test_a_setting_linked_worktrees_alone_read_is_read_in_the_run(env, make_repo, reader) -> None:
+    """``includeIf "gitdir:..."`` can give the run's worktree other settings
+    than the repository: the look reads them there, as an unconfined run's
+    does (the command's ``core.ignoreCase`` pinned to what the file system
+    does)."""
+    repo = make_repo({"a.txt": "one\n"})
+    home = Path(env["HOME"])
+    if reader == "git":
+        env["GIT_CONFIG_GLOBAL"] = str(home / "empty.gitconfig")
+    (home / "worktrees-only").write_text("[core]\n\tignoreCase = true\n")
+    condition = f"includeIf.gitdir:{repo}/.git/worktrees/**.path"
+    git("config", condition, str(home / "worktrees-only"), cwd=repo, env=env)
+    command = ("git", "config", "core.ignoreCase")
+    expected = _run(repo, env, "--no-sandbox", *command)
+    assert expected == (b"", b"false\n")
+    for _ in range(2):
+        assert _run(repo, env, "--sandbox", *command) == expected
