@@ -109,7 +109,6 @@ def conversion_inputs(
 
 
 def settings_key(
-    worktree: WorktreePath,
     git_dir: GitDirPath,
     *,
     settings: Mapping[str, str | None],
@@ -118,17 +117,19 @@ def settings_key(
 ) -> str | None:
     """Hex digest of what applies to every path of a checkout of the
     repository of ``git_dir`` (``settings`` as :func:`.pinned.read_settings`
-    reads them, the attributes files outside the tree, a relative
-    ``core.attributesFile`` from ``worktree``, :data:`CHECKOUT_VARIABLES`),
-    with ``extra``: no index, no path of the checkout's own (a base tree's
-    key, :mod:`..worktrees.base_trees`).  ``None`` when an attributes file
+    reads them, the attributes files outside the tree,
+    :data:`CHECKOUT_VARIABLES`), with ``extra``: no index, no path of the
+    checkout's own (a base tree's key, :mod:`..worktrees.base_trees`).  A
+    relative ``core.attributesFile`` is its name alone: git reads it from
+    the top of the worktree it runs in (its folder after setup), a file of
+    the commit checked out there, never the user's copy.  ``None`` when an attributes file
     cannot be read.  By the interpreter's own BLAKE2: ``hashlib`` loads
     OpenSSL, some 11 M instructions, on every run over a base tree."""
     try:
         from _blake2 import blake2b
     except ImportError:  # an interpreter built without it
         from hashlib import blake2b
-    parts = _settings_parts(worktree, git_dir, settings, env)
+    parts = _settings_parts(None, git_dir, settings, env)
     if parts is None:
         return None
     parts += [f"{name}={env.get(name)}".encode() for name in CHECKOUT_VARIABLES]
@@ -137,13 +138,14 @@ def settings_key(
 
 
 def _settings_parts(
-    worktree: WorktreePath,
+    worktree: WorktreePath | None,
     git_dir: GitDirPath,
     settings: Mapping[str, str | None],
     env: Mapping[str, str],
 ) -> list[bytes] | None:
     """The parts of :func:`conversion_inputs` that apply to every path,
-    ``None`` when an attributes file cannot be read."""
+    ``None`` when an attributes file cannot be read (``worktree``: see
+    :func:`_attribute_files`)."""
     parts: list[bytes] = []
     for name, value in sorted(settings.items()):
         if name.startswith(CONVERSION_SECTIONS):
@@ -197,28 +199,31 @@ def _digest(digest: Any, parts: Sequence[bytes]) -> bytes:
 
 
 def _attribute_files(
-    worktree: WorktreePath,
+    worktree: WorktreePath | None,
     git_dir: GitDirPath,
     settings: Mapping[str, str | None],
     env: Mapping[str, str],
 ) -> list[str]:
     """The attributes files outside the tree git may read
     (gitattributes(5)): the system one, ``core.attributesFile`` or the
-    default global one, ``info/attributes`` of the repository (and of the
-    private folder)."""
+    default global one, ``info/attributes`` of the repository (git reads
+    none of a linked worktree's private folder).  A relative
+    ``core.attributesFile`` is read from the top of ``worktree``, as git
+    in it reads it; not at all without one."""
     paths = ["/etc/gitattributes"]
     configured = settings.get(ATTRIBUTES_FILE)
     if configured:
         expanded = os.path.expanduser(configured) if "HOME" in env else configured
-        paths.append(os.path.join(worktree, expanded))
+        if worktree is not None or os.path.isabs(expanded):
+            paths.append(os.path.join(worktree or "/", expanded))
     xdg = env.get("XDG_CONFIG_HOME") or (env.get("HOME") and os.path.join(env["HOME"], ".config"))
     if xdg:
         paths.append(os.path.join(xdg, "git", "attributes"))
-    paths += [
-        os.path.join(git_dir, "info", "attributes"),
-        os.path.join(common_dir_of(git_dir), "info", "attributes"),
+    linked = os.path.lexists(os.path.join(git_dir, "commondir"))  # a worktree's private folder
+    return [
+        *paths,
+        os.path.join(common_dir_of(git_dir) if linked else git_dir, "info", "attributes"),
     ]
-    return paths
 
 
 def _in_tree(path: bytes) -> bytes | None | bool:

@@ -210,7 +210,6 @@ class BaseTrees:
         from ..git.conversion_key import settings_key
 
         key = settings_key(
-            WorktreePath(self.repository.top),
             self.repository.git_dir,
             settings=self.settings[0],
             env=self.env,

@@ -124,3 +124,28 @@ def test_a_setting_linked_worktrees_alone_read_is_read_in_the_run(env, make_repo
     assert expected == (b"", b"false\n")
     for _ in range(2):
         assert _run(repo, env, "--sandbox", *command) == expected
+
+
+def test_a_relative_attributes_file_is_the_worktrees_own(env, make_repo, tmp_path) -> None:
+    """git reads a relative ``core.attributesFile`` from the top of the
+    worktree it runs in: in a run's, the commit's file (here none), not
+    the copy in the checkout the run starts from.  Runs from the checkout,
+    a folder of it and a linked worktree of the user's each with a copy
+    of their own go over one base tree, with an unconfined run's view and
+    patch."""
+    repo = make_repo({"a.txt": "one\ntwo\n", "sub/b.txt": "three\n"})
+    git("config", "core.attributesFile", "local.attributes", cwd=repo, env=env)
+    linked = tmp_path / "linked"
+    git("worktree", "add", "-q", "--detach", str(linked), cwd=repo, env=env)
+    (repo / "local.attributes").write_text("*.txt text eol=crlf\n")
+    (linked / "local.attributes").write_text("*.txt text eol=lf\n")
+    for where in (repo, repo / "sub", linked, linked / "sub"):
+        name = "b.txt" if where.name == "sub" else "a.txt"
+        view = ["sh", "-c", f"cat {name}; echo x >> {name}"]
+        expected = _run(where, env, "--no-sandbox", *view)
+        assert expected[1] in (b"one\ntwo\n", b"three\n")
+        assert _run(where, env, "--sandbox", *view) == expected
+        assert _base_trees(repo, env) == 1
+    (repo / "local.attributes").write_text("*.txt -text\n")  # the user's copy changes
+    assert _run(repo, env, "--sandbox", "cat", "a.txt") == (b"", b"one\ntwo\n")
+    assert _base_trees(repo, env) == 1
