@@ -150,20 +150,32 @@ def _settings_parts(
     for name, value in sorted(settings.items()):
         if name.startswith(CONVERSION_SECTIONS):
             parts += [name.encode(), b"\1" if value is None else b"=" + os.fsencode(value)]
+    searched = {**env, "PATH": _search_path(env)} if "PATH" in env else env
     for name in ATTRIBUTE_VARIABLES:
-        parts.append(f"{name}={env[name]}".encode() if name in env else name.encode())
+        parts.append(f"{name}={searched[name]}".encode() if name in env else name.encode())
     program = shutil.which("git", path=env.get("PATH"))
     try:
         found = os.stat(program) if program else None
     except OSError:
         found = None
-    parts.append(repr(found and (program, found.st_ino, found.st_size, found.st_mtime_ns)).encode())
+    # by size and time: git's exec path holds a copy of the git on PATH
+    parts.append(repr(found and (found.st_size, found.st_mtime_ns)).encode())
     for path in _attribute_files(worktree, git_dir, settings, env):
         content = _regular_content(path)
         if content is False:
             return None
         parts += [os.fsencode(path), b"\1" if content is None else b"=" + content]
     return parts
+
+
+def _search_path(env: Mapping[str, str]) -> str:
+    """``PATH`` as git searches it, however git-isopatch was started:
+    ``git isopatch`` finds it with git's exec path (``GIT_EXEC_PATH``)
+    put first, which git puts first for every program it runs anyway;
+    ``git-isopatch`` (the MCP server's runs, a script's) without it."""
+    path, exec_path = env["PATH"], env.get("GIT_EXEC_PATH")
+    first, _, rest = path.partition(os.pathsep)
+    return rest if exec_path and first == exec_path else path
 
 
 def entry_inputs(

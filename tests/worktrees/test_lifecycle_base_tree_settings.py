@@ -149,3 +149,14 @@ def test_a_relative_attributes_file_is_the_worktrees_own(env, make_repo, tmp_pat
     (repo / "local.attributes").write_text("*.txt -text\n")  # the user's copy changes
     assert _run(repo, env, "--sandbox", "cat", "a.txt") == (b"", b"one\ntwo\n")
     assert _base_trees(repo, env) == 1
+
+
+def test_git_isopatch_and_git_dash_isopatch_share_one_base_tree(env, make_repo) -> None:
+    """``git isopatch`` runs with git's exec path first in ``PATH``, which
+    git puts first for every program it runs anyway; ``git-isopatch`` (as
+    the MCP server and scripts start it) without: both take one base tree."""
+    repo = make_repo({"a.txt": "one\n"})
+    for via_git in (True, False, True):
+        run = isopatch("-q", "--sandbox", "--", "true", cwd=repo, env=env, via_git=via_git)
+        assert run.returncode == 0, run.err
+    assert _base_trees(repo, env) == 1
