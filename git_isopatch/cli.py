@@ -74,7 +74,8 @@ def isopatch(
         typer.Option(
             "--link",
             metavar="<path>",
-            help="symlink <path> into the worktree; writes reach the original",
+            help="symlink <path> into the worktree; "
+            "writes through it reach the original only unconfined",
         ),
     ] = None,
     copy: Annotated[
@@ -151,7 +152,11 @@ def isopatch(
     max_memory: usage.MaxMemoryOption = None,
     cache: usage.CacheOption = None,
     exit_code_option: Annotated[
-        bool, typer.Option("--exit-code", help="exit 1 if the patch is not empty, 0 if it is")
+        bool,
+        typer.Option(
+            "--exit-code",
+            help="when the command succeeded: exit 1 if the patch is not empty, 0 if it is",
+        ),
     ] = False,
     quiet: Annotated[
         bool, typer.Option("-q", "--quiet", help="no summary or progress: only errors and warnings")

@@ -194,3 +194,10 @@ def test_exit_code_option(env, make_repo, script: str, expected: int) -> None:
     run = isopatch("-q", "--exit-code", "--no-sandbox", "--", "sh", "-c", script, cwd=repo, env=env)
     assert run.returncode == expected, run.err
     assert run.err == ""
+
+
+def test_the_usage_line_of_exit_code_says_a_failed_command_passes_through(env, make_repo) -> None:
+    """``exit 5`` above exits 5, not 0 for its empty patch: ``-h`` says so."""
+    usage = isopatch("-h", cwd=make_repo(), env=env).out
+    (line,) = [line for line in usage.splitlines() if line.startswith("    --exit-code ")]
+    assert "when the command succeeded" in line, line
