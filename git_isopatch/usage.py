@@ -212,7 +212,10 @@ TimeoutOption = Annotated[
 ]
 
 SessionOption = Annotated[
-    str | None, typer.Option("--session", metavar="<name>", help="run as a step of session <name>")
+    str | None,
+    typer.Option(
+        "--session", metavar="<name>", help="run as a step of session <name>, kept until --end"
+    ),
 ]
 EndOption = Annotated[bool, typer.Option("--end", help="with --session: end the session")]
 

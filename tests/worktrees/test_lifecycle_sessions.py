@@ -155,6 +155,19 @@ def test_end_leaves_nothing_behind(make_repo, env, sandbox) -> None:
     assert (again.returncode, again.err) == (128, "fatal: no session 's'\n")
 
 
+def test_a_session_stays_beside_the_checkout_until_it_is_ended(make_repo, env) -> None:
+    """However long it is idle, ``prune`` passes it by; ``-h`` says so."""
+    repo = make_repo()
+    _step(repo, env, "s", "true")
+    pruned = isopatch("prune", "--expire", "now", cwd=repo, env=env)
+    assert pruned.returncode == 0, pruned.err
+    assert [name for name in os.listdir(repo.parent) if ".isopatch-" in name] != []
+    assert "session s at" in isopatch("list", cwd=repo, env=env).out
+    usage = isopatch("-h", cwd=repo, env=env).out
+    (line,) = [line for line in usage.splitlines() if line.startswith("    --session ")]
+    assert "kept until --end" in line, line
+
+
 def test_ending_a_session_there_is_not_names_those_there_are(make_repo, env) -> None:
     """A misspelt name (or ``-C`` another repository): the ``fatal:`` and a
     ``hint:`` naming the sessions there are, sorted; nothing ends."""
