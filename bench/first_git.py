@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Count the instructions a warm run executes from its start to its first
-git process, at several commits, against the floor's whole run.
+git process (a sandboxed run over a kept base tree starts none before its
+command: to bubblewrap's start), at several commits, against the floor's
+whole run.
 
 On a shared machine the wall time to the first git swings by tens of
 milliseconds with the load (bench/compare.py measures it, in rounds); the
@@ -8,7 +10,7 @@ number of instructions does not.  Each way runs once untimed (bytecode
 written, the pool filled, the sandbox check's answer kept), then once under
 ``valgrind --tool=cachegrind --cache-sim=no`` with a fixed hash seed: the
 ``I refs`` of the interpreter from its start until the run starts its
-first ``git`` (the process ends there), against ``bench/floor.py``'s
+first ``git`` or bubblewrap (the process ends there), against ``bench/floor.py``'s
 whole run (typer parsing ``-q -o x -- true``, pygit2 resolving HEAD).
 The tool runs as ``python -m git_isopatch`` with the commit's exported
 sources, as compare.py runs it, with ``isopatch.pool=1``.
@@ -33,12 +35,12 @@ import run as bench  # noqa: E402  (bench/run.py: repositories, environment)
 import timing  # noqa: E402  (bench/timing.py: the floor's script)
 
 #: Runs ``git_isopatch`` as ``python -m``; ends the process as it starts
-#: its first git.
+#: its first git, or bubblewrap.
 UNTIL_FIRST_GIT = """
 import os, runpy, subprocess, sys
 start = subprocess.Popen._execute_child
 def execute_child(self, args, *rest, **options):
-    if isinstance(args, (list, tuple)) and args[:1] == ["git"]:
+    if isinstance(args, (list, tuple)) and os.path.basename(args[0]) in ("git", "bwrap"):
         os._exit(0)
     return start(self, args, *rest, **options)
 subprocess.Popen._execute_child = execute_child

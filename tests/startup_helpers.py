@@ -42,7 +42,8 @@ def imported_before_the_first_git(
     args: list[str], cwd: Path, env: dict[str, str], config: str = ""
 ) -> set[str]:
     """The modules ``git-isopatch <args>`` had imported when it started
-    its first git process (the run itself goes on as usual)."""
+    its first git process (the run itself goes on as usual); none when it
+    started no git (but those its launcher runs in the sandbox)."""
     environ = dict(env)
     if config:
         environ["GIT_CONFIG_PARAMETERS"] = config
@@ -57,6 +58,8 @@ def imported_before_the_first_git(
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    if not listing.exists():
+        return set()
     names = set(listing.read_text().split("\n"))
     assert "git_isopatch.cli" in names
     return names

@@ -215,3 +215,41 @@ def read_entries(git_dir: str, environ: Mapping[str, str]) -> Entries | None:
     except (pygit2.GitError, OSError, ValueError, KeyError):
         return None
     return entries + command_line
+
+
+def _booleans(values: object) -> set[bool | None]:
+    """How git reads each of ``values`` as a boolean (``None``: a key
+    without ``=``, true); ``None`` in the set: one git refuses."""
+    read: set[bool | None] = set()
+    for value in values:  # type: ignore[attr-defined]
+        folded = "true" if value is None else value.lower()
+        read.add(True if folded in _TRUE else False if folded in _FALSE else None)
+    return read
+
+
+def linked_top_may_move(common_dir: str, admin_dir: str) -> bool:
+    """False when git in a linked worktree of ``common_dir``, whose private
+    folder is ``admin_dir``, takes that worktree as its top whatever its
+    configuration says, so that ``git rev-parse --show-toplevel`` need not
+    be asked; True when it may not, or when that cannot be told.
+
+    git's setup reads ``core.worktree`` and ``core.bare`` for a linked
+    worktree only with ``extensions.worktreeConfig``, and only from the
+    repository's own ``config`` (no include, no ``git -c``, no global
+    file) and the worktree's ``config.worktree`` (setup.c,
+    ``check_repository_format_gently``).  libgit2 reads that file with its
+    includes: a value it does not show cannot be git's."""
+    from .library import load_pygit2
+
+    pygit2 = load_pygit2()
+    try:
+        config = pygit2.Config(os.path.join(common_dir, "config"))
+        extension = _booleans(config.get_multivar("extensions.worktreeConfig"))
+        if extension <= {False}:
+            return False
+        if None in extension or os.path.lexists(os.path.join(admin_dir, "config.worktree")):
+            return True  # a value git refuses, or the worktree's own settings
+        bare = _booleans(config.get_multivar("core.bare"))
+        return any(True for _ in config.get_multivar("core.worktree")) or not bare <= {False}
+    except (pygit2.GitError, OSError, ValueError):
+        return True

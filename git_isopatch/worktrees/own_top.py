@@ -9,22 +9,29 @@ import os
 from collections.abc import Callable, Mapping
 
 from ..errors import IsopatchError, known_failure
+from ..git.config_read import linked_top_may_move
 from ..git.result import Err, Ok
 from ..git.types import GitDirPath, WorktreePath
 from ..git.worktree import discovered_top, set_worktree_config, start_discovered_top
 
 
-def take_as_top(worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]) -> None:
+def take_as_top(
+    worktree: WorktreePath, dirs: tuple[GitDirPath, GitDirPath], *, env: Mapping[str, str]
+) -> None:
     """:func:`start_taking_as_top`, finished at once.
 
     Raises:
         IsopatchError: as :func:`start_taking_as_top`'s function.
     """
-    start_taking_as_top(worktree, admin_dir, env=env)()
+    start_taking_as_top(worktree, dirs, env=env)()
+
+
+def _taken() -> None:
+    """Nothing to finish: git takes the worktree as its top."""
 
 
 def start_taking_as_top(
-    worktree: WorktreePath, admin_dir: GitDirPath, *, env: Mapping[str, str]
+    worktree: WorktreePath, dirs: tuple[GitDirPath, GitDirPath], *, env: Mapping[str, str]
 ) -> Callable[[], None]:
     """Make sure git run inside ``worktree`` takes it as its top: its
     first question to git started now, the rest in the function returned
@@ -44,6 +51,9 @@ def start_taking_as_top(
         IsopatchError: from the function returned: ``worktree-not-isolated``
             when git still takes another folder as the top.
     """
+    common_dir, admin_dir = dirs
+    if not linked_top_may_move(common_dir, admin_dir):
+        return _taken
     first = start_discovered_top(worktree, env=env)
 
     def finish() -> None:

@@ -197,7 +197,8 @@ class WorktreeProvider:
         made = top = None
         try:
             made = self._add(repository, base, private_dir, container, command, None, False)
-            top = start_taking_as_top(made.worktree, made.admin_dir, env=self.env)
+            dirs = (repository.common_dir, made.admin_dir)
+            top = start_taking_as_top(made.worktree, dirs, env=self.env)
             if self.meanwhile is not None:
                 self.meanwhile()
             from .run_layer import make_run_layer
@@ -276,7 +277,7 @@ class WorktreeProvider:
             except OSError as exc:
                 raise known_os_failure(f"could not record worktree '{worktree}'", exc) from exc
             if checkout:  # without one, beside the run's layer (_over_base_tree)
-                take_as_top(worktree, admin_dir, env=self.env)
+                take_as_top(worktree, (repository.common_dir, admin_dir), env=self.env)
             poolable = bool(self.pool) and checkout and _as_added(admin_dir)
         except BaseException:
             with contextlib.suppress(IsopatchError, LockWaitInterrupted):

@@ -173,6 +173,9 @@ NOT_IN_A_WARM_SANDBOXED_RUN = {
     "termios",  # a terminal handed to the command (none here)
 }
 
+#: ``git -c`` for a sandboxed run with a checkout of its own.
+NO_BASE_TREES = "'isopatch.baseTrees=0'"
+
 #: What -h and --version must not load: anything beyond the parser.
 BEYOND_THE_PARSER = PATH_ONLY | {
     "pygit2",
@@ -285,12 +288,14 @@ DATACLASSES_BEFORE_THE_FIRST_GIT: set[str] = set()
 
 def test_the_modules_of_a_run_build_no_dataclass_beyond_the_list(env, make_repo) -> None:
     """By class, in the modules a plain and a sandboxed run (its sandbox
-    check's answer kept) load before their first git: no dataclass joins
-    them unlisted."""
+    check's answer kept; a checkout of its own, as a run over a kept base
+    tree starts no git before its command) load before their first git: no
+    dataclass joins them unlisted."""
     repo = make_repo()
     sandboxed = ["-q", "--sandbox", "--", "true"]
-    imported_before_the_first_git(sandboxed, repo, env)  # keeps the sandbox check's answer
-    loaded = imported_before_the_first_git(sandboxed, repo, env)
+    imported_before_the_first_git(sandboxed, repo, env, config=NO_BASE_TREES)  # the check's answer
+    loaded = imported_before_the_first_git(sandboxed, repo, env, config=NO_BASE_TREES)
+    loaded |= imported_before_the_first_git(sandboxed, repo, env)  # its base tree made
     loaded |= imported_before_the_first_git(["-q", "--no-sandbox", "--", "true"], repo, env)
     ours = sorted(name for name in loaded if name.split(".")[0] == "git_isopatch")
     found = dataclasses_of(ours, repo, env)
@@ -366,11 +371,16 @@ def test_a_plain_runs_first_git_waits_only_for_its_checks(env, make_repo) -> Non
 
 def test_a_sandboxed_runs_first_git_waits_for_no_launch(env, make_repo) -> None:
     """With the sandbox check's answer kept (the run before keeps it), the
-    check loads nothing of the launch (the namespaces module) and the run
-    its later steps only after its worktree's first git."""
+    check loads nothing of the launch (the namespaces module) and a run
+    with a checkout of its own its later steps only after its worktree's
+    first git; a run over the kept base tree starts no git before its
+    command (git takes its worktree as its top without being asked,
+    :func:`git_isopatch.git.config_read.linked_top_may_move`)."""
     repo = make_repo()
     args = ["-q", "--sandbox", "--", "true"]
-    imported_before_the_first_git(args, repo, env)
-    loaded = imported_before_the_first_git(args, repo, env)
+    imported_before_the_first_git(args, repo, env, config=NO_BASE_TREES)
+    loaded = imported_before_the_first_git(args, repo, env, config=NO_BASE_TREES)
     assert "git_isopatch.sandbox.namespaces_check" in loaded
     assert loaded & (NOT_BEFORE_THE_FIRST_GIT | {"git_isopatch.sandbox.namespaces"}) == set()
+    assert imported_before_the_first_git(args, repo, env)  # the base tree made
+    assert imported_before_the_first_git(args, repo, env) == set()
