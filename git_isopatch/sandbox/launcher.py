@@ -61,7 +61,9 @@ What the command gets is what it gets unconfined:
   to their default, as :class:`subprocess.Popen` does;
 - the environment as given (Python's C locale coercion, PEP 538, would
   add ``LC_CTYPE``: the launcher is told its original value);
-- the seccomp filter bubblewrap installs before it runs the launcher;
+- the seccomp filter bubblewrap installs before it runs the launcher, and
+  one that hands its renames to the launcher (:mod:`.renames`), so that a
+  folder the copy-on-write layers cannot rename renames as unconfined;
 - ``PATH`` looked up as :class:`subprocess.Popen` does (``os.execvpe``).
 
 The command cannot speak for it: as the namespace's init the kernel keeps
@@ -73,8 +75,9 @@ the socket is never inherited.  Only a status some process can end with
 is taken.
 
 Its program is :mod:`.launcher_main`, whose code git-isopatch hands it
-(:data:`MAIN`, through a pipe), run on this interpreter, isolated (``-I -S``: no site, no
-user variables), on ``_signal`` and ``_socket`` (``signal`` and ``socket`` would import
+with :mod:`.renames`'s (:data:`MAIN`, through a pipe), run on this
+interpreter, isolated (``-I -S``: no site, no user variables), on
+``_signal`` and ``_socket`` (``signal`` and ``socket`` would import
 ``enum``: some 5 ms); its cost is measured in ``bench/README.md``.
 
 Layering: knows nothing of the command line or of git.
@@ -131,7 +134,8 @@ def launcher_argv(
 
 #: What the launcher runs: the code of :mod:`.launcher_main`, read from
 #: the descriptor its first argument names (:func:`launcher_program`),
-#: then :func:`main <.launcher_main.main>` called.  It looks up no file
+#: then :func:`main <.launcher_main.main>` called with what supervises the
+#: command's renames.  It looks up no file
 #: for it: a module found by name inside the sandbox could be the
 #: command's (a package installed in a cache folder, whose layer the next
 #: run mounts again), or missing (a package under ``/dev/shm`` or
@@ -140,18 +144,30 @@ def launcher_argv(
 #: one, in hexadecimal).
 MAIN = (
     "import marshal, os, sys; fd = int(sys.argv[1]); "
-    "exec(marshal.loads(os.read(fd, 1 << 20))); os.close(fd); main(sys.argv[2:])"
+    "code, renames = marshal.loads(os.read(fd, 1 << 20)); exec(code); os.close(fd); "
+    "main(sys.argv[2:], renames)"
 )
 
 
 @functools.cache
 def launcher_program() -> bytes:
-    """:mod:`.launcher_main`'s code, marshalled: read here, outside the
-    sandbox, by the package's own loader from its compiled file (which the
-    loader writes when it is missing or stale, as an import does), where a
+    """:mod:`.launcher_main`'s code, and :mod:`.renames`'s with the
+    filter and calls of :func:`.seccomp.rename_supervision` (``None`` on
+    a machine it does not know), marshalled: read here, outside the
+    sandbox, by the package's own loader from their compiled files (which
+    the loader writes when missing or stale, as an import does), where a
     ``-c`` program would be compiled every time."""
-    spec = importlib.util.find_spec(f"{__package__}.launcher_main")
-    return marshal.dumps(spec.loader.get_code(spec.name))
+    from .seccomp import rename_supervision
+
+    codes = []
+    for name in ("launcher_main", "renames"):
+        spec = importlib.util.find_spec(f"{__package__}.{name}")
+        codes.append(spec.loader.get_code(spec.name))
+    try:
+        renames = (codes[1], *rename_supervision())
+    except KeyError:
+        renames = None
+    return marshal.dumps((codes[0], renames))
 
 
 class Report(Record):

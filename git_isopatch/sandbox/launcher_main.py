@@ -30,7 +30,7 @@ NETWORK_REFUSALS = frozenset(
 )
 
 
-def main(argv):
+def main(argv, renames=None):
     """``argv``: ``fd err ctype signals bounds view command...`` (no
     command: it only serves); ``err``, when not ``-``, is the descriptor it
     makes its standard error, and the command's, first of all (bubblewrap's
@@ -56,9 +56,10 @@ def main(argv):
     unblocked = inherited - {int(s) for s in sigs.split(",") if s}
     if command:
         hide = None if view == "-" else _hide_real
-        pid = _start(fd, os.execvpe, (command[0], command, env), unblocked, hide)
+        supervised = _supervision(renames)
+        pid = _start(fd, os.execvpe, (command[0], command, env), unblocked, hide, supervised)
         if pid is not None:
-            _report(control, pid, counted=True)
+            _report(control, pid, counted=True, renames=supervised)
     try:
         if view != "-":
             own_view(view)
@@ -167,16 +168,23 @@ def _until_closed(fd):
         pass
 
 
-def _wait_for(control, pid):
+def _wait_for(control, pid, renames=None):
     """``pid``'s wait status, reaping orphans meanwhile; a ``k`` frame
-    kills every other process of the namespace."""
+    kills every other process of the namespace; ``renames`` served
+    meanwhile (:class:`.renames.Renames`)."""
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(control.fd, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
+    for f in renames.descriptors() if renames else ():
+        poller.register(f, select.POLLIN)
     try:
         while True:
-            ready = [f for f, _ in poller.poll(1000)]
+            polled = poller.poll(1000)
+            ready = [f for f, _ in polled]
+            for f, events in polled if renames else ():
+                if f not in (control.fd, pidfd):
+                    renames.ready(f, events, poller)
             while True:
                 try:
                     done, status = os.waitpid(-1, os.WNOHANG)
@@ -199,23 +207,33 @@ def _wait_for(control, pid):
         os.close(pidfd)
 
 
-def _start(fd, execute, arguments, mask, setup=None):
+def _start(fd, execute, arguments, mask, setup=None, supervised=None):
     """A child that runs ``setup`` then ``execute(*arguments)`` (an
     ``exec``) with the signal mask ``mask``; ``exec <errno>`` on ``fd``
     when it cannot, and ``None`` when no child could be made (a fork the
-    process bound refused: ``exec <errno>`` and ``wait`` said here)."""
+    process bound refused: ``exec <errno>`` and ``wait`` said here).
+    ``supervised``: its renames filtered and their listener handed to
+    ``supervised`` (:func:`_supervision`) before the ``exec``."""
+    pair = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM) if supervised else None
     try:
         pid = os.fork()
     except OSError as exc:
+        for end in pair or ():
+            end.close()
         os.write(fd, b"exec %d\nwait %d\n" % (exc.errno or 0, 126 << 8))
         return None
     if pid:
+        if pair:
+            pair[1].close()
+            supervised.listen(pair[0])
         return pid
     code = 126
     try:
         if setup is not None:
             setup()
         drop_capabilities()
+        if pair:
+            supervised.hand_over(pair[1])
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -225,6 +243,17 @@ def _start(fd, execute, arguments, mask, setup=None):
         os.write(fd, b"exec %d\n" % (exc.errno or 0))
     finally:
         os._exit(code)
+
+
+def _supervision(renames):
+    """The command's renames supervised (:class:`.renames.Supervision`,
+    whose code, ``seccomp(2)`` number, filter and calls ``renames``
+    holds), or ``None`` without them."""
+    if renames is None:
+        return None
+    names = {"__name__": "renames"}
+    exec(renames[0], names)
+    return names["Supervision"](*renames[1:], drop_capabilities)
 
 
 def _refused():
@@ -249,9 +278,9 @@ def _refused():
     return tried
 
 
-def _report(control, pid, counted=False):
+def _report(control, pid, counted=False, renames=None):
     """Wait for ``pid``, end everything else, and say how it ended."""
-    status = _wait_for(control, pid)
+    status = _wait_for(control, pid, renames and renames.renames)
     said = b"net %d\n" % _refused() if counted else b""
     _kill_all()
     os.write(control.fd, said + b"wait %d\n" % status)

@@ -5,7 +5,8 @@ own git inside the namespaces after it, cannot push input into a terminal
 (``add_key``, ``request_key``, ``keyctl``: namespaces give no keyring of
 its own, and the session keyring holds credentials; Docker's and
 Flatpak's filters refuse them alike), on any ABI its processes can call
-the kernel with.
+the kernel with.  And the filter that hands the command's renames to the
+launcher (:func:`rename_supervision`, :mod:`.renames`).
 
 Layering: knows nothing of the command line or of git.
 """
@@ -110,6 +111,14 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
     labels["deny"] = len(code)
     code.append((_BPF_RET_K, deny, None, None))
+    return _assembled(code, labels)
+
+
+def _assembled(
+    code: list[tuple[int, int, str | None, str | None]], labels: dict[str, int]
+) -> bytes:
+    """``code`` as ``struct sock_filter`` records, each jump's label made
+    its distance."""
     program = bytearray()
     for at, (op, k, true, false) in enumerate(code):
         jt = labels[true] - at - 1 if true else 0
@@ -118,11 +127,70 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     return bytes(program)
 
 
+#: Per machine: ``seccomp(2)``'s number, and for each ABI of
+#: :data:`_SECCOMP_ARCHITECTURES` the numbers of its ``rename``,
+#: ``renameat`` and ``renameat2`` (x32's among x86_64's).
+_RENAME_CALLS: dict[str, tuple[int, tuple[tuple[tuple[int, ...], ...], ...]]] = {
+    "x86_64": (
+        317,
+        (((82, _X32 | 82), (264, _X32 | 264), (316, _X32 | 316)), ((38,), (302,), (353,))),
+    ),
+    "aarch64": (277, (((), (38,), (276,)), ((38,), (329,), (382,)))),
+    "riscv64": (277, (((), (), (276,)), ((), (), (276,)))),
+    "loongarch64": (277, (((), (), (276,)),)),
+    "ppc64le": (358, (((38,), (293,), (357,)),) * 3),
+    "s390x": (348, (((38,), (295,), (347,)),) * 2),
+}
+_SECCOMP_RET_USER_NOTIF = 0x7FC00000
+
+
+def rename_supervision(machine: str | None = None) -> tuple[int, bytes, dict[tuple[int, int], int]]:
+    """What :mod:`.renames` needs to supervise a command's renames on
+    ``machine``: ``seccomp(2)``'s number, the filter that sends every
+    ``rename``, ``renameat`` and ``renameat2`` of every ABI to a listener
+    (``SECCOMP_RET_USER_NOTIF``) and allows all else, and which call each
+    ``(AUDIT_ARCH_*, number)`` is (0, 1, 2: ``rename``, ``renameat``,
+    ``renameat2``).
+
+    Raises:
+        KeyError: ``machine`` is not one the sandbox supports.
+    """
+    machine = machine or os.uname().machine
+    number, calls = _RENAME_CALLS[machine]
+    abis = [arch for arch, _, _ in _SECCOMP_ARCHITECTURES[machine]]
+    code: list[tuple[int, int, str | None, str | None]] = [
+        (_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None)
+    ]
+    for index, arch in enumerate(abis):
+        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
+    labels: dict[str, int] = {}
+    code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
+    kinds = {}
+    for index, (arch, numbers) in enumerate(zip(abis, calls, strict=True)):
+        labels[f"abi{index}"] = len(code)
+        code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
+        known = [(kind, nr) for kind, nrs in enumerate(numbers) for nr in nrs]
+        for position, (kind, nr) in enumerate(known):
+            kinds[(arch, nr)] = kind
+            last = position == len(known) - 1
+            code.append((_BPF_JEQ_K, nr, "notify", "allow" if last else None))
+    labels["allow"] = len(code)
+    code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
+    labels["notify"] = len(code)
+    code.append((_BPF_RET_K, _SECCOMP_RET_USER_NOTIF, None, None))
+    return number, _assembled(code, labels), kinds
+
+
 def program_pipe(program: bytes) -> int:
     """A pipe's read end holding ``program`` for ``--seccomp`` (bwrap reads
-    it to its end, so each spawn needs its own)."""
+    it to its end, so each spawn needs its own), or the launcher's; made
+    as large as ``program`` where a pipe holds less."""
     read_end, write_end = os.pipe()
     try:
+        if len(program) >= 1 << 16:
+            import fcntl
+
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, len(program))
         os.write(write_end, program)
     except OSError:
         os.close(read_end)

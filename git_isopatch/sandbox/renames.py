@@ -1,0 +1,434 @@
+"""Renames of folders the copy-on-write layers cannot rename, done for
+the command by the launcher (:mod:`.launcher_main`, whose program this
+module's code joins: it imports nothing of the package).
+
+Overlayfs mounted in a user namespace has no ``redirect_dir``, so
+``rename(2)`` of a folder a lower layer holds (a folder of the base tree,
+of the home) fails with ``EXDEV``: ``mv`` then copies, ``git mv`` and
+``os.rename`` fail.  So before its ``exec`` the command installs a
+seccomp filter that sends every ``rename``, ``renameat`` and
+``renameat2`` of it and of all it starts to a listener
+(``SECCOMP_RET_USER_NOTIF``, :func:`.seccomp.rename_supervision`), and
+hands the listener to the launcher, which serves it beside its control
+socket (:class:`Renames`).  The launcher reads the call's paths from the
+caller's memory (``/proc/<pid>/mem``, checked with ``ID_VALID`` after),
+and lets the kernel make the call as the caller
+(``SECCOMP_USER_NOTIF_FLAG_CONTINUE``) unless it is a folder renamed
+with flags 0 or ``RENAME_NOREPLACE`` by a process of the command's own
+mount namespace and filters: then a worker it forks, which drops every
+capability first, makes it (:func:`_move`), and where the kernel says
+``EXDEV`` within one mount does what ``mv`` does: the folder copied
+(modes, links, times), then removed.  Whatever the worker could not do
+the kernel then does as the caller, with the caller's own answer.
+
+Why that gives a command nothing it had not: the worker runs as the
+command's user, with no capability, in the namespaces the command runs
+in (its mount namespace differs only by the real folders our own git
+reads later, bound read-only, which no rename can change), on folders
+it reaches through the caller's own working folder, root and
+descriptors; everything it does the command could do itself with
+``mkdir``, ``open``, ``unlink`` (it copies only within one writable
+mount, never across mounts, never a folder into itself).  A path the
+caller changes after it was read, a caller killed meanwhile, a path too
+long or unreadable, flags it does not know, a caller that confined
+itself further (a mount namespace or seccomp filter of its own: a
+sandbox inside ours), all end in the kernel's own answer.
+
+Layering: knows nothing of the command line or of git.
+"""
+
+import _socket
+import errno
+import fcntl
+import os
+import stat
+import sys
+
+#: ``ioctl`` requests of the listener (include/uapi/linux/seccomp.h).
+_RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
+_CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE
+_NOREPLACE = 1  # RENAME_NOREPLACE
+_AT_FDCWD = -100
+_PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: What a worker says when it did nothing: the kernel makes the call.
+_KERNEL = b"k"
+
+
+def install(number, program):
+    """``program`` installed on this thread (``seccomp(2)``, call
+    ``number``), with a listener: its descriptor.  Through ``_ctypes``,
+    which cannot point into a structure: ``struct sock_fprog`` gets the
+    address of the program's bytes where CPython keeps them, after the
+    object's header."""
+    import _ctypes
+
+    address = id(program) + sys.getsizeof(program) - len(program) - 1
+    fprog = (len(program) // 8).to_bytes(8, sys.byteorder) + address.to_bytes(8, sys.byteorder)
+    call = _ctypes.dlsym(_ctypes.dlopen(None), "syscall")
+    fd = _ctypes.call_function(call, (number, 1, 8, fprog))  # SET_MODE_FILTER, NEW_LISTENER
+    if fd < 0:
+        raise OSError(errno.EPERM, "seccomp")
+    return fd
+
+
+def identity(pid="self"):
+    """What a caller must share with the command (:func:`install` ran in
+    it): its mount namespace and its count of seccomp filters."""
+    seen = os.stat("/proc/%s/ns/mnt" % pid)
+    with open("/proc/%s/status" % pid, "rb") as status:
+        count = [line for line in status if line.startswith(b"Seccomp_filters:")]
+    return b"%d %d %s" % (seen.st_dev, seen.st_ino, b"".join(count).strip())
+
+
+class Supervision:
+    """How the launcher supervises its command's renames: ``number``,
+    ``program``, ``kinds`` as :func:`.seccomp.rename_supervision` gives
+    them; ``drop``: what a worker calls first (every capability dropped).
+    :attr:`renames` is ``None`` until :meth:`listen` got the listener."""
+
+    def __init__(self, number, program, kinds, drop):
+        self.number, self.program, self.kinds, self.drop = number, program, kinds, drop
+        self.renames = None
+
+    def hand_over(self, end):
+        """In the command's child, before its ``exec``: the filter
+        installed, its listener and the child's :func:`identity` sent on
+        ``end``; nothing when the kernel refuses the filter."""
+        try:
+            listener = install(self.number, self.program)
+        except OSError:
+            return
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, listener.to_bytes(4, sys.byteorder))]
+        end.sendmsg([identity()], rights)
+        os.close(listener)
+        end.close()
+
+    def listen(self, end):
+        """In the launcher: what the command's child sent on ``end``."""
+        said, anc, _, _ = end.recvmsg(4096, _socket.CMSG_SPACE(4))
+        end.close()
+        for level, kind, raw in anc:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fd = int.from_bytes(raw[:4], sys.byteorder)
+                self.renames = Renames(fd, self.kinds, said, self.drop)
+
+
+class Renames:
+    """The listener ``fd`` served; ``kinds``: which call each ``(arch,
+    number)`` is; ``command``: the command's :func:`identity`; ``drop``:
+    what a worker calls first (every capability dropped)."""
+
+    def __init__(self, fd, kinds, command, drop):
+        self.fd, self.kinds, self.drop, self.command = fd, kinds, drop, command
+        self.workers = {}  # a worker's pipe: the notification's id
+
+    def descriptors(self):
+        """The descriptors to poll: the listener, each worker's pipe."""
+        return [self.fd, *self.workers] if self.fd is not None else list(self.workers)
+
+    def ready(self, fd, events, poller):
+        """``fd`` polled ``events``: a notification received and answered
+        or given to a worker, a worker's answer sent, or the listener
+        closed once no process uses the filter."""
+        if fd != self.fd:
+            said = os.read(fd, 16)
+            os.close(fd)
+            poller.unregister(fd)
+            number = self.workers.pop(fd)
+            self._send(number, int(said) if said[:1].isdigit() else None)
+        elif events & 1:  # POLLIN
+            worker = self._receive()
+            if worker is not None:
+                poller.register(worker, 1)
+        else:
+            poller.unregister(fd)
+            os.close(fd)
+            self.fd = None
+
+    def _receive(self):
+        notification = bytearray(80)
+        try:
+            fcntl.ioctl(self.fd, _RECV, notification, True)
+        except OSError:  # the caller is gone meanwhile
+            return None
+        number = notification[:8]
+        try:
+            call = self._call(notification, number)
+        except Exception:  # whatever the caller made of its paths
+            call = None
+        if call is None:
+            self._send(number, None)
+            return None
+        return self._work(number, *call)
+
+    def _call(self, notification, number):
+        """``(bases, paths, flags)`` of a folder renamed as :func:`_move`
+        makes it, or ``None``: the kernel makes the call.  Cheap for all
+        but a folder: the first path read and looked at, nothing opened."""
+        word = [int.from_bytes(notification[i : i + 8], sys.byteorder) for i in range(16, 80, 8)]
+        pid = int.from_bytes(notification[8:12], sys.byteorder)
+        nr, arch = word[0] & 0xFFFFFFFF, word[0] >> 32
+        kind = self.kinds.get((nr, arch) if sys.byteorder == "big" else (arch, nr))
+        args = word[2:]
+        dirs, at, flags = (_AT_FDCWD, _AT_FDCWD), (args[0], args[1]), 0
+        if kind:
+            dirs, at = (_signed(args[0]), _signed(args[2])), (args[1], args[3])
+            flags = args[4] & 0xFFFFFFFF if kind == 2 else 0
+        if kind is None or flags not in (0, _NOREPLACE):
+            return None
+        old = _read(pid, at[0])
+        if not old or not stat.S_ISDIR(os.lstat(_base(pid, dirs[0], old) + old).st_mode):
+            return None
+        paths = [old, _read(pid, at[1])]
+        if paths[1] is None or not self._valid(number) or not self._own(pid):
+            return None
+        bases = []
+        try:
+            for folder, path in zip(dirs, paths, strict=True):
+                bases.append(os.open(_base(pid, folder, path), _PATH))
+        except OSError:
+            for fd in bases:
+                os.close(fd)
+            return None
+        return bases, paths, flags
+
+    def _own(self, pid):
+        """``pid`` has the command's mount namespace and filters."""
+        try:
+            return identity(pid) == self.command
+        except OSError:
+            return False
+
+    def _valid(self, number):
+        try:
+            fcntl.ioctl(self.fd, _ID_VALID, bytes(number))
+        except OSError:
+            return False
+        return True
+
+    def _work(self, number, bases, paths, flags):
+        read, write = os.pipe2(os.O_CLOEXEC)
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = None
+        if pid == 0:
+            said = _KERNEL
+            try:
+                os.close(read)
+                self.drop()
+                said = _move(bases, paths, flags)
+            except BaseException:
+                pass
+            finally:
+                os.write(write, said)
+                os._exit(0)
+        for fd in (*bases, write):
+            os.close(fd)
+        if pid is None:
+            os.close(read)
+            self._send(number, None)
+            return None
+        self.workers[read] = number
+        return read
+
+    def _send(self, number, error):
+        """The answer: ``error`` (0: done), or ``None``: the kernel makes
+        the call as the caller."""
+        if self.fd is None:  # no process uses the filter any more
+            return
+        value = -error if error else 0
+        flags = _CONTINUE if error is None else 0
+        answer = bytes(number) + bytes(8) + value.to_bytes(4, sys.byteorder, signed=True)
+        try:
+            fcntl.ioctl(self.fd, _SEND, bytearray(answer + flags.to_bytes(4, sys.byteorder)))
+        except OSError:  # the caller is gone, or the listener
+            pass
+
+
+def _signed(word):
+    word &= 0xFFFFFFFF
+    return word - (1 << 32) if word >> 31 else word
+
+
+def _base(pid, folder, path):
+    """Where the caller ``pid`` looks ``path`` up from (relative to
+    ``folder``, a descriptor or ``AT_FDCWD``), as a folder of ``/proc``."""
+    if path[:1] == b"/":
+        return b"/proc/%d/root" % pid
+    if folder == _AT_FDCWD:
+        return b"/proc/%d/cwd/" % pid
+    return b"/proc/%d/fd/%d/" % (pid, folder)
+
+
+def _read(pid, at):
+    """The path at ``at`` in ``pid``'s memory (at most ``PATH_MAX``, read
+    a page at a time, trailing slashes dropped), or ``None``."""
+    try:
+        memory = os.open("/proc/%d/mem" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        path = b""
+        while b"\0" not in path and len(path) < 4096:
+            path += os.pread(memory, 4096 - (at + len(path)) % 4096, at + len(path))
+    except (OSError, OverflowError):
+        return None
+    finally:
+        os.close(memory)
+    if b"\0" not in path:
+        return None
+    path = path[: path.index(b"\0")]
+    return path.rstrip(b"/") or path
+
+
+def _split(path):
+    """``path``'s folder (relative: an absolute path is looked up from
+    the caller's root) and last name, or ``None`` (``.`` or ``..``)."""
+    folder, _, name = path.rstrip(b"/").rpartition(b"/")
+    if name in (b"", b".", b".."):
+        return None
+    return folder.lstrip(b"/") or b".", name
+
+
+def _mount(fd):
+    with open("/proc/self/fdinfo/%d" % fd, "rb") as info:
+        for line in info:
+            if line.startswith(b"mnt_id:"):
+                return line
+    return None
+
+
+def _move(bases, paths, flags):
+    """What the worker says: ``0`` when it renamed the folder, an errno
+    when it copied but could not remove, :data:`_KERNEL` when it did
+    nothing."""
+    split = [_split(p) for p in paths]
+    if None in split:
+        return _KERNEL
+    (old_folder, old), (new_folder, new) = split
+    old_parent = os.open(old_folder, _PATH, dir_fd=bases[0])
+    new_parent = os.open(new_folder, _PATH, dir_fd=bases[1])
+    if flags:
+        try:
+            os.mkdir(new, 0o700, dir_fd=new_parent)
+        except OSError:
+            return _KERNEL
+    try:
+        os.rename(old, new, src_dir_fd=old_parent, dst_dir_fd=new_parent)
+        return b"0"
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            if flags:
+                os.rmdir(new, dir_fd=new_parent)
+            return _KERNEL
+    source = os.open(old, _FOLDER, dir_fd=old_parent)
+    mount = _mount(source)
+    if _mount(old_parent) != mount or _mount(new_parent) != mount or _inside(new_parent, source):
+        return _KERNEL
+    if not flags:
+        try:
+            os.mkdir(new, 0o700, dir_fd=new_parent)
+        except OSError:
+            return _KERNEL
+    target = os.open(new, _FOLDER, dir_fd=new_parent)
+    try:
+        _copy(source, target, mount)
+    except (OSError, RecursionError):
+        _empty(target)
+        os.rmdir(new, dir_fd=new_parent)
+        return _KERNEL
+    try:
+        _empty(source)
+        os.rmdir(old, dir_fd=old_parent)
+    except OSError as exc:
+        return b"%d" % (exc.errno or errno.EIO)
+    return b"0"
+
+
+def _inside(folder, source):
+    """``folder`` is ``source`` or beneath it (on its mount)."""
+    mark = os.fstat(source)
+    fd = os.open(".", _PATH, dir_fd=folder)
+    try:
+        while True:
+            seen = os.fstat(fd)
+            if (seen.st_dev, seen.st_ino) == (mark.st_dev, mark.st_ino):
+                return True
+            up = os.open("..", _PATH, dir_fd=fd)
+            above = os.fstat(up)
+            os.close(fd)
+            fd = up
+            if (above.st_dev, above.st_ino) == (
+                seen.st_dev,
+                seen.st_ino,
+            ) or above.st_dev != seen.st_dev:
+                return False
+    finally:
+        os.close(fd)
+
+
+def _copy(source, target, mount):
+    """Everything in folder ``source`` copied into ``target`` as ``mv``
+    copies: modes, symbolic links, times; never across a mount."""
+    for name in os.listdir(source):
+        seen = os.stat(name, dir_fd=source, follow_symlinks=False)
+        mode = seen.st_mode
+        if stat.S_ISDIR(mode):
+            os.mkdir(name, 0o700, dir_fd=target)
+            inner = os.open(name, _FOLDER, dir_fd=source)
+            made = os.open(name, _FOLDER, dir_fd=target)
+            try:
+                if _mount(inner) != mount:
+                    raise OSError(errno.EXDEV, "a mount")
+                _copy(inner, made, mount)
+            finally:
+                os.close(inner)
+                os.close(made)
+        elif stat.S_ISLNK(mode):
+            os.symlink(os.readlink(name, dir_fd=source), name, dir_fd=target)
+        elif stat.S_ISREG(mode):
+            _copy_file(source, target, name)
+        else:
+            raise OSError(errno.EXDEV, "not a file")
+        if not stat.S_ISLNK(mode):
+            os.chmod(name, stat.S_IMODE(mode), dir_fd=target)
+        os.utime(
+            name, ns=(seen.st_atime_ns, seen.st_mtime_ns), dir_fd=target, follow_symlinks=False
+        )
+    seen = os.fstat(source)
+    os.fchmod(target, stat.S_IMODE(seen.st_mode))
+    os.utime(target, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+
+
+def _copy_file(source, target, name):
+    read = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=source)
+    try:
+        write = os.open(
+            name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=target,
+        )
+        try:
+            while os.sendfile(write, read, None, 1 << 30):
+                pass
+        finally:
+            os.close(write)
+    finally:
+        os.close(read)
+
+
+def _empty(folder):
+    """Everything in ``folder`` removed, through descriptors."""
+    for name in os.listdir(folder):
+        try:
+            os.unlink(name, dir_fd=folder)
+        except IsADirectoryError:
+            inner = os.open(name, _FOLDER, dir_fd=folder)
+            try:
+                _empty(inner)
+            finally:
+                os.close(inner)
+            os.rmdir(name, dir_fd=folder)
