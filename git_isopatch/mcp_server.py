@@ -107,14 +107,42 @@ APPLY_SCHEMA = {
 }
 
 
+#: What the ``capture`` tool's result says in a call's terms (the tool's
+#: arguments) where the ``--json`` schema names the command line's options.
+CALL_TERMS = {
+    "title": "capture: the result of one call, version 1",
+    "description": "Keys are only ever added to version 1 (ignore keys you do not know); a key "
+    "that changed meaning would make version 2. A string that holds a path is the path's bytes "
+    "decoded as UTF-8 with each byte that is not UTF-8 as the lone surrogate \\udc80-\\udcff.",
+}
+CALL_DESCRIPTIONS = {
+    "timed-out": "timeout expired: the command was stopped",
+    "limit-reached": "the command reached a bound of the sandbox (isopatch.maxProcesses, "
+    "isopatch.maxMemory) and was stopped: which",
+    "sandbox": "whether the command ran in the sandbox (sandbox not given: where the machine "
+    "allows it); absent when it did not run",
+    "patch": "the patch file (apply takes it); absent when extraction failed",
+    "applied": "never in capture's result: the apply tool applies a patch",
+    "session": "with session: the name of the session this call was a step of (patch then "
+    "holds the step's own change)",
+    "session-patch": "with session: the session's whole change against base after this step "
+    "(a patch apply takes); absent when it could not be taken",
+    "session-files": "with session: the number of paths in session-patch",
+    "worktree": "the worktree, when it was kept (keep, or extraction failed)",
+}
+
+
 def result_schema() -> dict[str, Any]:
     """The ``capture`` tool's output schema: the shipped schema of the
-    ``--json`` object (``schema/result.json``) with
-    :data:`PATCH_TEXT_PROPERTIES`."""
+    ``--json`` object (``schema/result.json``, which stays the command
+    line's) in a call's terms (:data:`CALL_TERMS`,
+    :data:`CALL_DESCRIPTIONS`), with :data:`PATCH_TEXT_PROPERTIES`."""
     from importlib import resources
 
     text = (resources.files(__package__) / "schema" / "result.json").read_text("utf-8")
-    schema = json.loads(text)
+    schema = {**json.loads(text), **CALL_TERMS}
+    for key, description in CALL_DESCRIPTIONS.items():
+        schema["properties"][key]["description"] = description
     schema["properties"].update(PATCH_TEXT_PROPERTIES)
     return schema
 

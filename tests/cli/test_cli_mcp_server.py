@@ -8,6 +8,7 @@ nothing; without the SDK, ``git isopatch mcp`` says what to install."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -392,29 +393,64 @@ def test_a_cancelled_call_stops_its_run_and_removes_its_worktree(env, make_repo,
     assert registered_worktrees(repo, env) == []
 
 
-def test_the_output_schemas_are_the_shipped_schema(env, make_repo, tmp_path) -> None:
-    """``capture`` describes its result with the schema that ships for
-    ``--json`` (and the two keys MCP adds), so the SDK's client checks
-    every result against it; ``apply`` describes its own."""
-    from schema_helpers import schema
+def _described(schema: dict) -> dict:
+    """``schema`` without what it says in words: its title and descriptions."""
+    return {
+        key: _described(value) if isinstance(value, dict) else value
+        for key, value in schema.items()
+        if key not in ("title", "description")
+    }
 
-    repo = make_repo()
 
+def _options() -> set[str]:
+    """Every option ``git isopatch -h`` lists (``--[no-]keep``: both)."""
+    usage = subprocess.run([ISOPATCH, "-h"], capture_output=True, text=True).stdout
+    found = set()
+    for line in usage.splitlines():
+        if line.startswith("    -"):
+            for option in re.findall(r"(?<![\w-])-[\w\[\]-]+", line.split("  ")[2]):
+                found.update({option.replace("[no-]", ""), option.replace("[no-]", "no-")})
+    return found
+
+
+def _capture_schema(env, make_repo, tmp_path) -> dict:
     async def body(client):
         return {tool.name: tool for tool in (await client.list_tools()).tools}
 
-    tools = serve(repo, env, tmp_path, body)
+    tools = serve(make_repo(), env, tmp_path, body)
+    assert tools["apply"].output_schema["required"] == ["applied", "patch"]
+    return tools["capture"].output_schema
+
+
+def test_the_output_schemas_are_the_shipped_schema(env, make_repo, tmp_path) -> None:
+    """``capture`` describes its result with the schema that ships for
+    ``--json`` (and the two keys MCP adds), in its own words, so the SDK's
+    client checks every result against it; ``apply`` describes its own."""
+    from schema_helpers import schema
+
     shipped = schema("result")
-    output = tools["capture"].output_schema
+    output = _capture_schema(env, make_repo, tmp_path)
     assert set(output["properties"]) - set(shipped["properties"]) == {
         "patch-text",
         "patch-text-truncated",
     }
-    assert {key: output[key] for key in shipped if key != "properties"} == {
-        key: value for key, value in shipped.items() if key != "properties"
-    }
-    assert all(output["properties"][k] == v for k, v in shipped["properties"].items())
-    assert tools["apply"].output_schema["required"] == ["applied", "patch"]
+    del output["properties"]["patch-text"], output["properties"]["patch-text-truncated"]
+    assert _described(output) == _described(shipped)
+
+
+def test_the_capture_result_names_no_command_line_option(env, make_repo, tmp_path) -> None:
+    """An MCP client calls a tool with arguments: its result names
+    them, never the command line's options (which the shipped ``--json``
+    schema names, for that command line)."""
+    from schema_helpers import schema
+
+    options = _options()
+    assert {"--porcelain", "-z", "--apply", "--session", "--keep", "--no-keep"} <= options
+    said = json.dumps(_capture_schema(env, make_repo, tmp_path))
+    named = {o for o in options if re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", said)}
+    assert named == set()
+    shipped = json.dumps(schema("result"))
+    assert {"--porcelain", "--apply", "--session"} <= {o for o in options if o in shipped}
 
 
 def test_capture_carries_the_commands_output_inline(env, make_repo, tmp_path) -> None:
