@@ -10,8 +10,9 @@ those ``<new>`` lacks with the folders they empty, and stats what it
 wrote; ``git read-tree -m -u`` would walk both commits' whole trees),
 whose new entries then take the old ones' places in the whole index
 (:mod:`.index_splice`); ``HEAD`` is moved by ``git update-ref``.  Where
-that cannot be (a ``.gitattributes`` differs: files neither commit
-changes may convert otherwise, and are written again; a folder becomes a
+that cannot be (a ``.gitattributes`` or the top's ``.lfsconfig``
+differs: files neither commit changes may convert otherwise, and are
+written again; a folder becomes a
 gitlink: git takes the folder as it finds it, the old files in it; a
 sparse checkout;
 an index that is not of version 2 or whose table is not its own; more
@@ -44,8 +45,8 @@ from .types import CommitId, GitDirPath, WorktreePath
 
 class Whole(Record):
     """A move that cannot be made by the difference: the worktree is moved
-    whole, with ``rewrite`` (a ``.gitattributes`` differs) every file
-    written again (:func:`.checkouts.check_out_worktree`)."""
+    whole, with ``rewrite`` (a ``.gitattributes`` or the ``.lfsconfig``
+    differs) every file written again (:func:`.checkouts.check_out_worktree`)."""
 
     rewrite: bool = False
 
@@ -110,7 +111,7 @@ def move_by_difference(
     so (nothing changed yet); an error once it may have changed (move it
     whole, discarding what differs)."""
     changed = list(difference.paths)
-    if any(path.rsplit(b"/", 1)[-1] == b".gitattributes" for path, _, _ in changed):
+    if any(_converts_others(path) for path, _, _ in changed):
         return Whole(rewrite=True)
     if len(changed) > MOST_PATHS or _folder_to_gitlink(changed):
         return Whole()
@@ -134,6 +135,13 @@ def move_by_difference(
         case Err() as err:
             return err
     return Ok(moved or Spliced((data,), table, frozenset(), ()))
+
+
+def _converts_others(path: bytes) -> bool:
+    """Whether a change of ``path`` may change how files it leaves alone
+    are checked out: a ``.gitattributes``, or the ``.lfsconfig`` git-lfs
+    reads at the top (its ``lfs.fetchexclude`` leaves files as pointers)."""
+    return path == b".lfsconfig" or path.rsplit(b"/", 1)[-1] == b".gitattributes"
 
 
 def _spliced(

@@ -102,9 +102,10 @@ _SETTINGS = frozenset({HOOKS_PATH, IGNORE_CASE, RECURSE, ATTRIBUTES_FILE})
 
 #: The sections whose settings may change how git converts a file
 #: (``core.autocrlf``, ``core.eol``, ``filter.<driver>.clean``,
-#: ``attr.tree``...), all of them to be safe: :func:`read_settings` reads
-#: them too (:mod:`.conversion_key`).
-CONVERSION_SECTIONS = ("core.", "filter.", "attr.")
+#: ``attr.tree``, git-lfs's ``lfs.fetchexclude``, which leaves the paths it
+#: names as pointers on checkout...), all of them to be safe:
+#: :func:`read_settings` reads them too (:mod:`.conversion_key`).
+CONVERSION_SECTIONS = ("core.", "filter.", "attr.", "lfs.")
 
 
 #: What makes a linked worktree read other settings than the repository
@@ -136,7 +137,7 @@ def read_shared_settings(
     entries = read_entries(git_dir, env)
     if entries is None:  # git reads them: one process
         pattern = (
-            r"^(core|filter|attr|includeif)\.|^submodule\.recurse$|^extensions\.worktreeconfig$"
+            r"^(core|filter|attr|lfs|includeif)\.|^submodule\.recurse$|^extensions\.worktreeconfig$"
         )
         match run_git([f"--git-dir={git_dir}", "config", "-z", "--get-regexp", pattern], env=env):
             case Ok(output):

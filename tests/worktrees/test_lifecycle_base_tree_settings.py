@@ -160,3 +160,44 @@ def test_git_isopatch_and_git_dash_isopatch_share_one_base_tree(env, make_repo) 
         run = isopatch("-q", "--sandbox", "--", "true", cwd=repo, env=env, via_git=via_git)
         assert run.returncode == 0, run.err
     assert _base_trees(repo, env) == 1
+
+
+def _lfs_repo(env, make_repo, tmp_path: Path) -> Path:
+    """git-lfs installed for the user; ``data.bin`` stored by it, its
+    content in the repository's own LFS store."""
+    git("lfs", "install", "--skip-repo", cwd=tmp_path, env=env)
+    return make_repo(
+        {".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n", "data.bin": "content\n"}
+    )
+
+
+@pytest.mark.needs("git-lfs")
+def test_a_base_tree_made_under_other_lfs_settings_serves_no_run(env, make_repo, tmp_path) -> None:
+    """git-lfs leaves a path ``lfs.fetchexclude`` names as its pointer on
+    checkout: a base tree smudged before the user set it serves no run."""
+    repo = _lfs_repo(env, make_repo, tmp_path)
+    _, seen = _run(repo, env, "--sandbox", "cat", "data.bin")
+    assert seen == b"content\n"
+    git("config", "lfs.fetchexclude", "*", cwd=repo, env=env)
+    command = ["sh", "-c", "cat data.bin > seen.txt"]
+    expected = _run(repo, env, "--no-sandbox", *command)
+    assert b"+version https://git-lfs.github.com/spec/v1\n" in expected[0]
+    assert _run(repo, env, "--sandbox", *command) == expected
+
+
+@pytest.mark.needs("git-lfs")
+def test_a_base_tree_moved_to_another_lfsconfig_is_written_again(env, make_repo, tmp_path) -> None:
+    """A ``.lfsconfig`` that differs between two commits changes how
+    git-lfs checks out files neither changes, as a ``.gitattributes``
+    does: the base tree moved there holds what a checkout there holds."""
+    repo = _lfs_repo(env, make_repo, tmp_path)
+    (repo / ".lfsconfig").write_text("[lfs]\n\tfetchexclude = *\n")
+    git("add", ".lfsconfig", cwd=repo, env=env)
+    git("commit", "-q", "-m", "no LFS content on checkout", cwd=repo, env=env)
+    made = isopatch("--porcelain", "--base", "HEAD~", "--", "cat", "data.bin", cwd=repo, env=env)
+    assert made.returncode == 0 and made.fields()["sandbox"] == "true", made.err
+    assert Path(made.fields()["stdout"]).read_bytes() == b"content\n"
+    command = ["sh", "-c", "cat data.bin > seen.txt"]
+    expected = _run(repo, env, "--no-sandbox", *command)
+    assert b"+version https://git-lfs.github.com/spec/v1\n" in expected[0]
+    assert _run(repo, env, "--sandbox", *command) == expected
