@@ -109,8 +109,7 @@ class Pin:
         return self._fd is not None
 
     def release(self) -> None:
-        """Let go of the base tree (it may be moved or removed from now
-        on).  Never raises; a second call does nothing."""
+        """Let go of the base tree (free to move or go); never raises; a second does nothing."""
         fd, self._fd = self._fd, None
         if fd is not None:
             with contextlib.suppress(OSError):
@@ -254,7 +253,8 @@ class BaseTrees:
                 continue
             if tree.record.ready and try_flock(fd, exclusive=False):
                 record = tree.record._replace(used=time.time())
-                self._save(tree.admin_dir, record)
+                with contextlib.suppress(OSError):  # a full disk: the time it was used kept
+                    self._save(tree.admin_dir, record)
                 return _Plan(pin=Pin(tree._replace(record=record), fd, made=False))
             if not tree.record.ready and try_flock(fd, exclusive=True):
                 self._remove(tree)  # its maker died half-way

@@ -48,6 +48,7 @@ def set_aside(common_dir: str, name: str) -> str | None:
     try:
         return _into_aside(common_dir, name, lambda target: os.rename(source, target))
     except OSError:
+        _forget_aside_folder(common_dir)
         return None
 
 
@@ -92,6 +93,12 @@ def delete_set_aside(common_dir: str, holder: str) -> None:
     failure = delete_tree(holder)
     if failure is not None:
         log.warning("could not delete a removed registration: %s", failure)
+    _forget_aside_folder(common_dir)
+
+
+def _forget_aside_folder(common_dir: str) -> None:
+    """Delete :data:`SET_ASIDE_FOLDER` when it is empty (a run putting a
+    path there meanwhile makes it again, :func:`_into_aside`)."""
     with contextlib.suppress(OSError):
         os.rmdir(os.path.join(common_dir, SET_ASIDE_FOLDER))
 
@@ -238,9 +245,10 @@ def register_detached(
         made.append(path)
         os.makedirs(worktrees, exist_ok=True)
         _move_in(written, worktrees, name, os.path.join(path, ".git"))
-    except OSError:
+    except OSError:  # worktrees/ on another file system too (EXDEV)
         for folder in reversed(made):
             delete_tree(folder)
+        _forget_aside_folder(repository.common_dir)
         return None
     return WorktreePath(path)
 
