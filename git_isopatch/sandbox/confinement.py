@@ -171,18 +171,18 @@ class Namespaced(Confinement):
     ) -> CommandOutcome:
         """The command through the launcher; its namespaces then stay, served.
 
-        A mount made or removed under a copy-on-write folder since the
-        layers were planned (:meth:`.namespaces.Namespaces.mounts_moved`)
-        has them planned again before the launch; when bubblewrap could not
-        set the namespaces up (the command did not run) while the mount
-        table moved meanwhile, the command is launched again on a new plan,
-        at most :data:`RELAUNCHES` times; when it did not move and the plan
-        holds cache layers, once more without them (a git directory on a
-        file system overlayfs refuses as an upper layer: an overlay, FUSE),
-        its cache writes then discarded as with ``--no-cache``."""
+        A mount made or removed under a copy-on-write folder, or a folder
+        overlaid removed, since the layers were planned (their plan moved,
+        :meth:`.namespaces.Namespaces.plan_moved`) has them planned again
+        before the launch; when bubblewrap could not set the namespaces up
+        (the command did not run) while the plan moved meanwhile, the command
+        is launched again on a new plan, at most :data:`RELAUNCHES` times;
+        when it did not move and the plan holds cache layers, once more
+        without them (a git directory on a file system overlayfs refuses as
+        an upper layer: an overlay, FUSE), its cache writes discarded."""
         launched = 0
         while True:
-            if self.namespaces.mounts_moved():
+            if self.namespaces.plan_moved():
                 self.namespaces = self.namespaces.replanned()
             wrapped = self.namespaces.launch(argv, cwd=cwd, env=env, stderr=stderr)
             launched += 1
@@ -200,7 +200,7 @@ class Namespaced(Confinement):
             except SetUpFailed:
                 if launched > RELAUNCHES:
                     raise
-                if not self.namespaces.mounts_moved():
+                if not self.namespaces.plan_moved():
                     if not self.namespaces.policy.caches:
                         raise
                     self.namespaces = self.namespaces.replanned(caches=False)

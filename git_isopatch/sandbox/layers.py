@@ -31,7 +31,7 @@ import contextlib
 import os
 import select
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import BinaryIO
 
 from ..git.record import Record
@@ -164,6 +164,18 @@ def mount_points() -> tuple[str, ...]:
     """Every mount point of this process's mount namespace (proc(5),
     ``/proc/self/mountinfo``, field 5); empty when it cannot be read."""
     return MountTable().points
+
+
+def overlaid_folders(plan: Iterable[Layer]) -> Iterator[str]:
+    """The folders the layers of ``plan`` overlay: bubblewrap's set-up
+    fails when one of them is gone."""
+    for layer in plan:
+        if layer.kind == OVERLAY:
+            yield layer.folder
+        elif layer.kind == SPLIT:
+            for what, name, _ in layer.entries:
+                if what == "overlaid":
+                    yield os.path.join(layer.folder, name)
 
 
 class MountTable:

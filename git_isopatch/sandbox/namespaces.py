@@ -87,6 +87,7 @@ from .layers import (
     inside,
     make_layers,
     mount_points,
+    overlaid_folders,
     plan_layers,
     upper,
 )
@@ -251,10 +252,12 @@ class Namespaces:
 
     The plan follows the mount table of that moment (:mod:`.layers`): a
     mount made or removed under a copy-on-write folder before bubblewrap
-    sets the namespaces up (another program's, a parallel test's) can make
-    the plan wrong ("Can't make overlay mount", "Can't find source path"),
-    :meth:`mounts_moved` says so, and, while nothing ran in them yet,
-    :meth:`replanned` plans again."""
+    sets the namespaces up (another program's, a parallel test's), or a
+    folder the plan overlays removed (another run's private folder in a
+    ``/tmp`` split into its subfolders), can make the plan wrong ("Can't
+    make overlay mount", "Can't find source path"), :meth:`plan_moved`
+    says so, and, while nothing ran in them yet, :meth:`replanned` plans
+    again."""
 
     def __init__(
         self,
@@ -278,9 +281,10 @@ class Namespaces:
         made.bounds = bounds
         return made
 
-    def mounts_moved(self) -> bool:
-        """A mount was made or removed since the plan (:class:`.layers.MountTable`)."""
-        return self.mounts.moved()
+    def plan_moved(self) -> bool:
+        """A mount was made or removed since the plan (:class:`.layers.MountTable`),
+        or a folder it overlays is gone."""
+        return self.mounts.moved() or not all(map(os.path.isdir, overlaid_folders(self.plan)))
 
     def replanned(self, *, caches: bool = True) -> Namespaces:
         """These namespaces planned again on the mount table of now (without

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_helpers import isopatch
+from repo_helpers import isopatch, tmpfs
 
 from git_isopatch.sandbox import layers
 
@@ -101,3 +101,42 @@ def test_the_mount_table_says_it_moved_for_a_mount_made_and_removed(tmp_path: Pa
     assert table.moved()
     assert table.moved()
     table.close()
+
+
+#: A folder made in ``$1`` and removed every few milliseconds, under a name
+#: that sorts first there (``0<tag>-<n>``), until ``$2`` exists: another
+#: run's private folder in ``/tmp``, made and removed as runs end.
+FOLDERS = """\
+i=0
+while [ ! -e "$2" ] && [ "$i" -lt 20000 ]; do
+  i=$((i+1)); mkdir "$1/0$3-$i"; sleep 0.01; rmdir "$1/0$3-$i"
+done
+"""
+
+
+@pytest.mark.hostile
+def test_runs_succeed_while_folders_come_and_go_in_tmp_with_a_mount_beneath(
+    make_repo, env, tmp_path: Path
+) -> None:
+    """With a mount beneath ``/tmp`` (a test's), each of its subfolders is
+    an overlay of its own (:mod:`git_isopatch.sandbox.layers`); another
+    program removes one between the plan and bubblewrap's set-up ("Can't
+    make overlay mount on /newroot/tmp/...: No such file or directory"):
+    every run still captures its patch."""
+    repo = make_repo({"a": "a\n"})
+    stop, tag = tmp_path / "stop", f"isopatch-test-{os.getpid()}"
+    failed = []
+    with tmpfs(tmp_path / "mounted", "64k"):
+        churn = subprocess.Popen(["sh", "-c", FOLDERS, "churn", "/tmp", str(stop), tag])
+        try:
+            for _ in range(RUNS):
+                run = isopatch("--sandbox", "--stdout", "-q", "--", "sh", "-c", "echo x >> a",
+                               cwd=repo, env=env)  # fmt: skip
+                if run.returncode != 0 or "+x" not in run.out:
+                    failed.append((run.returncode, run.err))
+        finally:
+            stop.touch()
+            churn.wait(timeout=30)
+            for left in Path("/tmp").glob(f"0{tag}-*"):
+                left.rmdir()
+    assert not failed, f"{len(failed)} of {RUNS} runs failed: {failed[:3]}"
