@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..errors import IsopatchError, known_os_failure
+from ..git.admin_files import read_admin_file
 from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
 from . import kept, session_layer, sessions
+from .deletion import delete_tree
 from .inventory import SESSION_LOCK_REASON
 from .isolation import Isolation
 from .lease import Lease
@@ -68,6 +70,9 @@ def session_for_run(
         if found is None and (by := sessions.ended_by(common, name)) is not None:
             sessions.forget_lock(common, name)
             raise sessions.ended(name, by)
+        if found is None and (left := _made_folder(common, name)) is not None:
+            sessions.forget_lock(common, name)  # its worktree unregistered by another
+            raise sessions.ended(name, f"another than git-isopatch, its folder {quoted(left)} left")
         if found is None:
             made = _make(provider, repository, (base, over), session, command, private, places)
             isolation, record = made
@@ -121,6 +126,7 @@ def _make(
         isolation.record.session = name
         provider.store.save(isolation.admin_dir, isolation.record)
         sessions.save(isolation.container, record)
+        _note_folder(repository.common_dir, name, isolation.container)
         os.makedirs(os.path.join(isolation.admin_dir, sessions.OBJECTS, "pack"), mode=0o700)
         os.makedirs(os.path.join(isolation.admin_dir, sessions.OBJECTS, "info"), mode=0o700)
     except OSError as exc:
@@ -128,6 +134,33 @@ def _make(
         provider.remove(isolation)
         raise known_os_failure(f"could not record session '{name}'", exc) from exc
     return isolation._replace(session=_step(isolation, record)), record
+
+
+def _note_folder(common_dir: str, name: str, container: str) -> None:
+    """Write the folder made for session ``name`` in its lock file (the
+    file itself kept: another step may hold it), so that a session whose
+    worktree goes by another than git-isopatch (``git worktree remove``)
+    is told from one that never was (:func:`_made_folder`).
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    flags = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(sessions.lock_path(common_dir, name), flags)
+    try:
+        os.write(fd, os.fsencode(container))
+    finally:
+        os.close(fd)
+
+
+def _made_folder(common_dir: str, name: str) -> str | None:
+    """The folder made for session ``name`` as its lock file says
+    (:func:`_note_folder`), ``None`` when it says none."""
+    try:
+        said = read_admin_file(sessions.lock_path(common_dir, name), 4096)
+    except OSError:
+        return None
+    return os.fsdecode(said) or None
 
 
 def _leave(isolation: Isolation) -> None:
@@ -298,6 +331,12 @@ def _reason(exc: BaseException) -> str:
     return str(exc).replace("`", "'")  # shutil's "`<path>` is a named pipe"
 
 
+def _is_session_folder(folder: str, name: str) -> bool:
+    """``folder`` holds the state of session ``name`` (:func:`.sessions.load`)."""
+    found = sessions.load(folder)
+    return found is not None and found.name == name
+
+
 def end_session(provider: WorktreeProvider, repository: UserRepository, name: str) -> bool:
     """Remove session ``name``: its worktree, the folder made for it (with
     the session's state) and its lock file, under its lock.
@@ -312,7 +351,10 @@ def end_session(provider: WorktreeProvider, repository: UserRepository, name: st
     with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
         found = sessions.find(repository, provider.store, name)
         if found is None:  # one another ended is ended
-            ended = sessions.ended_by(common, name) is not None
+            left = _made_folder(common, name)
+            ended = sessions.ended_by(common, name) is not None or left is not None
+            if left is not None and _is_session_folder(left, name):
+                delete_tree(left)  # its worktree gone by another: what the session kept
             sessions.forget_lock(common, name)
             return ended
         why = refusal(found.worktree)

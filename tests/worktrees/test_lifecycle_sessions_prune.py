@@ -12,7 +12,8 @@ import json
 import re
 from pathlib import Path
 
-from repo_helpers import isopatch, repo_state
+import pytest
+from repo_helpers import git, isopatch, repo_state
 from session_helpers import step
 
 
@@ -109,3 +110,41 @@ def test_an_idle_session_past_two_weeks_outlives_the_daily_expiry(make_repo, env
     later = step(repo, env, "old", "sh", "-c", "echo later >> a.txt")
     assert later["exit"] == 0 and "session-broken" not in later, later
     assert "+old\n+later\n" in Path(later["session-patch"]).read_text()
+
+
+@pytest.mark.parametrize("then", ["step", "end"])
+def test_a_session_whose_worktree_git_removed_says_so_once(make_repo, env, then) -> None:
+    """The user's ``git worktree remove --force --force`` of a session's
+    worktree ends it: its next step fails once, naming the folder its last
+    ``session-patch`` is left in, rather than start the session afresh
+    and lose it; ``--end`` removes that folder."""
+    repo = make_repo({"a.txt": "one\n"})
+    first = step(repo, env, "mine", "sh", "-c", "echo mine >> a.txt")
+    (worktree,) = [
+        e["worktree"]
+        for e in json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
+        if e["state"] == "session"
+    ]
+    folder = Path(worktree).parent
+    git("worktree", "remove", "--force", "--force", worktree, cwd=repo, env=env)
+    assert _sessions(repo, env) == []
+    if then == "end":
+        assert isopatch("--session", "mine", "--end", cwd=repo, env=env).returncode == 0
+        assert not folder.exists()
+        assert not (repo / ".git" / "isopatch" / "sessions").exists()
+        return
+    told = isopatch("--session", "mine", "--porcelain", "--", "true", cwd=repo, env=env)
+    assert told.returncode == 128, told.err
+    assert told.err.splitlines()[0] == (
+        f"fatal: session 'mine' was ended by another than git-isopatch, its folder '{folder}' left"
+    ), told.err
+    assert "error-code session-ended" in told.out.splitlines()
+    assert "+mine" in (folder / "session" / "session.patch").read_text()
+    assert (
+        Path(first["session-patch"]).read_text()
+        == (folder / "session" / "session.patch").read_text()
+    )
+    again = step(repo, env, "mine", "sh", "-c", "echo again >> a.txt")
+    assert "+mine" not in Path(again["session-patch"]).read_text()
+    assert isopatch("--session", "mine", "--end", cwd=repo, env=env).returncode == 0
+    assert folder.exists()  # another session's: the user's to delete
