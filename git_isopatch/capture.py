@@ -356,7 +356,11 @@ def _patches(
             from .worktrees.compared_index import drop_compared_index
 
             drop_compared_index(compared.index)
-    return extracted, _session(lease, git, run, private_dir, aside)
+    session = _session(lease, git, run, private_dir, aside)
+    if confinement.confined:  # the LFS objects they name go home as the sandbox ends
+        made = [p for p in (extracted, session) if p and not isinstance(p, Exception)]
+        confinement.patches = tuple(p.patch for p in made)
+    return extracted, session
 
 
 def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) -> WorktreeGit:

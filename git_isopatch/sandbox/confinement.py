@@ -54,6 +54,8 @@ class Confinement:
     #: The worktree may go back to the pool after the run: nothing the
     #: command started can still write in it.
     poolable = True
+    #: The run's patches, once written: the Git LFS objects they name go home.
+    patches: tuple[str, ...] = ()
 
     @property
     def spawn(self) -> Spawn | None:
@@ -86,9 +88,8 @@ class Confinement:
     def shared_writes(
         self, before: GitResult[SharedState], repository: UserRepository, env: Mapping[str, str]
     ) -> tuple[SharedWrite, ...]:
-        """What changed in the refs and configuration the worktree shares
-        with the user's repository since ``before`` (empty when either look
-        fails)."""
+        """What changed in the refs and configuration the worktree shares with
+        the user's repository since ``before`` (empty when either look fails)."""
         match before:
             case Ok(old):
                 pass
@@ -117,9 +118,8 @@ class Confinement:
         return []
 
     def end(self) -> None:
-        """Nothing the command started runs any more, nor anything here
-        after this; what it wrote outside the worktree is removed
-        (:func:`confine`)."""
+        """Nothing the command started runs any more, nor anything here after
+        this; what it wrote outside the worktree is removed (:func:`confine`)."""
 
 
 #: The confinement of an unconfined run.
@@ -233,8 +233,8 @@ class Namespaced(Confinement):
 
     def end(self) -> None:
         """Every process of the namespaces gone (:meth:`.inside.Inside.end`); then, before
-        their mounts go (:meth:`close`), their Git LFS objects kept (:mod:`.lfs_objects`),
-        their layers and private ``TMPDIR`` removed, the cache layer settled."""
+        their mounts go (:meth:`close`), the LFS objects :attr:`patches` name kept
+        (:mod:`.lfs_objects`), their layers and ``TMPDIR`` removed, the caches settled."""
         self._ended = True
         if self.inside is not None:
             self.inside.end()
@@ -243,7 +243,7 @@ class Namespaced(Confinement):
             from .lfs_objects import bring_lfs_objects_home
             from .untrusted import remove_tree
 
-            bring_lfs_objects_home(self.namespaces, self.common_dir)
+            bring_lfs_objects_home(self.namespaces, self.common_dir, self.patches)
             remove_tree(self.private_tmp)
             remove_tree(self.layers)
             self.caches.settle()

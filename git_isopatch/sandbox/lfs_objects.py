@@ -7,13 +7,18 @@ an unconfined run.
 
 What the layer holds is the command's: its folders are read a component at
 a time, never through a link, its files opened without blocking, regular
-files only (:mod:`.untrusted`); an object whose content does not hash to
-its name stays behind (:func:`..git.lfs_store.store_object`).
+files only (:mod:`.untrusted`); an object no pointer the run's patches add
+names stays behind (the command could leave a sparse file of a terabyte
+there, named by its hash, at no cost), and so does one whose content does
+not hash to its name (:func:`..git.lfs_store.store_object`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..git.lfs_store import STORE, has_object, is_oid, store_object
@@ -27,14 +32,34 @@ if TYPE_CHECKING:
 LOOKED_AT_MOST = 100_000
 
 
-def bring_lfs_objects_home(box: Namespaces, common_dir: str) -> int:
+#: A line a patch adds to a Git LFS pointer, naming its object.
+_ADDED_OID = re.compile(rb"\n\+oid sha256:([0-9a-f]{64})(?=\n)")
+
+
+def named_objects(patches: Sequence[str]) -> set[str]:
+    """The objects the pointers ``patches`` add name (read a megabyte at a
+    time: a line of a patch may be as long as a file)."""
+    named: set[str] = set()
+    for patch in patches:
+        with contextlib.suppress(OSError), open(patch, "rb") as handle:
+            tail = b"\n"
+            while chunk := handle.read(1 << 20):
+                text = tail + chunk
+                named.update(m.group(1).decode() for m in _ADDED_OID.finditer(text))
+                tail = text[-80:]
+    return named
+
+
+def bring_lfs_objects_home(box: Namespaces, common_dir: str, patches: Sequence[str]) -> int:
     """Copy the objects the layer of ``box`` holds in the LFS store of
-    ``common_dir`` and the real store lacks into it; how many were."""
+    ``common_dir``, that a pointer ``patches`` add names and the real store
+    lacks, into it; how many were."""
     place = box.place(os.path.join(common_dir, STORE))
     if place is None:  # not copy-on-write: git-lfs wrote the real store
         return 0
     root, store = place
     brought, looked = 0, 0
+    named: set[str] | None = None  # the patches read once an object is there
     for first in list_beneath(root, store):
         for second in list_beneath(root, os.path.join(store, first)):
             folder = os.path.join(store, first, second)
@@ -44,7 +69,8 @@ def bring_lfs_objects_home(box: Namespaces, common_dir: str) -> int:
                     return brought
                 if not is_oid(oid) or not oid.startswith(first + second):
                     continue
-                if has_object(common_dir, oid):
+                named = named_objects(patches) if named is None else named
+                if oid not in named or has_object(common_dir, oid):
                     continue
                 fd = open_beneath(root, os.path.join(folder, oid))
                 if fd is None:

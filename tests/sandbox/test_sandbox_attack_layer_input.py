@@ -13,7 +13,10 @@ blocking, with limits"):
   (nothing of them stays in ``$TMPDIR``); as an unprivileged user, a
   folder the command made unreadable in its layer (mode 000) too;
 - a forwarded signal (SIGTERM) ends git-isopatch's own wait on a git that
-  a FIFO the command left in its worktree blocks (``.gitignore``).
+  a FIFO the command left in its worktree blocks (``.gitignore``);
+- a sparse file of 256 MiB named by its hash in the Git LFS store, in a
+  repository that has none: it cost the command nothing, and no pointer of
+  the patch names it, so git-isopatch never copies it into the real store.
 
 Each run ends with no traceback and the user's repository unchanged.
 Real bubblewrap, real git; as root and as the unprivileged uid 65534.
@@ -21,6 +24,7 @@ Real bubblewrap, real git; as root and as the unprivileged uid 65534.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -126,6 +130,22 @@ def test_a_folder_1500_deep_in_home_is_reported_and_discarded(env, make_repo) ->
     assert records["files"] == "1", out
     assert f"outside-write {env['HOME']}/d" in out, out
     _no_layer_left(Path(env["TMPDIR"]))
+
+
+def test_an_lfs_object_no_pointer_names_stays_in_the_layer(env, make_repo) -> None:
+    repo = make_repo()
+    size, digest = 1 << 28, hashlib.sha256()
+    for _ in range(size >> 20):
+        digest.update(bytes(1 << 20))
+    oid = digest.hexdigest()
+    folder = f"$C/lfs/objects/{oid[:2]}/{oid[2:4]}"
+    planted = f'mkdir -p "{folder}" && truncate -s {size} "{folder}/{oid}"'
+    script = f"{COMMON}echo change >> README && {planted}"
+    before = repo_state(repo, env)
+    code, out, err, _ = _run(repo, env, script)
+    assert code == 0 and _records(out)["files"] == "1", (out, err)
+    assert not (repo / ".git" / "lfs").exists()
+    assert repo_state(repo, env) == before
 
 
 def test_a_signal_ends_a_wait_on_a_fifo_the_command_left(env, make_repo, tmp_path: Path) -> None:
