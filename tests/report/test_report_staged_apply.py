@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
 from repo_helpers import git, isopatch, write_tree
 
 #: The command: the last line "bad" becomes "good".
@@ -94,3 +95,69 @@ def test_in_a_pre_commit_hook_the_apply_hint_says_commit_again(env, make_repo) -
     err = committed.stderr.decode()
     assert err.splitlines()[-1] == STAGE_HINT.replace("run it again", "commit again"), err
     assert git("rev-list", "--count", "HEAD", cwd=repo, env=env) == b"1\n"
+
+
+def _user_state(repo, env) -> tuple[bytes, bytes, dict[str, tuple[bytes, int]]]:
+    """The index's entries, what differs from it, and every file of the
+    work tree with its mode."""
+    entries = git("ls-files", "--stage", "-z", cwd=repo, env=env)
+    unstaged = git("diff", "--binary", cwd=repo, env=env)
+    files = {
+        str(path.relative_to(repo)): (path.read_bytes(), path.stat().st_mode)
+        for path in repo.rglob("*")
+        if path.is_file() and ".git" not in path.relative_to(repo).parts
+    }
+    return entries, unstaged, files
+
+
+#: Unstaged work a fix cannot go on top of, and what the error says of it:
+#: the staged file deleted, edited again on the fix's own line, or an
+#: untracked file where the fix makes one.
+IN_THE_WAY = {
+    "deleted": ({"f": None}, FIX, "f: does not exist in the work tree"),
+    "same-line": ({"f": STAGED.replace("bad\n", "bad, edited\n")}, FIX, "patch failed: f:"),
+    "untracked": (
+        {"new": "mine\n"},
+        ("sh", "-c", "sed -i 's/^bad$/good/' f; echo theirs > new"),
+        "new: already exists in the work tree",
+    ),
+}
+
+
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+@pytest.mark.parametrize("case", sorted(IN_THE_WAY))
+def test_unstaged_work_in_the_fixs_way_is_kept_and_named(env, make_repo, case, sandbox) -> None:
+    """An unstaged change the fix cannot go on top of stops the apply
+    before anything is written (as ``git apply`` refuses a patch that does
+    not fit), and the error names it."""
+    unstaged, command, reason = IN_THE_WAY[case]
+    repo = _staged_repo(make_repo, env)
+    for name, text in unstaged.items():
+        if text is None:
+            (repo / name).unlink()
+        else:
+            write_tree(repo, {name: text})
+    before = _user_state(repo, env)
+    run = isopatch(sandbox, "--staged", "--apply", "--", *command, cwd=repo, env=env)
+    assert run.returncode == 128, run.err
+    error = [line for line in run.err.splitlines() if line.startswith("error: ")]
+    assert len(error) == 1 and reason in error[0], run.err
+    assert error[0].startswith("error: the fix does not apply on top of your unstaged changes: ")
+    assert run.err.splitlines()[-1] == STAGE_HINT
+    assert _user_state(repo, env) == before
+
+
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+def test_an_unstaged_mode_change_stays_beside_the_fix(env, make_repo, sandbox) -> None:
+    repo = _staged_repo(make_repo, env)
+    (repo / "f").chmod(0o755)
+    run = isopatch(sandbox, "--staged", "--apply", "--", *FIX, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fixed = STAGED.replace("bad\n", "good\n")
+    assert git("show", ":f", cwd=repo, env=env).decode() == fixed
+    assert git("ls-files", "--stage", "f", cwd=repo, env=env).startswith(b"100644 ")
+    assert (repo / "f").read_text() == fixed and (repo / "f").stat().st_mode & 0o777 == 0o755
+    assert git("diff", cwd=repo, env=env).decode().splitlines()[1:] == [
+        "old mode 100644",
+        "new mode 100755",
+    ]
