@@ -73,7 +73,7 @@ def stand_on(tree_admin_dir: str, session_admin_dir: str) -> None:
     folder = os.path.join(tree_admin_dir, STANDING_FOLDER)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     path = os.path.join(folder, os.path.basename(session_admin_dir.rstrip("/")))
-    fresh = f"{path}.{os.getpid()}"
+    fresh = os.path.join(folder, f".{os.getpid()}")  # the name may be as long as a name can be
     with open(fresh, "wb") as handle:
         handle.write(os.fsencode(session_admin_dir))
     os.replace(fresh, path)

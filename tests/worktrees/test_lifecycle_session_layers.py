@@ -49,6 +49,18 @@ def test_a_sandboxed_session_costs_what_it_changed(make_repo, env) -> None:
     assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
 
 
+def test_a_session_of_a_checkout_whose_name_is_as_long_as_a_name_can_be(make_repo, env) -> None:
+    """Its worktree's private folder takes the checkout's name (git's
+    ``worktrees/<name>``): what names it over its base tree (a lasting pin)
+    fits a name as well, and the steps run over the base tree."""
+    repo = make_repo({"a.txt": "one\n"}, name="r" * 250)
+    first = step(repo, env, "s", "sh", "-c", "echo two >> a.txt", options=("--sandbox",))
+    assert first["exit"] == 0 and os.listdir(session_worktree(repo, env, "s")) == [".git"]
+    later = step(repo, env, "s", "sh", "-c", "echo three >> a.txt")
+    assert Path(later["session-patch"]).read_text().endswith("+two\n+three\n")
+    assert isopatch("--session", "s", "--end", cwd=repo, env=env).returncode == 0
+
+
 @pytest.mark.hostile
 @pytest.mark.parametrize("kept", ["0", "1"])
 def test_runs_elsewhere_never_move_or_evict_the_base_tree_of_a_session(
