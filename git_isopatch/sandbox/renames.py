@@ -60,16 +60,19 @@ def install(number, program):
     ``number``), with a listener: its descriptor.  Through ``_ctypes``,
     which cannot point into a structure: ``struct sock_fprog`` gets the
     address of the program's bytes where CPython keeps them, after the
-    object's header."""
+    object's header.  Once the launcher has a call, a signal the caller
+    handles waits for the answer (``WAIT_KILLABLE_RECV``), so that the
+    kernel never makes the call again on what the launcher half did."""
     import _ctypes
 
     address = id(program) + sys.getsizeof(program) - len(program) - 1
     fprog = (len(program) // 8).to_bytes(8, sys.byteorder) + address.to_bytes(8, sys.byteorder)
     call = _ctypes.dlsym(_ctypes.dlopen(None), "syscall")
-    fd = _ctypes.call_function(call, (number, 1, 8, fprog))  # SET_MODE_FILTER, NEW_LISTENER
-    if fd < 0:
-        raise OSError(errno.EPERM, "seccomp")
-    return fd
+    for flags in (8 | 32, 8):  # NEW_LISTENER, WAIT_KILLABLE_RECV (Linux 5.19)
+        fd = _ctypes.call_function(call, (number, 1, flags, fprog))  # SET_MODE_FILTER
+        if fd >= 0:
+            return fd
+    raise OSError(errno.EPERM, "seccomp")
 
 
 def identity(pid="self"):

@@ -7,7 +7,7 @@ unconfined run; everything else the kernel answers as before.
 A hostile command turns the supervision on itself: a path it changes
 while the launcher reads it, paths too long or unreadable, a descriptor
 that is not a folder, a rename out of the worktree to a read-only place,
-flags the launcher leaves alone, a caller killed mid-rename, many
+flags the launcher leaves alone, a caller killed or signalled mid-rename, many
 renames from many processes and threads, a sandbox of its own inside
 ours; and the launcher still ends the command on ``--timeout``.
 
@@ -295,3 +295,38 @@ def test_git_mv_of_a_base_tree_folder_as_an_unprivileged_user(env) -> None:
         assert said["--sandbox"][0] == 0, said
         assert said["--sandbox"] == said["--no-sandbox"], said
         assert said["--sandbox"][1].count("rename from d/") == 2, said
+
+
+#: A caller whose timer signal arrives every millisecond while it renames
+#: a folder of the base tree that takes a while to copy.
+SIGNALLED = r"""
+import json, os, signal, sys
+signal.signal(signal.SIGALRM, lambda *_: None)
+signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+tries = 0
+while True:
+    tries += 1
+    try:
+        os.rename("big", "moved")
+        said = sorted(os.listdir("moved")) == names
+        break
+    except InterruptedError:  # taken back before the launcher had it: nothing done
+        continue
+    except OSError as exc:
+        said = exc.errno
+        break
+signal.setitimer(signal.ITIMER_REAL, 0)
+print(json.dumps([said, os.path.exists("big")]), file=sys.stderr)
+"""
+
+
+def test_a_caller_a_signal_interrupts_mid_rename_gets_the_rename(env, make_repo) -> None:
+    """A signal the caller handles while the launcher renames for it waits
+    for the launcher's answer (``SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV``):
+    the call never ends, nor starts again, on what the launcher half did.
+    Before the launcher took the call, a handler without ``SA_RESTART``
+    ends it with ``EINTR`` and nothing done, and the caller tries again."""
+    repo = _repo(make_repo, env, count=300)
+    names = sorted(["0", *(str(n) for n in range(300))])
+    script = SIGNALLED.replace("names", repr(sorted(set(names))))
+    assert _inside(repo, env, script) == [True, False]
