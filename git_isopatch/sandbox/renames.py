@@ -330,17 +330,22 @@ def _move(bases, paths, flags):
     mount = _mount(source)
     if _mount(old_parent) != mount or _mount(new_parent) != mount or _inside(new_parent, source):
         return _KERNEL
+    made = bool(flags)
     if not flags:
         try:
             os.mkdir(new, 0o700, dir_fd=new_parent)
-        except OSError:
-            return _KERNEL
+            made = True
+        except FileExistsError:  # an empty folder: replaced, as rename(2) does
+            pass
     target = os.open(new, _FOLDER, dir_fd=new_parent)
+    if not made and os.listdir(target):
+        return _KERNEL
     try:
         _copy(source, target, mount)
     except (OSError, RecursionError):
         _empty(target)
-        os.rmdir(new, dir_fd=new_parent)
+        if made:
+            os.rmdir(new, dir_fd=new_parent)
         return _KERNEL
     try:
         _empty(source)

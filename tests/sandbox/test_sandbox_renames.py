@@ -101,6 +101,9 @@ g, h = (os.path.abspath(name).encode() for name in "gh")
 said["absolute"] = errno_of(libc.rename(g, h))
 said["no replace"] = errno_of(libc.renameat2(-100, b"h", -100, b"i", 1))
 said["ours"] = os.listdir("i") == ["z"] and not os.path.exists("f")
+os.mkdir("hollow")
+said["onto an empty folder"] = errno_of(libc.rename(b"big", b"hollow"))
+said["replaced"] = os.listdir("hollow") == ["0"] and not os.path.exists("big")
 print(json.dumps(said), file=sys.stderr)
 """
 
@@ -109,8 +112,8 @@ def test_a_folder_keeps_its_modes_links_and_times_and_the_kernel_answers_the_res
     env, make_repo
 ) -> None:
     """``os.rename`` of a base-tree folder keeps each entry's mode, link
-    and modification time; by a descriptor, by absolute paths and with
-    ``RENAME_NOREPLACE`` it renames too.  What the launcher leaves to the
+    and modification time; by a descriptor, by absolute paths, with
+    ``RENAME_NOREPLACE`` and onto an empty folder it renames too.  What the launcher leaves to the
     kernel gets the kernel's answer, and changes nothing: into itself
     (``EINVAL``), out of the worktree (``EXDEV``), ``RENAME_EXCHANGE``
     of two base-tree folders (``EXDEV``), ``RENAME_WHITEOUT``
@@ -136,6 +139,8 @@ def test_a_folder_keeps_its_modes_links_and_times_and_the_kernel_answers_the_res
         "absolute": 0,
         "no replace": 0,
         "ours": True,
+        "onto an empty folder": 0,
+        "replaced": True,
     }
 
 
