@@ -19,6 +19,7 @@ from ..git.admin_files import read_admin_file
 from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.types import CommitId, WorktreePath
+from ..git.worktree import worktree_admin_dirs
 from . import kept, session_layer, sessions
 from .deletion import delete_tree
 from .inventory import SESSION_LOCK_REASON
@@ -70,9 +71,12 @@ def session_for_run(
         if found is None and (by := sessions.ended_by(common, name)) is not None:
             sessions.forget_lock(common, name)
             raise sessions.ended(name, by)
-        if found is None and (left := _made_folder(common, name)) is not None:
-            sessions.forget_lock(common, name)  # its worktree unregistered by another
-            raise sessions.ended(name, f"another than git-isopatch, its folder {quoted(left)} left")
+        if found is None and (left := _lost(provider, repository, name)) is not None:
+            sessions.forget_lock(common, name)
+            gone = "left" if os.path.isdir(left) else "deleted"
+            raise sessions.ended(
+                name, f"another than git-isopatch, its folder {quoted(left)} {gone}"
+            )
         if found is None:
             made = _make(provider, repository, (base, over), session, command, private, places)
             isolation, record = made
@@ -140,7 +144,7 @@ def _note_folder(common_dir: str, name: str, container: str) -> None:
     """Write the folder made for session ``name`` in its lock file (the
     file itself kept: another step may hold it), so that a session whose
     worktree goes by another than git-isopatch (``git worktree remove``)
-    is told from one that never was (:func:`_made_folder`).
+    is told from one that never was (:func:`_lost`).
 
     Raises:
         OSError: it cannot be written.
@@ -153,11 +157,21 @@ def _note_folder(common_dir: str, name: str, container: str) -> None:
         os.close(fd)
 
 
-def _made_folder(common_dir: str, name: str) -> str | None:
-    """The folder made for session ``name`` as its lock file says
-    (:func:`_note_folder`), ``None`` when it says none."""
+def _lost(provider: WorktreeProvider, repository: UserRepository, name: str) -> str | None:
+    """The folder made for session ``name``, which the caller did not find
+    (:func:`.sessions.find`), as its lock file says (:func:`_note_folder`):
+    its worktree went by another than git-isopatch (``git worktree
+    remove``), or the folder did (``rm -rf``), whose registration left
+    behind is removed.  ``None`` when the lock file names none."""
+    for top, admin_dir in worktree_admin_dirs(repository.common_dir).items():
+        record = provider.store.load(admin_dir)
+        if record is None or record.session != name or record.container is None:
+            continue
+        if not _is_session_folder(record.container, name):  # caught half-gone
+            with provider.lock.held(repository.common_dir):
+                remove_ours(repository, WorktreePath(top), admin_dir)
     try:
-        said = read_admin_file(sessions.lock_path(common_dir, name), 4096)
+        said = read_admin_file(sessions.lock_path(repository.common_dir, name), 4096)
     except OSError:
         return None
     return os.fsdecode(said) or None
@@ -351,7 +365,7 @@ def end_session(provider: WorktreeProvider, repository: UserRepository, name: st
     with sessions.held(common, name, lock.seconds, lambda: lock.interrupted() is not None):
         found = sessions.find(repository, provider.store, name)
         if found is None:  # one another ended is ended
-            left = _made_folder(common, name)
+            left = _lost(provider, repository, name)
             ended = sessions.ended_by(common, name) is not None or left is not None
             if left is not None and _is_session_folder(left, name):
                 delete_tree(left)  # its worktree gone by another: what the session kept

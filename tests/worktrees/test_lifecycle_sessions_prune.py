@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -113,38 +114,45 @@ def test_an_idle_session_past_two_weeks_outlives_the_daily_expiry(make_repo, env
 
 
 @pytest.mark.parametrize("then", ["step", "end"])
-def test_a_session_whose_worktree_git_removed_says_so_once(make_repo, env, then) -> None:
+@pytest.mark.parametrize("gone", ["git worktree remove", "rm -rf"])
+def test_a_session_lost_by_another_says_so_once(make_repo, env, gone, then) -> None:
     """The user's ``git worktree remove --force --force`` of a session's
-    worktree ends it: its next step fails once, naming the folder its last
-    ``session-patch`` is left in, rather than start the session afresh
-    and lose it; ``--end`` removes that folder."""
+    worktree, or ``rm -rf`` of the folder made for it, ends it: its next
+    step fails once, saying what became of that folder (its last
+    ``session-patch`` in it when left), rather than start the session
+    afresh and lose it; ``--end`` removes what is left of it."""
     repo = make_repo({"a.txt": "one\n"})
     first = step(repo, env, "mine", "sh", "-c", "echo mine >> a.txt")
-    (worktree,) = [
-        e["worktree"]
-        for e in json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
-        if e["state"] == "session"
-    ]
+    listed = json.loads(isopatch("list", "--json", cwd=repo, env=env).out)
+    (worktree,) = [e["worktree"] for e in listed if e["state"] == "session"]
     folder = Path(worktree).parent
-    git("worktree", "remove", "--force", "--force", worktree, cwd=repo, env=env)
-    assert _sessions(repo, env) == []
+    if gone == "rm -rf":
+        shutil.rmtree(folder)
+    else:
+        git("worktree", "remove", "--force", "--force", worktree, cwd=repo, env=env)
+    before = git("worktree", "list", "--porcelain", cwd=repo, env=env).count(b"worktree ")
     if then == "end":
         assert isopatch("--session", "mine", "--end", cwd=repo, env=env).returncode == 0
         assert not folder.exists()
         assert not (repo / ".git" / "isopatch" / "sessions").exists()
+        listed = git("worktree", "list", "--porcelain", cwd=repo, env=env)
+        assert b"locked git-isopatch session" not in listed
         return
     told = isopatch("--session", "mine", "--porcelain", "--", "true", cwd=repo, env=env)
     assert told.returncode == 128, told.err
+    said = "deleted" if gone == "rm -rf" else "left"
     assert told.err.splitlines()[0] == (
-        f"fatal: session 'mine' was ended by another than git-isopatch, its folder '{folder}' left"
+        "fatal: session 'mine' was ended by another than git-isopatch,"
+        f" its folder '{folder}' {said}"
     ), told.err
     assert "error-code session-ended" in told.out.splitlines()
-    assert "+mine" in (folder / "session" / "session.patch").read_text()
-    assert (
-        Path(first["session-patch"]).read_text()
-        == (folder / "session" / "session.patch").read_text()
-    )
+    after = git("worktree", "list", "--porcelain", cwd=repo, env=env).count(b"worktree ")
+    assert after == before - (gone == "rm -rf")  # its registration went with it
+    if gone != "rm -rf":
+        kept = (folder / "session" / "session.patch").read_text()
+        assert kept == Path(first["session-patch"]).read_text() and "+mine" in kept
     again = step(repo, env, "mine", "sh", "-c", "echo again >> a.txt")
     assert "+mine" not in Path(again["session-patch"]).read_text()
+    assert _sessions(repo, env) == ["mine"]
     assert isopatch("--session", "mine", "--end", cwd=repo, env=env).returncode == 0
-    assert folder.exists()  # another session's: the user's to delete
+    assert folder.exists() == (gone != "rm -rf")  # another session's: the user's to delete
