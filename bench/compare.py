@@ -154,6 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="time a clone whose .gitattributes holds LINE (repeatable)",
     )
+    parser.add_argument(
+        "--global-config",
+        metavar="FILE",
+        type=Path,
+        help="every way reads the user's global configuration from FILE (GIT_CONFIG_GLOBAL, "
+        "which libgit2 does not read: the tool asks git)",
+    )
     args = parser.parse_args(argv)
 
     workdir = args.workdir.absolute()
@@ -163,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
     env = bench.hermetic_env(home, run_tmp)
+    if args.global_config is not None:
+        env["GIT_CONFIG_GLOBAL"] = str(args.global_config.absolute())
     repo = bench.prepare_repository(bench.SPECS[args.size], workdir, env)
     generated = repo
     if args.attributes is not None:

@@ -88,3 +88,21 @@ def test_compare_times_each_way_in_a_clone_with_the_attributes(env, tmp_path) ->
     for clone in clones:
         attributes = (work / "repos" / clone / ".gitattributes").read_text()
         assert attributes == "* text eol=lf\n*.bin binary\n"
+
+
+def test_compare_reads_a_global_configuration_the_tool_asks_git_for(env, tmp_path) -> None:
+    """``--global-config``: every way runs under ``GIT_CONFIG_GLOBAL``,
+    which libgit2 does not read; the tool's ``git config`` shows."""
+    settings = tmp_path / "global.gitconfig"
+    settings.write_text("[core]\n\tautocrlf = false\n")
+    done = subprocess.run(
+        [
+            sys.executable, ROOT / "bench" / "compare.py", "HEAD", "--size", "tiny",
+            "--rounds", "1", "--workdir", tmp_path / "compare", "--python", sys.executable,
+            "--global-config", settings,
+        ],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()[2:] if line.strip()}
+    assert "config" in rows["HEAD"].split(), rows["HEAD"]
