@@ -19,7 +19,6 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import IO
 
@@ -30,6 +29,7 @@ from .git.patch.paths import PatchContents, read_patch
 from .git.record import Record
 from .git.result import Err, Ok
 from .git.submodule import Submodule, patch_stat
+from .git.temporary import make_file
 from .git.types import CommitId, GitDirPath
 from .logger import log
 from .values import Extracted, Start
@@ -268,7 +268,7 @@ def _open_patch_file(folder: str) -> tuple[IO[bytes], str]:
         return open_private(path), path
     except FileExistsError:
         pass
-    fd, path = tempfile.mkstemp(prefix="isopatch-", suffix=".patch", dir=folder)
+    fd, path = make_file(folder, "isopatch-", ".patch")
     return os.fdopen(fd, "wb"), path
 
 

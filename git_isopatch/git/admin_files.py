@@ -18,6 +18,8 @@ import os
 import stat
 from collections.abc import Sequence
 
+from .temporary import make_file
+
 
 def replace_admin_file(path: str, data: bytes | Sequence[bytes | memoryview]) -> None:
     """Make ``path`` a regular file holding ``data`` (or its pieces, one
@@ -26,10 +28,8 @@ def replace_admin_file(path: str, data: bytes | Sequence[bytes | memoryview]) ->
     Raises:
         OSError: the folder cannot be written, or ``path`` is a folder.
     """
-    import tempfile  # not for the reads of a run's checks
-
     folder, name = os.path.split(path)
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".isopatch-tmp")
+    fd, temporary = make_file(folder, f".{name}.", ".isopatch-tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.writelines([data] if isinstance(data, bytes) else data)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+
+from .temporary import make_file
 
 #: The store, relative to the common git directory.
 STORE = os.path.join("lfs", "objects")
@@ -52,7 +53,7 @@ def store_object(common_dir: str, oid: str, source: int) -> bool:
     try:
         tmp = os.path.join(common_dir, STORE_TMP)
         os.makedirs(tmp, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix="isopatch-", dir=tmp)
+        fd, temp = make_file(tmp, "isopatch-")
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out:
             while chunk := os.read(source, 1 << 20):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Mapping
 
 from .admin_files import read_admin_file, replace_admin_file
@@ -40,6 +39,7 @@ from .index_splice import (
 from .record import Record
 from .result import Err, GitError, GitResult, Ok
 from .run import run_git
+from .temporary import make_file
 from .types import CommitId, GitDirPath, WorktreePath
 
 
@@ -159,7 +159,7 @@ def _spliced(
     if not changed:
         return None
     try:
-        fd, index = tempfile.mkstemp(dir=admin_dir, prefix="index.isopatch-move-")
+        fd, index = make_file(admin_dir, "index.isopatch-move-")
     except OSError as exc:
         return Err(GitError(reason=f"cannot write an index: {exc.strerror}", errno=exc.errno))
     try:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 
 from .config import parse_bool
 from .config_read import read_entries
 from .result import Err, Ok
 from .run import run_git
+from .temporary import make_file
 from .types import GitDirPath
 
 #: The pairs :func:`with_config` adds are git's ``GIT_CONFIG_COUNT``
@@ -81,7 +81,7 @@ def file_system_ignores_case(folder: str) -> bool | None:
     ``CoNfIg`` in the git directory).  ``None`` when the probe cannot be
     made (the folder cannot be written)."""
     try:
-        fd, path = tempfile.mkstemp(prefix=".isopatch-case-", dir=folder)
+        fd, path = make_file(folder, ".isopatch-case-")
     except OSError:
         return None
     try:

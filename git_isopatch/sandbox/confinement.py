@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from ..git.process import Spawn, Spawned
 from ..git.result import Err, GitResult, Ok
 from ..git.run import quoted_path_entry
 from ..git.shared_state import SharedState, SharedWrite, describe_changes, read_shared_state
+from ..git.temporary import make_folder
 from .command import CommandOutcome, run_command
 from .command_outcome import SetUpFailed
 from .limits import bound
@@ -279,7 +279,7 @@ class Namespaced(Confinement):
         user's through ``safe.directory``), the command's view an alternate
         (no index of it read), and the store ``env`` names (a session's) another."""
         if self._objects is None:
-            self._objects = tempfile.mkdtemp(prefix="objects-", dir=self.private_tmp)
+            self._objects = make_folder(self.private_tmp, "objects-")
         store = quoted_path_entry(os.path.join(self.common_dir, "objects"))
         if env.get("GIT_OBJECT_DIRECTORY"):
             store = f"{quoted_path_entry(env['GIT_OBJECT_DIRECTORY'])}:{store}"
@@ -339,7 +339,7 @@ def confine(
     from .run_policy import cache_folders
     from .untrusted import remove_tree
 
-    private_tmp = tempfile.mkdtemp(prefix="tmp-", dir=private_dir)
+    private_tmp = make_folder(private_dir, "tmp-")
     layers = os.path.join(private_dir, "layers")
     try:
         temporary = env.get("TMPDIR")

@@ -36,7 +36,6 @@ import contextlib
 import fcntl
 import functools
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -47,6 +46,7 @@ from ..git.quote import quoted
 from ..git.record import Record
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
+from ..git.temporary import make_folder
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..git.worktree import add_detached_worktree, worktree_admin_dir, worktree_admin_dirs
 from ..logger import log, warning
@@ -310,7 +310,7 @@ class BaseTrees:
         folder = base_tree_folder(self.repository, self.root)
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)
-            container = tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder)
+            container = make_folder(folder, TMP_PREFIX)
         except OSError as exc:
             raise known_os_failure(f"could not create a base tree in '{folder}'", exc) from exc
         path = os.path.join(container, worktree_name(self.repository.top))

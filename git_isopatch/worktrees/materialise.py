@@ -10,13 +10,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 
 from ..git.admin_files import copy_range
 from ..git.checkouts import check_out_index_copy
 from ..git.quote import quoted
 from ..git.result import Err, Ok
+from ..git.temporary import make_folder
 from ..git.types import WorktreePath
 from .deletion import delete_tree
 from .run_layer import RunLayer, is_opaque
@@ -44,7 +44,7 @@ def materialise(
     """
     container = os.path.dirname(worktree)
     try:
-        target = tempfile.mkdtemp(prefix=".isopatch-kept-", dir=container)
+        target = make_folder(container, ".isopatch-kept-")
     except OSError as exc:
         warn(f"could not keep the worktree {quoted(worktree)}: {exc.strerror or exc}")
         return False

@@ -32,13 +32,13 @@ import errno
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import IsopatchError, known_os_failure
 from ..git.admin_files import dotgit_target
 from ..git.record import Record
+from ..git.temporary import make_folder
 from .deletion import delete_tree
 from .mounts import mount_points_under
 
@@ -142,7 +142,7 @@ def place_worktree(
         try:
             named = name if len(os.fsencode(name)) <= _LONGEST_NAME else "worktree"
             same = _same_each_run(top, parent, named) if same_each_run else None
-            container = same or tempfile.mkdtemp(prefix=named + BESIDE_SUFFIX, dir=parent)
+            container = same or make_folder(parent, named + BESIDE_SUFFIX)
         except OSError as exc:
             reason = f"'{parent}': {exc.strerror or exc}"
         else:
@@ -177,7 +177,7 @@ def _same_each_run(top: str, parent: str, named: str) -> str | None:
 
 def _make(root: str) -> str:
     try:
-        return tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root)
+        return make_folder(root, TMP_PREFIX)
     except OSError as exc:
         raise known_os_failure(f"could not create a temporary folder in '{root}'", exc) from exc
 

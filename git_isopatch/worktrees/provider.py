@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from ..git.attributes import is_attributes_file
 from ..git.quote import quoted
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
+from ..git.temporary import default_folder
 from ..git.types import CommitId, GitDirPath
 from ..git.worktree import unlock_worktree, worktree_admin_dir
 from ..logger import log, warning
@@ -131,7 +131,7 @@ class WorktreeProvider:
         if made is None:
             container = place_worktree(
                 repository.top,
-                fallback_root=tmp_root or tempfile.gettempdir(),
+                fallback_root=tmp_root or default_folder(),
                 configured_root=worktree_root,
                 warn=self.warn,
                 same_each_run=not self.pool,  # pooled worktrees keep their own places

@@ -23,17 +23,17 @@ import fcntl
 import os
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from typing import IO
 
 from ..errors import known_os_failure
 from ..git.record import Record
+from ..git.temporary import make_folder
 from ..logger import log
 from .lock import LOCK_FILE
 
-#: Prefix of every private folder a run makes (``tempfile.mkdtemp``).
+#: Prefix of every private folder a run makes (:func:`..git.temporary.make_folder`).
 PRIVATE_PREFIX = "git-isopatch-"
 #: File in a private folder naming the common git directory of its repository.
 MARKER = ".isopatch-repository"
@@ -151,10 +151,9 @@ def private_folder(root: str, common_dir: str) -> Iterator[PrivateFolder]:
         IsopatchError: the folder could not be made.
     """
     try:
-        path = tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=root)
+        path = make_folder(root, PRIVATE_PREFIX)
     except OSError as exc:
-        where = root or tempfile.gettempdir()
-        raise known_os_failure(f"could not create a temporary folder in '{where}'", exc) from exc
+        raise known_os_failure(f"could not create a temporary folder in '{root}'", exc) from exc
     folder = PrivateFolder(path, common_dir)
     folder.held = hold(path)  # held, and left open, until the run settles it or this process ends
     try:

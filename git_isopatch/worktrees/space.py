@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 
 from ..errors import IsopatchError
 from ..git.repo import UserRepository
 from ..git.result import Err, Ok
+from ..git.temporary import default_folder
 from ..git.types import CommitId
 from ..git.worktree import checkout_size
 
@@ -27,7 +27,7 @@ def no_space(
     files than the file system under ``tmp_root`` offers (statvfs(3));
     else ``failure`` as it was."""
     try:
-        fs = os.statvfs(tmp_root or tempfile.gettempdir())
+        fs = os.statvfs(tmp_root or default_folder())
     except OSError:
         return failure
     block = fs.f_frsize or fs.f_bsize or 4096

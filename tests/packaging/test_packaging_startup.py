@@ -80,6 +80,7 @@ PLAIN_RUN = {
     "git_isopatch.git.status",
     "git_isopatch.git.stream",
     "git_isopatch.git.submodule",
+    "git_isopatch.git.temporary",  # the run's private folder, its files
     "git_isopatch.git.types",
     "git_isopatch.git.worktree",
     "git_isopatch.hints",
@@ -140,12 +141,6 @@ STDLIB_OF_A_PLAIN_RUN = {
     "json.encoder",
     "json.scanner",
     "_json",
-    "tempfile",  # the run's private folder
-    "random",  # tempfile's names
-    "_random",
-    "_sha512",
-    "bisect",
-    "_bisect",
     "shlex",  # the hooks a worktree must not run, quoted
     "termios",  # progress on a terminal
 }
@@ -171,6 +166,8 @@ NOT_IN_A_WARM_SANDBOXED_RUN = {
     "hashlib",  # OpenSSL's: the cache layer's names are the interpreter's SHA-256
     "socket",  # its enums: the launcher's socket pair and the host's name without them
     "termios",  # a terminal handed to the command (none here)
+    "tempfile",  # its names are git.temporary's, without random's generator
+    "random",
 }
 
 #: ``git -c`` for a sandboxed run with a checkout of its own.

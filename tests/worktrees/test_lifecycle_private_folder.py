@@ -294,3 +294,37 @@ def test_the_api_deletes_nothing_it_reports(env, make_repo, tmp_path: Path) -> N
     assert results.discard(result.tmpdir) and not Path(result.tmpdir).exists()
     to_file = capture(list(CHANGE), repo_path=str(repo), output=str(tmp_path / "p"))
     assert to_file.patch_path == str(tmp_path / "p") and not Path(to_file.tmpdir).exists()
+
+
+def test_temporary_names_are_tempfile_s_and_never_reuse_what_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's folders and files are named as ``tempfile`` names them (what
+    placement and expiry recognize), made 0700 and 0600 whatever the umask,
+    and a name already taken (by a file, a folder, a dangling link) is
+    passed over, never opened."""
+    import re
+
+    from git_isopatch.git.temporary import make_file, make_folder
+
+    old = os.umask(0)
+    try:
+        folder = make_folder(str(tmp_path), "git-isopatch-")
+        fd, path = make_file(str(tmp_path), ".x.", ".isopatch-tmp")
+    finally:
+        os.umask(old)
+    os.close(fd)
+    assert re.fullmatch(re.escape(f"{tmp_path}/git-isopatch-") + "[a-z0-9_]{8}", folder)
+    assert re.fullmatch(re.escape(f"{tmp_path}/.x.") + r"[a-z0-9_]{8}\.isopatch-tmp", path)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    draws = iter([b"\0" * 8] * 3 + [b"\1" * 8])
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+    taken = tmp_path / "t-aaaaaaaa"
+    taken.symlink_to(tmp_path / "nowhere")
+    assert make_folder(str(tmp_path), "t-") == str(tmp_path / "t-bbbbbbbb")
+    (tmp_path / "f-aaaaaaaa").mkdir()
+    draws = iter([b"\0" * 8, b"\2" * 8])
+    fd, path = make_file(str(tmp_path), "f-")
+    os.close(fd)
+    assert path == str(tmp_path / "f-cccccccc") and not (tmp_path / "nowhere").exists()
