@@ -291,15 +291,22 @@ for mode in ("--sandbox", "--no-sandbox"):
         cwd=repo, capture_output=True,
     )
     said[mode] = [done.returncode, done.stdout.decode(), done.stderr.decode()]
+flip = [sys.executable, "-m", "git_isopatch", "--sandbox", "--stdout", "-q", "--"]
+done = subprocess.run([*flip, sys.executable, "-c", sys.argv[1]], cwd=repo, capture_output=True)
+said["flip"] = [done.returncode, done.stderr.decode().splitlines()[-1:]]
 print(json.dumps(said))
 """
 
 
 def test_git_mv_of_a_base_tree_folder_as_an_unprivileged_user(env) -> None:
-    with run_as_nobody(env, AS_NOBODY) as said:
+    """``git mv`` as unconfined, and the path flipped to a read-only
+    folder of the system renames only what the command could."""
+    with run_as_nobody(env, AS_NOBODY, FLIP) as said:
         assert said["--sandbox"][0] == 0, said
         assert said["--sandbox"] == said["--no-sandbox"], said
         assert said["--sandbox"][1].count("rename from d/") == 2, said
+        assert said["flip"][0] == 0, said
+        assert json.loads(said["flip"][1][0]) == [["./d/s/y", "./d/x"], True], said
 
 
 #: A caller whose timer signal arrives every millisecond while it renames
