@@ -279,8 +279,11 @@ def _refused():
 
 
 def _report(control, pid, counted=False, renames=None):
-    """Wait for ``pid``, end everything else, and say how it ended."""
+    """Wait for ``pid``, end everything else (once the renames begun for
+    it are done), and say how it ended."""
     status = _wait_for(control, pid, renames and renames.renames)
+    if renames and renames.renames:
+        renames.renames.finish(control.fd)
     said = b"net %d\n" % _refused() if counted else b""
     _kill_all()
     os.write(control.fd, said + b"wait %d\n" % status)

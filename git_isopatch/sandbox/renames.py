@@ -11,8 +11,9 @@ seccomp filter that sends every ``rename``, ``renameat`` and
 (``SECCOMP_RET_USER_NOTIF``, :func:`.seccomp.rename_supervision`), and
 hands the listener to the launcher, which serves it beside its control
 socket (:class:`Renames`).  The launcher reads the call's paths from the
-caller's memory (``/proc/<pid>/mem``, checked with ``ID_VALID`` after),
-and lets the kernel make the call as the caller
+caller's memory (``/proc/<pid>/mem``, checked with ``ID_VALID`` after; as
+the namespace's first process it is every caller's ancestor, as Yama's
+``ptrace_scope`` 1 wants), and lets the kernel make the call as the caller
 (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``) unless it is a folder renamed
 with flags 0 or ``RENAME_NOREPLACE`` by a process of the command's own
 mount namespace and filters: then a worker it forks, which drops every
@@ -41,6 +42,7 @@ import _socket
 import errno
 import fcntl
 import os
+import select
 import stat
 import sys
 
@@ -51,6 +53,7 @@ _NOREPLACE = 1  # RENAME_NOREPLACE
 _AT_FDCWD = -100
 _PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 #: What a worker says when it did nothing: the kernel makes the call.
 _KERNEL = b"k"
 
@@ -149,6 +152,22 @@ class Renames:
             os.close(fd)
             self.fd = None
 
+    def finish(self, control):
+        """Each worker's rename done before what the command left is
+        ended: a folder is never left half copied.  A frame on
+        ``control`` (a ``k``: everything ends now) stops the wait."""
+        poller = select.poll()
+        for fd in (control, *self.workers):
+            poller.register(fd, 1)
+        while self.workers:
+            ready = [f for f, _ in poller.poll()]
+            if control in ready:
+                return
+            for fd in ready:
+                poller.unregister(fd)
+                os.close(fd)
+                del self.workers[fd]
+
     def _receive(self):
         notification = bytearray(80)
         try:
@@ -184,8 +203,8 @@ class Renames:
         if not old or not stat.S_ISDIR(os.lstat(_base(pid, dirs[0], old) + old).st_mode):
             return None
         paths = [old, _read(pid, at[1])]
-        if paths[1] is None or not self._valid(number) or not self._own(pid):
-            return None
+        if paths[1] is None or not self._valid(number) or identity(pid) != self.command:
+            return None  # or a caller that confined itself further
         bases = []
         try:
             for folder, path in zip(dirs, paths, strict=True):
@@ -195,13 +214,6 @@ class Renames:
                 os.close(fd)
             return None
         return bases, paths, flags
-
-    def _own(self, pid):
-        """``pid`` has the command's mount namespace and filters."""
-        try:
-            return identity(pid) == self.command
-        except OSError:
-            return False
 
     def _valid(self, number):
         try:
@@ -368,11 +380,8 @@ def _inside(folder, source):
             above = os.fstat(up)
             os.close(fd)
             fd = up
-            if (above.st_dev, above.st_ino) == (
-                seen.st_dev,
-                seen.st_ino,
-            ) or above.st_dev != seen.st_dev:
-                return False
+            if above.st_ino == seen.st_ino or above.st_dev != seen.st_dev:
+                return False  # the root, or another file system
     finally:
         os.close(fd)
 
@@ -413,12 +422,7 @@ def _copy(source, target, mount):
 def _copy_file(source, target, name):
     read = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=source)
     try:
-        write = os.open(
-            name,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=target,
-        )
+        write = os.open(name, _NEW, 0o600, dir_fd=target)
         try:
             while os.sendfile(write, read, None, 1 << 30):
                 pass

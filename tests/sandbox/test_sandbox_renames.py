@@ -342,3 +342,26 @@ def test_a_caller_a_signal_interrupts_mid_rename_gets_the_rename(env, make_repo)
     names = sorted(["0", *(str(n) for n in range(300))])
     script = SIGNALLED.replace("names", repr(sorted(set(names))))
     assert _inside(repo, env, script) == [True, False]
+
+
+#: The command starts a process that renames ``big`` and exits as soon as
+#: the launcher's copy has begun (``moved`` is there).
+LEFT_MID_COPY = r"""
+import os, time
+if os.fork() == 0:
+    os.rename("big", "moved")
+    os._exit(0)
+while not os.path.exists("moved"):
+    time.sleep(0.001)
+"""
+
+
+def test_a_command_that_ends_mid_copy_leaves_the_folder_renamed(env, make_repo) -> None:
+    """The launcher lets a copy it began finish before it ends what the
+    command left: the patch renames the whole folder, never half of it."""
+    repo = _repo(make_repo, env, count=300)
+    run = isopatch("--sandbox", "--stdout", "-q", "--", sys.executable, "-c", LEFT_MID_COPY,
+                   cwd=repo, env=env)  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert run.stdout.count(b"rename from big/") == 300, run.stdout[:2000]
+    assert b"new file" not in run.stdout and b"deleted file" not in run.stdout
