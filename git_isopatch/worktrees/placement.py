@@ -28,6 +28,7 @@ The folder name proves the worktree is ours: :func:`made_by_isopatch`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -140,7 +141,7 @@ def place_worktree(
         reason = "it is the root folder"
     else:
         try:
-            named = name if len(os.fsencode(name)) <= _LONGEST_NAME else "worktree"
+            named = _beside_name(name)
             same = _same_each_run(top, parent, named) if same_each_run else None
             container = same or make_folder(parent, named + BESIDE_SUFFIX)
         except OSError as exc:
@@ -153,6 +154,11 @@ def place_worktree(
         "where configuration files above the checkout do not apply"
     )
     return WorktreePlace(container, os.path.join(container, name), False)
+
+
+def _beside_name(name: str) -> str:
+    """What names the folder beside the checkout for a worktree ``name``."""
+    return name if len(os.fsencode(name)) <= _LONGEST_NAME else "worktree"
 
 
 def _same_each_run(top: str, parent: str, named: str) -> str | None:
@@ -173,6 +179,29 @@ def _same_each_run(top: str, parent: str, named: str) -> str | None:
     except FileExistsError:
         return None
     return path
+
+
+def forget_empty_beside(top: str, before: float) -> None:
+    """Delete the folders beside the checkout ``top`` that
+    :func:`place_worktree` made, that hold nothing and were last changed
+    before ``before``: a run killed while it waited for the worktree lock
+    left one, and the one every run tries first (:func:`_same_each_run`)
+    stayed taken for good.  A run waiting for the lock made its own after
+    ``before``, the caller holding the lock for less than that wait."""
+    top = os.path.abspath(top).rstrip(os.sep)
+    prefix = _beside_name(worktree_name(top)) + BESIDE_SUFFIX
+    try:
+        entries = [
+            e for e in os.scandir(os.path.dirname(top) or os.sep) if e.name.startswith(prefix)
+        ]
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            found = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(found.st_mode) and found.st_mtime < before:
+                if _BESIDE_CONTAINER_NAME.match(entry.name):
+                    os.rmdir(entry.path)  # only when empty
 
 
 def _make(root: str) -> str:

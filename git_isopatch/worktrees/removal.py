@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import IsopatchError
@@ -34,7 +35,7 @@ from .inventory import (
 )
 from .lock import AdminLock, open_pin, stood_on, try_flock
 from .mounts import mount_points_under
-from .placement import TMP_PREFIX, made_by_isopatch, remove_tree
+from .placement import TMP_PREFIX, forget_empty_beside, made_by_isopatch, remove_tree
 from .registration import delete_registration, forget_set_aside
 from .store import GitMetadataStore
 
@@ -258,10 +259,12 @@ def prune(
         IsopatchError: git could not list the worktrees; ``lock-timeout``.
     """
     here = os.path.realpath(repository.top)
-    with (lock or AdminLock()).held(repository.common_dir):
+    lock = lock or AdminLock()
+    with lock.held(repository.common_dir):
         if not dry_run:
             _mend_our_commondirs(repository, store)
             forget_set_aside(repository.common_dir)
+            forget_empty_beside(repository.top, time.time() - lock.seconds)
             if sessions:
                 from .sessions import forget_ended
 

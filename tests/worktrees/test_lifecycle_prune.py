@@ -5,11 +5,16 @@ and ``--expire`` reads as git's."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from hostile import wait_until
 from lifecycle_helpers import (
     _age,
     _dead_pid,
@@ -24,7 +29,7 @@ from lifecycle_helpers import (
     _users_worktree,
     _users_worktrees,
 )
-from repo_helpers import git, isopatch, registered_worktrees, tree_manifest
+from repo_helpers import ISOPATCH, git, isopatch, registered_worktrees, tree_manifest
 
 from git_isopatch.worktrees import results
 
@@ -212,3 +217,44 @@ def test_prune_removes_a_kept_worktree_whose_folder_is_gone(env, make_repo) -> N
     assert (run.returncode, run.out, run.err) == (0, "", "")
     assert _listed(repo, env) == []
     assert _git_list(repo, env).count(b"worktree ") == 1
+
+
+def test_prune_removes_the_folder_a_run_killed_waiting_for_the_lock_left(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """A run killed (SIGKILL: an agent's timeout) while another holds the
+    worktree lock leaves the folder it made beside the checkout, empty:
+    prune removes it once older than the lock's wait, and the folder every
+    run of the checkout tries first is theirs again.  A younger one (a run
+    still waiting) and one that holds anything stay."""
+    repo = make_repo()
+    assert isopatch("-q", "--", "true", cwd=repo, env=env).returncode == 0
+    lock = repo / ".git" / "isopatch.lock"
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "60"], start_new_session=True)
+    try:
+        wait_until(
+            lambda: subprocess.run(["flock", "-n", str(lock), "true"]).returncode,
+            what="the lock held",
+        )
+        run = subprocess.Popen([ISOPATCH, "--", "true"], cwd=repo, env=env)
+        wait_until(lambda: list(tmp_path.glob("repo.isopatch-*")), what="the run's folder")
+        run.kill()
+        run.wait()
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)  # its sleep holds the lock too
+        holder.wait()
+    (left,) = tmp_path.glob("repo.isopatch-*")
+    assert os.listdir(left) == []
+    young = tmp_path / "repo.isopatch-young000"
+    young.mkdir()
+    full = tmp_path / "repo.isopatch-full0000"
+    (full / "repo").mkdir(parents=True)
+    for folder in (left, full):
+        os.utime(folder, (time.time() - 3600, time.time() - 3600))
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    assert sorted(tmp_path.glob("repo.isopatch-*")) == [full, young]
+    kept = isopatch("--keep", "--porcelain", "--", "true", cwd=repo, env=env)
+    assert Path(kept.fields()["worktree"]).parent == left  # the first tried, free again
+    git("worktree", "remove", "--force", kept.fields()["worktree"], cwd=repo, env=env)
+    shutil.rmtree(full)
+    young.rmdir()
