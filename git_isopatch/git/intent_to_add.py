@@ -129,6 +129,16 @@ def mark_untracked_intent_to_add(
                 pass
     if found is not None:
         _note_unlisted(found, worktree, new, tracked, files)
+        if found.ignored_attributes and paths.only is not None:
+            # a listing of the compared paths leaves the tracked ones out
+            match git(
+                ["ls-files", "-z", "--full-name", "--", *only_pathspecs(found.ignored_attributes)]
+            ):
+                case Err() as err:
+                    return err
+                case Ok(listed_now):
+                    known = set(listed_now.split(b"\0"))
+            found.ignored_attributes = [p for p in found.ignored_attributes if p not in known]
     if not new:
         return Ok(0)
     # the folders holding the paths compared hold tracked ones beside them

@@ -11,6 +11,7 @@ of it on a clean checkout gives the tree the command left."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -278,3 +279,28 @@ def test_an_edit_with_its_times_put_back_is_in_the_patch_whatever_stat_git_is_to
     patch, _ = _patch(repo, env, HIDE_AN_EDIT.format(key=key, value=value), "--sandbox")
     assert b"+++ b/new.txt" in patch, patch
     assert b"-a\n+A\n" in patch, patch
+
+
+def test_a_tracked_gitattributes_the_command_left_alone_compares_the_changed_path_alone(
+    env, make_repo, tmp_path
+) -> None:
+    """A ``.gitattributes`` the base commit tracks (most large projects
+    have one at the top) is no ignored one: a run that changes one file
+    lists that file alone, never every file of the worktree with the
+    untracked ones (``ls-files --others`` of no pathspec), and its patch
+    is an unconfined run's."""
+    repo = make_repo({**FILES, ".gitattributes": b"*.c text\n"})
+    assert isopatch("-q", "--sandbox", "--", "true", cwd=repo, env=env).returncode == 0
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    traced = {**env, "GIT_TRACE2_EVENT": str(traces / "events")}
+    command = ["sh", "-c", "echo x >> src/a.c"]
+    run = isopatch("--porcelain", "--sandbox", "--allow-write", traces, "--", *command,
+                   cwd=repo, env=traced)  # fmt: skip
+    assert run.returncode == 0, run.err
+    unconfined = isopatch("--porcelain", "--no-sandbox", "--", *command, cwd=repo, env=env)
+    patch = Path(run.fields()["patch"]).read_bytes()
+    assert patch == Path(unconfined.fields()["patch"]).read_bytes()
+    started = [json.loads(line) for line in (traces / "events").read_text().splitlines()]
+    listings = [e["argv"] for e in started if e["event"] == "start" and "ls-files" in e["argv"]]
+    assert [argv for argv in listings if argv[-1] == "--"] == [], listings
