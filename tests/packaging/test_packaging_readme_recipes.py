@@ -120,6 +120,8 @@ def test_the_git_hook_recipe_commits_the_fix_and_keeps_unstaged_edits(env, make_
 
 @pytest.mark.needs("pre-commit")
 def test_the_pre_commit_framework_recipe(env, make_repo) -> None:
+    """The fix lands in the work tree beside the unstaged edit, the index
+    as staged: pre-commit stops the commit, and the staged fix commits."""
     config = _recipe("The pre-commit framework", "yaml")
     repo = make_repo({".pre-commit-config.yaml": config, "app.py": "x = 1\n"})
     installed = subprocess.run(
@@ -128,9 +130,35 @@ def test_the_pre_commit_framework_recipe(env, make_repo) -> None:
     assert installed.returncode == 0, installed.stdout + installed.stderr
     extra = _partly_staged(repo, env, "app.py", UNFORMATTED)
     done = _commit(repo, env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert git("show", "HEAD:app.py", cwd=repo, env=env).decode() == FORMATTED + KEPT_PY
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "files were modified" in out, out
+    assert git("show", ":app.py", cwd=repo, env=env).decode() == UNFORMATTED + KEPT_PY
     assert (repo / "app.py").read_text() == FORMATTED + extra
+    git("add", "app.py", cwd=repo, env=env)
+    done = _commit(repo, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git("show", "HEAD:app.py", cwd=repo, env=env).decode() == FORMATTED + extra
+
+
+@pytest.mark.needs("pre-commit")
+def test_the_pre_commit_framework_recipe_beside_an_unstaged_edit_in_its_way(env, make_repo) -> None:
+    """An unstaged edit next to the fix: pre-commit rolls the fix back and
+    puts the edit back, the index as staged (a hook that wrote the index
+    made pre-commit fail to put the edit back)."""
+    config = _recipe("The pre-commit framework", "yaml")
+    repo = make_repo({".pre-commit-config.yaml": config, "app.py": "x = 1\n"})
+    installed = subprocess.run(
+        ["pre-commit", "install"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (repo / "app.py").write_text('x = {  "a":1 }\n')
+    git("add", "app.py", cwd=repo, env=env)
+    (repo / "app.py").write_text('x = {  "a":1 }\n# unstaged\n')
+    done = _commit(repo, env)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "An unexpected error" not in done.stdout + done.stderr
+    assert git("show", ":app.py", cwd=repo, env=env).decode() == 'x = {  "a":1 }\n'
+    assert (repo / "app.py").read_text() == 'x = {  "a":1 }\n# unstaged\n'
 
 
 #: A pre-commit configuration that runs ruff format on what it is given.
