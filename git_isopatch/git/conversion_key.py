@@ -34,9 +34,15 @@ from .pinned import ATTRIBUTES_FILE, CONVERSION_SECTIONS
 from .record import Record
 from .types import GitDirPath, WorktreePath
 
-#: The variables that choose which attributes files git reads, and where
-#: it finds a filter's program.
-ATTRIBUTE_VARIABLES = ("GIT_ATTR_NOSYSTEM", "GIT_ATTR_SOURCE", "HOME", "XDG_CONFIG_HOME", "PATH")
+#: The variables that choose which attributes files git reads.
+ATTRIBUTE_VARIABLES = ("GIT_ATTR_NOSYSTEM", "GIT_ATTR_SOURCE", "HOME", "XDG_CONFIG_HOME")
+
+#: The settings naming a command git runs on checkout (gitattributes(5),
+#: "filter"): the program it names is looked up on ``PATH``.
+_FILTER_COMMANDS = (".clean", ".smudge", ".process")
+#: What makes a filter's command more than a program and its arguments
+#: for the shell git hands it to: then the whole ``PATH`` is keyed.
+_SHELL_SYNTAX = frozenset("\n;&|<>()$`\\\"'*?[]#~={}!")
 
 #: Variables that change a checkout's files but not what git reads back:
 #: Git LFS's, which leaves pointer files.
@@ -150,9 +156,9 @@ def _settings_parts(
     for name, value in sorted(settings.items()):
         if name.startswith(CONVERSION_SECTIONS):
             parts += [name.encode(), b"\1" if value is None else b"=" + os.fsencode(value)]
-    searched = {**env, "PATH": _search_path(env)} if "PATH" in env else env
     for name in ATTRIBUTE_VARIABLES:
-        parts.append(f"{name}={searched[name]}".encode() if name in env else name.encode())
+        parts.append(f"{name}={env[name]}".encode() if name in env else name.encode())
+    parts += _filter_programs(settings, env)
     program = shutil.which("git", path=env.get("PATH"))
     try:
         found = os.stat(program) if program else None
@@ -165,6 +171,30 @@ def _settings_parts(
         if content is False:
             return None
         parts += [os.fsencode(path), b"\1" if content is None else b"=" + content]
+    return parts
+
+
+def _filter_programs(settings: Mapping[str, str | None], env: Mapping[str, str]) -> list[bytes]:
+    """What the filter commands of ``settings`` run, as ``PATH`` finds it
+    (by size and time, as the git program: ``git isopatch`` puts git's
+    exec path first), rather than ``PATH`` itself: a virtual environment
+    put first on it changes no checkout.  The whole
+    ``PATH`` (as git searches it) for a command in the shell's syntax."""
+    parts: list[bytes] = []
+    for name, value in sorted(settings.items()):
+        if not (name.startswith("filter.") and name.endswith(_FILTER_COMMANDS) and value):
+            continue
+        if _SHELL_SYNTAX.intersection(value):
+            return [f"PATH={_search_path(env)}".encode()] if "PATH" in env else [b"PATH"]
+        program = value.split()[0] if value.split() else ""
+        # from the worktree's top, a file of the commit: its name alone
+        here = "/" in program and not os.path.isabs(program)
+        found = None if here else shutil.which(program, path=env.get("PATH"))
+        try:
+            stat = os.stat(found) if found else None
+        except OSError:
+            stat = None
+        parts.append(repr((program, stat and (stat.st_size, stat.st_mtime_ns))).encode())
     return parts
 
 

@@ -201,3 +201,37 @@ def test_a_base_tree_moved_to_another_lfsconfig_is_written_again(env, make_repo,
     expected = _run(repo, env, "--no-sandbox", *command)
     assert b"+version https://git-lfs.github.com/spec/v1\n" in expected[0]
     assert _run(repo, env, "--sandbox", *command) == expected
+
+
+def _program(folder: Path, name: str, script: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(f"#!/bin/sh\n{script}\n")
+    (folder / name).chmod(0o755)
+    return folder
+
+
+def test_a_folder_put_first_on_path_makes_no_base_tree(env, make_repo, tmp_path) -> None:
+    """A virtual environment activated between two runs: nothing of a
+    checkout changes, so the base tree serves both."""
+    repo = make_repo({"a.txt": "one\n"})
+    venv = _program(tmp_path / "venv" / "bin", "python", "exit 0")
+    for path in (env["PATH"], f"{venv}:{env['PATH']}"):
+        assert _run(repo, {**env, "PATH": path}, "--sandbox", "true") == (b"", b"")
+    assert _base_trees(repo, env) == 1
+
+
+def test_a_filter_program_found_elsewhere_on_path_makes_its_base_tree(
+    env, make_repo, tmp_path
+) -> None:
+    """The smudge filter's program as PATH finds it chooses the base tree:
+    the command sees what an unconfined run's checkout holds."""
+    repo = make_repo({".gitattributes": "*.txt filter=up\n", "a.txt": "one\n"})
+    git("config", "filter.up.smudge", "up", cwd=repo, env=env)
+    git("config", "filter.up.clean", "cat", cwd=repo, env=env)
+    upper = _program(tmp_path / "upper", "up", "tr a-z A-Z")
+    zeros = _program(tmp_path / "zeros", "up", "sed s/o/0/g")
+    for folder, seen in ((upper, b"ONE\n"), (zeros, b"0ne\n"), (upper, b"ONE\n")):
+        moved = {**env, "PATH": f"{folder}:{env['PATH']}"}
+        assert _run(repo, moved, "--no-sandbox", "cat", "a.txt") == (b"", seen)
+        assert _run(repo, moved, "--sandbox", "cat", "a.txt") == (b"", seen)
+    assert _base_trees(repo, env) == 2
