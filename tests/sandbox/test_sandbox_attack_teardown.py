@@ -68,10 +68,10 @@ def _nothing_of_the_run_left(env: dict[str, str], repo: Path) -> None:
     assert [top for top in tops[1:] if not top.startswith(base_trees)] == []
 
 
-def test_the_end_returns_once_no_process_but_the_launcher_is_left(tmp_path: Path) -> None:
-    """``Inside.end`` kills what still runs inside (a served program that
-    left a process of its own), returns once it is reaped, and refuses
-    to run anything more; ``Inside.wait`` then reaps bubblewrap."""
+@contextlib.contextmanager
+def _served(tmp_path: Path):
+    """Namespaces serving programs (no command), their writable folder
+    ``work``: ``(inside, work)``; closed and discarded after."""
     found = namespaces.find_bwrap()
     assert not isinstance(found, str), found
     namespaces_check.check_available(allow_network=False)
@@ -81,9 +81,20 @@ def test_the_end_returns_once_no_process_but_the_launcher_is_left(tmp_path: Path
     box = Namespaces(found, policy, str(layers), seccomp_filter())
     box.prepare()
     inside = box.serve()
-    marker = _marker()
-    null = os.open(os.devnull, os.O_RDWR)
     try:
+        yield inside, work
+    finally:
+        inside.close()
+        box.discard()
+
+
+def test_the_end_returns_once_no_process_but_the_launcher_is_left(tmp_path: Path) -> None:
+    """``Inside.end`` kills what still runs inside (a served program that
+    left a process of its own), returns once it is reaped, and refuses
+    to run anything more; ``Inside.wait`` then reaps bubblewrap."""
+    marker = _marker()
+    with _served(tmp_path) as (inside, work), open(os.devnull, "r+b") as devnull:
+        null = devnull.fileno()
         inside.spawn(
             ["sh", "-c", f"setsid sleep {marker} & sleep {marker}"],
             env={"PATH": os.environ["PATH"]},
@@ -97,10 +108,6 @@ def test_the_end_returns_once_no_process_but_the_launcher_is_left(tmp_path: Path
             inside.spawn(["true"], env={}, cwd=None, fds=(null, null, null))
         inside.wait()
         assert inside.process.returncode is not None
-    finally:
-        os.close(null)
-        inside.close()
-        box.discard()
 
 
 def test_the_namespaces_stay_mounted_until_released(tmp_path: Path) -> None:
@@ -108,24 +115,12 @@ def test_the_namespaces_stay_mounted_until_released(tmp_path: Path) -> None:
     and their mounts with it, until ``Inside.wait`` closes our end of its
     socket: what the run removes meanwhile is gone before the unmounts
     sync the layers' file system.  bubblewrap then ends, reaped."""
-    found = namespaces.find_bwrap()
-    assert not isinstance(found, str), found
-    namespaces_check.check_available(allow_network=False)
-    work, layers = tmp_path / "work", tmp_path / "layers"
-    work.mkdir()
-    policy = NamespacePolicy(writable=(str(work),), copy_on_write=(), protected=())
-    box = Namespaces(found, policy, str(layers), seccomp_filter())
-    box.prepare()
-    inside = box.serve()
-    try:
+    with _served(tmp_path) as (inside, _):
         inside.end()
         with pytest.raises(subprocess.TimeoutExpired):
             inside.process.wait(timeout=1)
         inside.wait()
         assert inside.process.returncode == 0
-    finally:
-        inside.close()
-        box.discard()
 
 
 #: Leaves a process that writes in the copy-on-write ``/tmp`` and home
