@@ -159,13 +159,8 @@ def _settings_parts(
     for name in ATTRIBUTE_VARIABLES:
         parts.append(f"{name}={env[name]}".encode() if name in env else name.encode())
     parts += _filter_programs(settings, env)
-    program = shutil.which("git", path=env.get("PATH"))
-    try:
-        found = os.stat(program) if program else None
-    except OSError:
-        found = None
     # by size and time: git's exec path holds a copy of the git on PATH
-    parts.append(repr(found and (found.st_size, found.st_mtime_ns)).encode())
+    parts.append(repr(_program_stamp("git", env)).encode())
     for path in _attribute_files(worktree, git_dir, settings, env):
         content = _regular_content(path)
         if content is False:
@@ -186,16 +181,24 @@ def _filter_programs(settings: Mapping[str, str | None], env: Mapping[str, str])
             continue
         if _SHELL_SYNTAX.intersection(value):
             return [f"PATH={_search_path(env)}".encode()] if "PATH" in env else [b"PATH"]
-        program = value.split()[0] if value.split() else ""
+        words = value.split()
+        program = words[0] if words else ""
         # from the worktree's top, a file of the commit: its name alone
         here = "/" in program and not os.path.isabs(program)
-        found = None if here else shutil.which(program, path=env.get("PATH"))
-        try:
-            stat = os.stat(found) if found else None
-        except OSError:
-            stat = None
-        parts.append(repr((program, stat and (stat.st_size, stat.st_mtime_ns))).encode())
+        stamp = None if here or not program else _program_stamp(program, env)
+        parts.append(repr((program, stamp)).encode())
     return parts
+
+
+def _program_stamp(program: str, env: Mapping[str, str]) -> tuple[int, int] | None:
+    """The size and time of ``program`` as ``PATH`` finds it; ``None``
+    when it finds none."""
+    found = shutil.which(program, path=env.get("PATH"))
+    try:
+        stat = os.stat(found) if found else None
+    except OSError:
+        return None
+    return stat and (stat.st_size, stat.st_mtime_ns)
 
 
 def _search_path(env: Mapping[str, str]) -> str:
