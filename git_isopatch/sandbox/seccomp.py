@@ -88,12 +88,8 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     request = _SECCOMP_ARG1 + (4 if byteorder == "big" else 0)
     deny = _SECCOMP_RET_ERRNO | errno.EPERM
     # (code, k, jump-if-true label, jump-if-false label) and label positions.
-    code: list[tuple[int, int, str | None, str | None]] = []
-    code.append((_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None))
+    code = _by_architecture([arch for arch, _, _ in abis], deny)
     labels: dict[str, int] = {}
-    for index, (arch, _, _) in enumerate(abis):
-        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
-    code.append((_BPF_RET_K, deny, None, None))  # an architecture we do not know
     for index, (_, ioctls, keyring) in enumerate(abis):
         labels[f"abi{index}"] = len(code)
         code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
@@ -112,6 +108,20 @@ def seccomp_filter(machine: str | None = None, byteorder: str = sys.byteorder) -
     labels["deny"] = len(code)
     code.append((_BPF_RET_K, deny, None, None))
     return _assembled(code, labels)
+
+
+def _by_architecture(
+    abis: list[int], unknown: int
+) -> list[tuple[int, int, str | None, str | None]]:
+    """A filter's start: a jump to the label ``abi<n>`` for the n-th of
+    ``abis`` (``AUDIT_ARCH_*``), ``unknown`` returned for any other."""
+    code: list[tuple[int, int, str | None, str | None]] = [
+        (_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None)
+    ]
+    for index, arch in enumerate(abis):
+        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
+    code.append((_BPF_RET_K, unknown, None, None))
+    return code
 
 
 def _assembled(
@@ -158,13 +168,8 @@ def rename_supervision(machine: str | None = None) -> tuple[int, bytes, dict[tup
     machine = machine or os.uname().machine
     number, calls = _RENAME_CALLS[machine]
     abis = [arch for arch, _, _ in _SECCOMP_ARCHITECTURES[machine]]
-    code: list[tuple[int, int, str | None, str | None]] = [
-        (_BPF_LD_W_ABS, _SECCOMP_ARCH, None, None)
-    ]
-    for index, arch in enumerate(abis):
-        code.append((_BPF_JEQ_K, arch, f"abi{index}", None))
+    code = _by_architecture(abis, _SECCOMP_RET_ALLOW)
     labels: dict[str, int] = {}
-    code.append((_BPF_RET_K, _SECCOMP_RET_ALLOW, None, None))
     kinds = {}
     for index, (arch, numbers) in enumerate(zip(abis, calls, strict=True)):
         labels[f"abi{index}"] = len(code)
