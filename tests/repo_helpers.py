@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -264,6 +265,15 @@ def base_trees(repo: Path, env: Mapping[str, str]) -> list[str]:
     return [
         block[0][len("worktree ") :] for block in blocks if "locked git-isopatch base tree" in block
     ]
+
+
+def started_gits(trace: Path) -> list[list[str]]:
+    """The arguments of each git process a ``GIT_TRACE2_EVENT`` file
+    ``trace`` saw start (none when no git wrote it)."""
+    if not trace.exists():
+        return []
+    events = map(json.loads, trace.read_text().splitlines())
+    return [event["argv"][1:] for event in events if event["event"] == "start"]
 
 
 def apply_to_clean_checkout(

@@ -9,9 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
-
-from git_isopatch.worktrees.store import BASE_LOCK_REASON
+from repo_helpers import base_trees, git, isopatch
 
 
 def _run(repo: Path, env: dict[str, str], where: str, *command: str) -> tuple[bytes, bytes]:
@@ -54,11 +52,6 @@ def test_a_base_tree_made_under_other_conversions_serves_no_run(env, make_repo, 
     assert seen == b"one\ntwo\n" and patch == b""
 
 
-def _base_trees(repo: Path, env: dict[str, str]) -> int:
-    listed = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
-    return listed.count(f"locked {BASE_LOCK_REASON}\n")
-
-
 def _settings_reads(trace: Path) -> list[list[str]]:
     """The ``git config`` processes of a run that read the conversion settings."""
     started = [json.loads(line) for line in trace.read_text().splitlines()]
@@ -95,7 +88,7 @@ def test_settings_only_git_reads_choose_the_base_tree_read_once(env, make_repo, 
         for _ in range(2):  # made (or chosen), then reused
             trace.unlink(missing_ok=True)
             assert _run(repo, traced, "--sandbox", "cat", "a.txt") == (b"", seen)
-            assert _base_trees(repo, env) == trees
+            assert len(base_trees(repo, env)) == trees
         assert len(_settings_reads(trace)) == 1, _settings_reads(trace)
         for command in (["touch", "a.txt"], ["sh", "-c", "echo x >> a.txt"]):
             assert _run(repo, env, "--sandbox", *command) == _run(
@@ -103,7 +96,7 @@ def test_settings_only_git_reads_choose_the_base_tree_read_once(env, make_repo, 
             )
     settings.write_text("[core]\n\tautocrlf = true\n")
     assert _run(repo, env, "--sandbox", "cat", "a.txt") == (b"", b"one\r\ntwo\r\n")
-    assert _base_trees(repo, env) == 2  # the first one, chosen again
+    assert len(base_trees(repo, env)) == 2  # the first one, chosen again
 
 
 @pytest.mark.parametrize("reader", ["libgit2", "git"])
@@ -145,10 +138,10 @@ def test_a_relative_attributes_file_is_the_worktrees_own(env, make_repo, tmp_pat
         expected = _run(where, env, "--no-sandbox", *view)
         assert expected[1] in (b"one\ntwo\n", b"three\n")
         assert _run(where, env, "--sandbox", *view) == expected
-        assert _base_trees(repo, env) == 1
+        assert len(base_trees(repo, env)) == 1
     (repo / "local.attributes").write_text("*.txt -text\n")  # the user's copy changes
     assert _run(repo, env, "--sandbox", "cat", "a.txt") == (b"", b"one\ntwo\n")
-    assert _base_trees(repo, env) == 1
+    assert len(base_trees(repo, env)) == 1
 
 
 def test_git_isopatch_and_git_dash_isopatch_share_one_base_tree(env, make_repo) -> None:
@@ -159,7 +152,7 @@ def test_git_isopatch_and_git_dash_isopatch_share_one_base_tree(env, make_repo) 
     for via_git in (True, False, True):
         run = isopatch("-q", "--sandbox", "--", "true", cwd=repo, env=env, via_git=via_git)
         assert run.returncode == 0, run.err
-    assert _base_trees(repo, env) == 1
+    assert len(base_trees(repo, env)) == 1
 
 
 def _lfs_repo(env, make_repo, tmp_path: Path) -> Path:
@@ -217,7 +210,7 @@ def test_a_folder_put_first_on_path_makes_no_base_tree(env, make_repo, tmp_path)
     venv = _program(tmp_path / "venv" / "bin", "python", "exit 0")
     for path in (env["PATH"], f"{venv}:{env['PATH']}"):
         assert _run(repo, {**env, "PATH": path}, "--sandbox", "true") == (b"", b"")
-    assert _base_trees(repo, env) == 1
+    assert len(base_trees(repo, env)) == 1
 
 
 def test_a_filter_program_found_elsewhere_on_path_makes_its_base_tree(
@@ -234,4 +227,4 @@ def test_a_filter_program_found_elsewhere_on_path_makes_its_base_tree(
         moved = {**env, "PATH": f"{folder}:{env['PATH']}"}
         assert _run(repo, moved, "--no-sandbox", "cat", "a.txt") == (b"", seen)
         assert _run(repo, moved, "--sandbox", "cat", "a.txt") == (b"", seen)
-    assert _base_trees(repo, env) == 2
+    assert len(base_trees(repo, env)) == 2

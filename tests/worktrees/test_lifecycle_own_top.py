@@ -5,12 +5,11 @@ odd repositories, whenever it is not asked, git's answer is the worktree."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
+from repo_helpers import git, isopatch, started_gits
 
 #: Settings of the repository's own ``config`` (``git config -f``), whether
 #: git may take another folder as a linked worktree's top with them, and
@@ -94,16 +93,6 @@ def test_git_is_not_asked_only_where_it_takes_the_worktree(
         assert top == f"{os.path.realpath(worktree)}\n"
 
 
-def _started(trace: Path) -> list[list[str]]:
-    if not trace.exists():  # no git ran outside the sandbox
-        return []
-    return [
-        event["argv"][1:]
-        for event in map(json.loads, trace.read_text().splitlines())
-        if event["event"] == "start"
-    ]
-
-
 @pytest.mark.parametrize("shared", [False, True], ids=["plain", "worktreeConfig, core.worktree"])
 def test_a_sandboxed_run_asks_git_for_its_top_only_where_it_may_move(
     env, make_repo, tmp_path: Path, shared: bool
@@ -130,7 +119,7 @@ def test_a_sandboxed_run_asks_git_for_its_top_only_where_it_may_move(
         )
         assert run.returncode == 0, run.err
     assert run.fields()["sandbox"] == "true"
-    asked = ["rev-parse", "--show-toplevel"] in _started(trace)
+    asked = ["rev-parse", "--show-toplevel"] in started_gits(trace)
     assert asked is shared
     here, prefix, top = Path(run.fields()["stdout"]).read_text().splitlines()
     assert (prefix, Path(here)) == ("src/", Path(top) / "src")

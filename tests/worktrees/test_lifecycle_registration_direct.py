@@ -6,13 +6,12 @@ worktree's ``.git``), written whole out of git's sight and moved into
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from repo_helpers import git, isopatch
+from repo_helpers import git, isopatch, started_gits
 
 REASON = "git-isopatch pid 1 on host started 2"
 
@@ -133,8 +132,7 @@ def test_a_sandboxed_run_starts_no_git_worktree_add(env, make_repo, tmp_path) ->
         )
         assert run.returncode == 0, run.err
     assert run.fields()["sandbox"] == "true"
-    traced = trace.read_text().splitlines() if trace.exists() else []  # none: no git ran
-    started = [event["argv"][1:] for event in map(json.loads, traced) if event["event"] == "start"]
+    started = started_gits(trace)  # none: no git ran
     assert not [argv for argv in started if "worktree" in argv], started
     assert Path(run.fields()["stdout"]).read_text() == " M README\n"
     assert b"+x" in Path(run.fields()["patch"]).read_bytes()
