@@ -279,7 +279,8 @@ def _base(pid, folder, path):
 
 def _read(pid, at):
     """The path at ``at`` in ``pid``'s memory (at most ``PATH_MAX``, read
-    a page at a time, trailing slashes dropped), or ``None``."""
+    a page at a time, trailing slashes dropped), or ``None``: also when
+    the memory reads empty (the caller ended since it was opened)."""
     try:
         memory = os.open("/proc/%d/mem" % pid, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -287,7 +288,10 @@ def _read(pid, at):
     try:
         path = b""
         while b"\0" not in path and len(path) < 4096:
-            path += os.pread(memory, 4096 - (at + len(path)) % 4096, at + len(path))
+            page = os.pread(memory, 4096 - (at + len(path)) % 4096, at + len(path))
+            if not page:
+                return None
+            path += page
     except (OSError, OverflowError):
         return None
     finally:

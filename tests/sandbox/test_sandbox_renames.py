@@ -238,6 +238,33 @@ def test_callers_killed_mid_rename_and_many_at_once_lose_nothing(env, make_repo)
     assert sandboxed.stdout.count(b"new file mode") == 16, sandboxed.stdout
 
 
+#: Callers killed at random moments while they rename a file there and
+#: back: most of the kills land while the launcher reads the path.
+KILLED_WHILE_READ = r"""
+import os, random, signal, sys, time
+for n in range(150):
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            os.rename("README", "moved")
+            os.rename("moved", "README")
+    time.sleep(random.random() / 500)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+print("ended", n + 1, file=sys.stderr)
+"""
+
+
+def test_callers_killed_while_the_launcher_reads_their_paths_end_the_run(env, make_repo) -> None:
+    """A caller's memory reads empty once it is gone: the launcher lets the
+    kernel answer (nobody), and serves on; the run ends."""
+    repo = _repo(make_repo, env)
+    run = isopatch("--sandbox", "-q", "--", sys.executable, "-c", KILLED_WHILE_READ,
+                   cwd=repo, env=env, timeout=90)  # fmt: skip
+    assert run.returncode == 0, run.err
+    assert run.err.split()[-2:] == ["ended", "150"], run.err
+
+
 def test_the_launcher_still_ends_a_command_that_renames_folders_on_timeout(env, make_repo) -> None:
     """Its control socket is served while it supervises: ``--timeout``
     ends a command that renames a base-tree folder in a loop (124)."""
