@@ -1,33 +1,28 @@
 """The repository's base trees: one checkout per commit, shared by every sandboxed run at
 that commit and kept for the next (design: procedure step 3).
 
-A base tree is a real linked worktree (``git worktree add --detach``),
-checked out once and never written by a command: the read-only lower layer
-of each run's own copy-on-write layer.  It lives in the repository's git
-directory (``$GIT_COMMON_DIR/isopatch/git-isopatch-XXXXXXXX/<name>``), out
-of the user's view of the folder above the checkout; ``git worktree list``
-still shows it (every registered worktree is there), locked with the
-reason :data:`.store.BASE_LOCK_REASON`, which keeps ``git worktree prune``
-away.  Its private folder holds our record (:class:`.store.BaseRecord`)
-and its pin file.
+A base tree is a real linked worktree (``git worktree add --detach``), checked out once and
+never written by a command: the read-only lower layer of each run's own copy-on-write layer. It
+lives in the repository's git directory
+(``$GIT_COMMON_DIR/isopatch/git-isopatch-XXXXXXXX/<name>``), out of the user's view of the
+folder above the checkout; ``git worktree list`` still shows it (every registered worktree is
+there), locked with the reason :data:`.store.BASE_LOCK_REASON`, which keeps ``git worktree
+prune`` away. Its private folder holds our record (:class:`.store.BaseRecord`) and its pin file.
 
-A run pins the base tree it uses (:func:`pin_base_tree`): a shared
-``flock`` on the pin file, held until the run lets go (:meth:`Pin.release`),
-however many runs share it; a session, until it ends (:func:`.lock.stand_on`).
-Whatever changes a base tree (making, moving, removing it) takes the
-exclusive lock on that file without waiting, under the repository's
-worktree lock (:class:`.lock.AdminLock`, :func:`.lock.idle_pin`): a base
-tree in use is never moved or removed, and the lock goes with the process
-that held it, however it ended.
+A run pins the base tree it uses (:func:`pin_base_tree`): a shared ``flock`` on the pin file,
+held until the run lets go (:meth:`Pin.release`), however many runs share it; a session, until
+it ends (:func:`.lock.stand_on`). Whatever changes a base tree (making, moving, removing it)
+takes the exclusive lock on that file without waiting, under the repository's worktree lock
+(:class:`.lock.AdminLock`, :func:`.lock.idle_pin`): a base tree in use is never moved or
+removed, and the lock goes with the process that held it, however it ended.
 
-At most ``isopatch.baseTrees`` are kept (:func:`trim`, after each run):
-one whose maker died half-way goes first, then the least recently used
-idle ones; 0 keeps none, every run's base tree goes when its last run ends.
-An idle one is moved to a new commit by the difference
-(:func:`.base_look.check_out_base_tree`: the paths that differ are written,
-their index entries alone replaced) when few of its files differ, or when
-no more may be kept (:func:`.nearest_base.nearest`); one unused for two
-weeks expires with the result folders.
+At most ``isopatch.baseTrees`` are kept (:func:`trim`, after each run): one whose maker died
+half-way goes first, then the least recently used idle ones; 0 keeps none and goes over none an
+earlier run left (:meth:`BaseTrees._present`): every run's base tree goes when its last run
+ends. An idle one is moved to a new commit by the difference
+(:func:`.base_look.check_out_base_tree`: the paths that differ are written, their index entries
+alone replaced) when few of its files differ, or when no more may be kept
+(:func:`.nearest_base.nearest`); one unused for two weeks expires with the result folders.
 """
 
 from __future__ import annotations
@@ -290,15 +285,20 @@ class BaseTrees:
         return _Plan(move=chosen._replace(record=record), fd=fd, difference=difference)
 
     def _present(self, trees: list[BaseTree]) -> list[BaseTree]:
-        """Under the worktree lock: ``trees`` but the gone ones, which are
-        removed (an idle one; one a run still pins is left to it), so
-        that a run makes a base tree again rather than run over none."""
-        for tree in [tree for tree in trees if tree.gone]:
-            fd = idle_pin(tree.admin_dir)
+        """Under the worktree lock: ``trees`` but the gone ones (so that a
+        run makes a base tree again rather than run over none) and, at a
+        limit of 0, the idle ones (a run is then fully ephemeral, over no
+        checkout an earlier run left): an idle one is removed, one a run
+        still pins is left to it."""
+        present: list[BaseTree] = []
+        for tree in trees:
+            fd = idle_pin(tree.admin_dir) if tree.gone or self.limit == 0 else None
             if fd is not None:
                 self._remove(tree)
                 _close([fd])
-        return [tree for tree in trees if not tree.gone]
+            elif not tree.gone:
+                present.append(tree)
+        return present
 
     def _register(self, commit: CommitId) -> tuple[BaseTree, int]:
         """Under the worktree lock: register a new base tree at ``commit``

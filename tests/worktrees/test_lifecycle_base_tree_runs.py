@@ -559,3 +559,17 @@ def test_a_folder_of_the_base_tree_renames_as_in_a_worktree_of_its_own(make_repo
     assert copied.returncode == 0, copied.err
     paths = sorted(line for line in copied.out.splitlines() if line.startswith("path "))
     assert paths == ["path A g/y", "path R100 e/x\td/x"]
+
+
+def test_at_zero_a_run_never_goes_over_a_base_tree_an_earlier_run_left(env, make_repo) -> None:
+    """``isopatch.baseTrees=0`` (fully ephemeral runs): a base tree kept
+    while the setting was higher is not used, and goes, as git drops its
+    untracked cache when ``core.untrackedCache`` is turned off."""
+    repo = make_repo({"README": "hello\n"})
+    assert isopatch("-q", "--", "true", cwd=repo, env=env).returncode == 0
+    (base,) = _base_trees(repo)
+    (base / "planted").write_text("left by an unconfined command\n")
+    zero = ("-c", "isopatch.baseTrees=0")
+    run = isopatch("--", "test", "!", "-e", "planted", cwd=repo, env=env, git_options=zero)
+    assert run.returncode == 0, "the run stood on the base tree an earlier run left"
+    assert _base_trees(repo) == [] and not base.parent.exists()
