@@ -181,27 +181,80 @@ def _same_each_run(top: str, parent: str, named: str) -> str | None:
     return path
 
 
-def forget_empty_beside(top: str, before: float) -> None:
+def forget_left_beside(top: str, common_dir: str, before: float) -> None:
     """Delete the folders beside the checkout ``top`` that
-    :func:`place_worktree` made, that hold nothing and were last changed
-    before ``before``: a run killed while it waited for the worktree lock
-    left one, and the one every run tries first (:func:`_same_each_run`)
-    stayed taken for good.  A run waiting for the lock made its own after
-    ``before``, the caller holding the lock for less than that wait."""
+    :func:`place_worktree` made, last changed before ``before``, that hold
+    nothing or only what a run killed while it registered its worktree
+    left (:func:`_forget_half_registered`): a run killed while it waited
+    for the worktree lock left an empty one, and the one every run tries
+    first (:func:`_same_each_run`) stayed taken for good.  A run waiting
+    for the lock made its own after ``before``, the caller holding the lock
+    (which every registration holds) for less than that wait."""
     top = os.path.abspath(top).rstrip(os.sep)
-    prefix = _beside_name(worktree_name(top)) + BESIDE_SUFFIX
+    name = worktree_name(top)
+    prefix = _beside_name(name) + BESIDE_SUFFIX
     try:
         entries = [
             e for e in os.scandir(os.path.dirname(top) or os.sep) if e.name.startswith(prefix)
         ]
     except OSError:
         return
+    worktrees = os.path.join(os.path.realpath(common_dir), "worktrees")
     for entry in entries:
         with contextlib.suppress(OSError):
             found = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(found.st_mode) and found.st_mtime < before:
                 if _BESIDE_CONTAINER_NAME.match(entry.name):
+                    _forget_half_registered(entry.path, name, worktrees)
                     os.rmdir(entry.path)  # only when empty
+
+
+def _forget_half_registered(container: str, name: str, worktrees: str) -> None:
+    """Delete the worktree folder ``<container>/<name>`` when it holds
+    nothing or only a ``.git`` file naming a registration absent from
+    ``worktrees`` (the real path of ``$GIT_COMMON_DIR/worktrees``): what
+    :func:`.registration.register_detached` writes before it moves the
+    registration in, left by a run killed in between.  Anything else, or
+    another file system below, stays.
+
+    Raises:
+        OSError: it could not be read or deleted.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(container, flags)
+    try:
+        if os.listdir(fd) != [name]:
+            return
+        inner = os.open(name, flags, dir_fd=fd)
+        try:
+            if os.fstat(inner).st_dev != os.fstat(fd).st_dev:
+                return
+            left = os.listdir(inner)
+            if left == [".git"] and not _names_a_registration(inner, worktrees):
+                os.unlink(".git", dir_fd=inner)
+            elif left:
+                return
+        finally:
+            os.close(inner)
+        os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _names_a_registration(folder: int, worktrees: str) -> bool:
+    """False only when the ``.git`` of the open folder ``folder`` is a
+    regular file ``gitdir: <worktrees>/<name>`` and nothing lies there."""
+    fd = os.open(".git", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        text = os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+    named = os.fsdecode(text.removeprefix(b"gitdir: ").removesuffix(b"\n"))
+    if not text.startswith(b"gitdir: ") or os.path.dirname(named) != worktrees:
+        return True
+    return os.path.basename(named) in ("", ".", "..") or os.path.lexists(named)
 
 
 def _make(root: str) -> str:

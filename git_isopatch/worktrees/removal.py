@@ -35,7 +35,7 @@ from .inventory import (
 )
 from .lock import AdminLock, open_pin, stood_on, try_flock
 from .mounts import mount_points_under
-from .placement import TMP_PREFIX, forget_empty_beside, made_by_isopatch, remove_tree
+from .placement import TMP_PREFIX, forget_left_beside, made_by_isopatch, remove_tree
 from .registration import delete_registration, forget_set_aside
 from .store import GitMetadataStore
 
@@ -264,7 +264,7 @@ def prune(
         if not dry_run:
             _mend_our_commondirs(repository, store)
             forget_set_aside(repository.common_dir)
-            forget_empty_beside(repository.top, time.time() - lock.seconds)
+            forget_left_beside(repository.top, repository.common_dir, time.time() - lock.seconds)
             if sessions:
                 from .sessions import forget_ended
 

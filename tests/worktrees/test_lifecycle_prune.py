@@ -249,6 +249,7 @@ def test_prune_removes_the_folder_a_run_killed_waiting_for_the_lock_left(
     young.mkdir()
     full = tmp_path / "repo.isopatch-full0000"
     (full / "repo").mkdir(parents=True)
+    (full / "repo" / "README").write_text("hello\n")
     for folder in (left, full):
         os.utime(folder, (time.time() - 3600, time.time() - 3600))
     assert isopatch("prune", cwd=repo, env=env).returncode == 0
@@ -258,3 +259,45 @@ def test_prune_removes_the_folder_a_run_killed_waiting_for_the_lock_left(
     git("worktree", "remove", "--force", kept.fields()["worktree"], cwd=repo, env=env)
     shutil.rmtree(full)
     young.rmdir()
+
+
+@pytest.mark.needs("strace")
+def test_prune_removes_what_a_run_killed_while_it_registered_left(
+    env, make_repo, tmp_path: Path
+) -> None:
+    """A run killed (SIGKILL) between writing its worktree's ``.git`` and
+    moving the registration it names in leaves ``<name>/.git`` beside the
+    checkout: prune removes it once older than the lock's wait, and the
+    folder every run tries first is theirs again, as does an empty one.  A
+    ``.git`` naming a registration there, or another repository's, stays."""
+    repo = make_repo()
+    inject = ("-e", "trace=renameat2", "-e", "inject=renameat2:signal=KILL:when=1")
+    killed = subprocess.run(
+        ["strace", "-qq", "-o", os.devnull, *inject, ISOPATCH, "--", "true"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr  # as strace passes it on
+    (left,) = tmp_path.glob("repo.isopatch-*")
+    assert [p.name for p in left.rglob("*")] == ["repo", ".git"]
+    registered = git("worktree", "list", "--porcelain", cwd=repo, env=env).decode()
+    assert str(left) not in registered
+    named = {
+        "named000": repo / ".git" / "worktrees" / "decoy",
+        "other000": tmp_path / "worktrees" / "x",
+    }
+    for suffix, gitdir in named.items():
+        (tmp_path / f"repo.isopatch-{suffix}" / "repo").mkdir(parents=True)
+        (tmp_path / f"repo.isopatch-{suffix}" / "repo" / ".git").write_text(f"gitdir: {gitdir}\n")
+    (repo / ".git" / "worktrees" / "decoy").mkdir(parents=True)
+    stays = sorted(tmp_path.glob("repo.isopatch-*0"))
+    half = tmp_path / "repo.isopatch-half0000"  # killed before its .git was written
+    (half / "repo").mkdir(parents=True)
+    for folder in (left, half, *stays):
+        os.utime(folder, (time.time() - 3600, time.time() - 3600))
+    assert isopatch("prune", cwd=repo, env=env).returncode == 0
+    assert sorted(tmp_path.glob("repo.isopatch-*")) == stays
+    assert all((folder / "repo" / ".git").is_file() for folder in stays)
+    kept = isopatch("--keep", "--porcelain", "--", "true", cwd=repo, env=env)
+    assert Path(kept.fields()["worktree"]).parent == left  # the first tried, free again
