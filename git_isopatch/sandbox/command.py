@@ -110,6 +110,10 @@ ENDED = 0
 #: is listened to on a terminal (job control).
 STOP_LOOK_SECONDS = 0.05
 
+#: Seconds between two looks for a launcher that does not end everything
+#: as told (:attr:`_Launch.silent`): a kill may come from another thread.
+SILENT_LOOK_SECONDS = 1.0
+
 
 def _wait(
     process: subprocess.Popen[bytes],
@@ -134,11 +138,14 @@ def _wait(
             if info is None:  # WNOHANG: still running
                 if heard is not None and heard.said():
                     return ENDED
+                if launch.silent is not None and launch.silent():
+                    process.kill()
                 left = deadline - time.monotonic() if deadline is not None else None
                 if left is not None and left <= 0:
                     return None
                 if heard is not None:
-                    heard.listen(left, STOP_LOOK_SECONDS if tty is not None else None)
+                    look = STOP_LOOK_SECONDS if tty is not None else SILENT_LOOK_SECONDS
+                    heard.listen(left, look)
                     continue
                 delay = min(delay * 2, left or 0.05, 0.05)
                 time.sleep(delay)
@@ -238,6 +245,7 @@ def run_command(
         reported=wrapped.command_ended,
         listened=wrapped.watched,
         end_all=wrapped.kill_all,
+        silent=wrapped.silent,
     )
     with watched(wrapped.bounds, state):
         outcome = _run(argv, launch, cwd, env, streams, timeout, state)
@@ -267,6 +275,9 @@ class _Launch(Record):
     #: Ends the command and everything it started at once (in place of
     #: SIGKILL to its group, which would end bubblewrap too).
     end_all: Callable[[], None] | None = None
+    #: True when :attr:`end_all` has not ended them in time: bubblewrap is
+    #: killed, and its namespaces with it.
+    silent: Callable[[], bool] | None = None
 
     def alive(self, process: subprocess.Popen[bytes], pgid: int) -> bool:
         """The command (or what it started) may still run."""

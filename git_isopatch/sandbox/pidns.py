@@ -11,6 +11,7 @@ import _socket
 import contextlib
 import os
 import subprocess
+import time
 from typing import TYPE_CHECKING
 
 from .inside import GONE_TIMEOUT_SECONDS as GONE_TIMEOUT_SECONDS
@@ -66,6 +67,8 @@ class Wrapped:
         self._refusals = 0
         self._status: dict[str, int] | None = None
         self._inside: Inside | None = None
+        #: When :meth:`kill_all` told the launcher to end everything.
+        self._killed: float | None = None
         #: Every process of the namespace but the launcher has ended (after
         #: :meth:`finish`).
         self.gone = False
@@ -124,7 +127,16 @@ class Wrapped:
         """End every process of the namespace but the launcher (the
         command and all it started); it then reports."""
         if self._inside is not None:
+            self._killed = self._killed or time.monotonic()
             self._inside.kill()
+
+    def silent(self) -> bool:
+        """:meth:`kill_all` told the launcher to end everything
+        :data:`GONE_TIMEOUT_SECONDS` ago, and it has not reported: it no
+        longer serves (a fault of ours), and only bubblewrap's end, which
+        ends the namespaces, ends the command."""
+        waited = time.monotonic() - (self._killed or time.monotonic())
+        return waited > GONE_TIMEOUT_SECONDS and not self.command_ended()
 
     def finish(self) -> dict[str, int]:
         """bwrap's status (:func:`read_status`) once every process of the

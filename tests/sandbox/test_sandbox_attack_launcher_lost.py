@@ -9,6 +9,10 @@ command's (design: "Exit status").
   run fails as a sandbox failure, one ``fatal:`` line, error-code
   ``sandbox-failed``, exit 128, the user's repository as it was, nothing
   left behind; not "exit 137".
+- The launcher stops serving (SIGSTOP from outside, as a launcher of ours
+  caught in a loop): ``--timeout`` still ends the run, as a time-out (124),
+  bubblewrap killed once the launcher has not ended everything in
+  ``GONE_TIMEOUT_SECONDS``.
 - The launcher cannot start the command (a fork the process bound
   refuses, as the unprivileged user's ``RLIMIT_NPROC``): the command could
   not run (126, ``command-error``), not "exit 1" of the launcher's crash.
@@ -33,7 +37,8 @@ from git_isopatch.sandbox.launcher import MAIN
 #: ``cwd`` or the ``repo`` of :func:`run_as_nobody`) on ``sleep 60``,
 #: finds its launcher among its descendants (the interpreter run with
 #: ``-c <launcher's program>`` whose descendant is the ``sleep``), kills it
-#: with SIGKILL; ``killed``: ``[returncode, stdout, stderr, found]``.
+#: with SIGKILL (or ``signal``); ``killed``: ``[returncode, stdout, stderr,
+#: found]``.
 KILL_THE_LAUNCHER = """
 import json, os, signal, subprocess, sys, time
 params = json.loads(sys.argv[1])
@@ -76,7 +81,7 @@ while launcher is None and time.monotonic() < deadline and run.poll() is None:
             launcher = pid
     time.sleep(0.02)
 if launcher is not None:
-    os.kill(launcher, signal.SIGKILL)
+    os.kill(launcher, getattr(signal, params.get("signal", "SIGKILL")))
 out, err = run.communicate(timeout=90)
 killed = [run.returncode, out.decode(), err.decode(), launcher is not None]
 """
@@ -106,6 +111,25 @@ def test_a_launcher_killed_before_it_reported_fails_the_run(env, make_repo, no_l
         env=dict(env), capture_output=True, timeout=180, check=True,
     )  # fmt: skip
     _check_lost(*json.loads(done.stdout))
+    assert repo_state(repo, env) == before
+
+
+@pytest.mark.hostile
+def test_a_launcher_that_stops_serving_still_ends_on_timeout(env, make_repo, no_leftovers) -> None:
+    repo = make_repo()
+    before = repo_state(repo, env)
+    argv = [str(ISOPATCH), "--porcelain", "--sandbox", "--timeout", "2"]
+    params = {"argv": argv, "cwd": str(repo), "main": MAIN, "signal": "SIGSTOP"}
+    done = subprocess.run(
+        [sys.executable, "-c", KILL_THE_LAUNCHER + "print(json.dumps(killed))", json.dumps(params)],
+        env=dict(env), capture_output=True, timeout=180, check=True,
+    )  # fmt: skip
+    code, out, err, found = json.loads(done.stdout)
+    records = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    assert found, "the launcher was never seen running the command"
+    assert (code, records.get("exit")) == (124, "124"), (code, out, err)
+    assert "error: the command timed out after 2 seconds" in err.splitlines(), err
+    assert "Traceback" not in err, err
     assert repo_state(repo, env) == before
 
 
