@@ -25,15 +25,15 @@ the kernel then does as the caller, with the caller's own answer.
 Why that gives a command nothing it had not: the worker runs as the
 command's user, with no capability, in the namespaces the command runs
 in (its mount namespace differs only by the real folders our own git
-reads later, bound read-only, which no rename can change), on folders
-it reaches through the caller's own working folder, root and
-descriptors; everything it does the command could do itself with
-``mkdir``, ``open``, ``unlink`` (it copies only within one writable
-mount, never across mounts, never a folder into itself).  A path the
-caller changes after it was read, a caller killed meanwhile, a path too
-long or unreadable, flags it does not know, a caller that confined
-itself further (a mount namespace or seccomp filter of its own: a
-sandbox inside ours), all end in the kernel's own answer.
+reads later, bound read-only, which no rename can change), on folders it
+reaches through the caller's own working folder, root and descriptors;
+everything it does the command could do itself with ``mkdir``, ``open``,
+``unlink`` (it copies only within one writable mount, never across
+mounts, never a folder into itself).  A path the caller changes after it
+was read, a caller killed meanwhile, a path too long or unreadable,
+flags it does not know, a caller that confined itself further (its own
+mount namespace, seccomp filter, or Landlock domain: /proc shows none,
+so once one is made, every caller), all end in the kernel's own answer.
 
 Layering: knows nothing of the command line or of git.
 """
@@ -48,8 +48,7 @@ import sys
 
 #: ``ioctl`` requests of the listener (include/uapi/linux/seccomp.h).
 _RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
-_CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE
-_NOREPLACE = 1  # RENAME_NOREPLACE
+_CONTINUE = _NOREPLACE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE, RENAME_NOREPLACE
 _AT_FDCWD = -100
 _PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -127,7 +126,7 @@ class Renames:
 
     def __init__(self, fd, kinds, command, drop):
         self.fd, self.kinds, self.drop, self.command = fd, kinds, drop, command
-        self.workers = {}  # a worker's pipe: the notification's id
+        self.workers, self.landlocked = {}, False  # a worker's pipe: its notification's id
 
     def descriptors(self):
         """The descriptors to poll: the listener, each worker's pipe."""
@@ -192,12 +191,13 @@ class Renames:
         pid = int.from_bytes(notification[8:12], sys.byteorder)
         nr, arch = word[0] & 0xFFFFFFFF, word[0] >> 32
         kind = self.kinds.get((nr, arch) if sys.byteorder == "big" else (arch, nr))
+        self.landlocked = self.landlocked or kind == 3  # all it starts inherit the domain
         args = word[2:]
         dirs, at, flags = (_AT_FDCWD, _AT_FDCWD), (args[0], args[1]), 0
         if kind:
             dirs, at = (_signed(args[0]), _signed(args[2])), (args[1], args[3])
             flags = args[4] & 0xFFFFFFFF if kind == 2 else 0
-        if kind is None or flags not in (0, _NOREPLACE):
+        if kind is None or self.landlocked or flags not in (0, _NOREPLACE):
             return None
         old = _read(pid, at[0])
         if not old or not stat.S_ISDIR(os.lstat(_base(pid, dirs[0], old) + old).st_mode):

@@ -139,7 +139,8 @@ def _assembled(
 
 #: Per machine: ``seccomp(2)``'s number, and for each ABI of
 #: :data:`_SECCOMP_ARCHITECTURES` the numbers of its ``rename``,
-#: ``renameat`` and ``renameat2`` (x32's among x86_64's).
+#: ``renameat`` and ``renameat2`` (x32's among x86_64's); each ABI's
+#: ``landlock_restrict_self`` follows (:data:`_LANDLOCK_RESTRICT_SELF`).
 _RENAME_CALLS: dict[str, tuple[int, tuple[tuple[tuple[int, ...], ...], ...]]] = {
     "x86_64": (
         317,
@@ -152,15 +153,19 @@ _RENAME_CALLS: dict[str, tuple[int, tuple[tuple[tuple[int, ...], ...], ...]]] = 
     "s390x": (348, (((38,), (295,), (347,)),) * 2),
 }
 _SECCOMP_RET_USER_NOTIF = 0x7FC00000
+#: ``landlock_restrict_self``: one number on every ABI (x32's with its bit).
+_LANDLOCK_RESTRICT_SELF = 446
 
 
 def rename_supervision(machine: str | None = None) -> tuple[int, bytes, dict[tuple[int, int], int]]:
     """What :mod:`.renames` needs to supervise a command's renames on
     ``machine``: ``seccomp(2)``'s number, the filter that sends every
-    ``rename``, ``renameat`` and ``renameat2`` of every ABI to a listener
-    (``SECCOMP_RET_USER_NOTIF``) and allows all else, and which call each
-    ``(AUDIT_ARCH_*, number)`` is (0, 1, 2: ``rename``, ``renameat``,
-    ``renameat2``).
+    ``rename``, ``renameat``, ``renameat2`` and ``landlock_restrict_self``
+    of every ABI to a listener (``SECCOMP_RET_USER_NOTIF``) and allows all
+    else, and which call each ``(AUDIT_ARCH_*, number)`` is (0, 1, 2, 3:
+    ``rename``, ``renameat``, ``renameat2``, ``landlock_restrict_self``:
+    no process shows a Landlock domain, so the launcher learns of one
+    as it is made).
 
     Raises:
         KeyError: ``machine`` is not one the sandbox supports.
@@ -174,7 +179,8 @@ def rename_supervision(machine: str | None = None) -> tuple[int, bytes, dict[tup
     for index, (arch, numbers) in enumerate(zip(abis, calls, strict=True)):
         labels[f"abi{index}"] = len(code)
         code.append((_BPF_LD_W_ABS, _SECCOMP_NR, None, None))
-        known = [(kind, nr) for kind, nrs in enumerate(numbers) for nr in nrs]
+        landlock = tuple(nr & _X32 | _LANDLOCK_RESTRICT_SELF for nr in numbers[2])
+        known = [(kind, nr) for kind, nrs in enumerate((*numbers, landlock)) for nr in nrs]
         for position, (kind, nr) in enumerate(known):
             kinds[(arch, nr)] = kind
             last = position == len(known) - 1

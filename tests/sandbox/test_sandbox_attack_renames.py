@@ -1,0 +1,88 @@
+"""A hostile command turns the launcher's rename supervision
+(``git_isopatch.sandbox.renames``) against a confinement of its own: a
+process that restricted itself with Landlock, which no ``/proc`` file
+shows, asks for a rename its ruleset forbids; the launcher must leave it
+to the kernel, which refuses it as it does unconfined (``EACCES``).
+
+Real bubblewrap, real git, a real Landlock ruleset; as root and as the
+unprivileged uid 65534.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import sys
+
+import pytest
+from repo_helpers import git, isopatch
+from sandbox_helpers import run_as_nobody
+
+pytestmark = pytest.mark.hostile
+
+#: Restricts itself with a Landlock ruleset that forbids making and
+#: removing folders anywhere, starts a child that inherits it, and has
+#: both rename ``d`` of the base tree (as ``mv`` does first): what each got.
+LANDLOCKED = r"""
+import ctypes, errno, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+handled = (ctypes.c_uint64 * 1)(1 << 4 | 1 << 7 | 1 << 13)  # REMOVE_DIR, MAKE_DIR, REFER
+ruleset = libc.syscall(444, handled, 8, 0)  # landlock_create_ruleset
+assert ruleset >= 0, ctypes.get_errno()
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.syscall(446, ruleset, 0) == 0, ctypes.get_errno()  # landlock_restrict_self
+def rename(old, new):
+    try:
+        os.rename(old, new)
+        return "renamed"
+    except OSError as exc:
+        return exc.errno
+child = os.fork()
+if child == 0:
+    os._exit(0 if rename("d", "e") == errno.EACCES else 1)
+said = [rename("d", "f"), os.waitpid(child, 0)[1], sorted(os.listdir("d"))]
+print(json.dumps(said), file=sys.stderr)
+"""
+
+
+def _landlocked(out: str) -> list:
+    return json.loads(out.splitlines()[-1])
+
+
+def test_a_landlocked_caller_gets_the_kernels_refusal(env, make_repo) -> None:
+    """The process that made the ruleset and the child that inherited it
+    both get ``EACCES`` and ``d`` stays whole: the same as unconfined."""
+    repo = make_repo({"d/x": "x\n", "d/s/y": "y\n"})
+    for mode in ("--sandbox", "--no-sandbox"):
+        run = isopatch(mode, "--stdout", "-q", "--", sys.executable, "-c", LANDLOCKED,
+                       cwd=repo, env=env)  # fmt: skip
+        assert run.returncode == 0, run.err
+        assert _landlocked(run.err) == [errno.EACCES, 0, ["s", "x"]], (mode, run.err)
+        assert run.stdout == b"", (mode, run.stdout)
+    assert git("status", "--porcelain", cwd=repo, env=env) == b""
+
+
+AS_NOBODY = """\
+os.makedirs(os.path.join(repo, "d", "s"))
+for name in ("d/x", "d/s/y"):
+    open(os.path.join(repo, name), "w").write(name)
+subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+subprocess.run(["git", "-C", repo, "commit", "-q", "-m", "d"], check=True)
+said = {}
+for mode in ("--sandbox", "--no-sandbox"):
+    done = subprocess.run(
+        [sys.executable, "-m", "git_isopatch", mode, "--stdout", "-q", "--",
+         sys.executable, "-c", sys.argv[1]],
+        cwd=repo, capture_output=True,
+    )
+    said[mode] = [done.returncode, done.stdout.decode(), done.stderr.decode().splitlines()[-1:]]
+print(json.dumps(said))
+"""
+
+
+def test_a_landlocked_caller_as_an_unprivileged_user(env) -> None:
+    with run_as_nobody(env, AS_NOBODY, LANDLOCKED) as said:
+        assert said["--sandbox"] == said["--no-sandbox"], said
+        code, patch, last = said["--sandbox"]
+        assert (code, patch) == (0, ""), said
+        assert json.loads(last[0]) == [errno.EACCES, 0, ["s", "x"]], said
