@@ -270,6 +270,7 @@ class BaseTrees:
             room=len(trees) < max(self.limit, 1),
             git_dir=self.repository.git_dir,
             env=self.env,
+            settings=self.settings[0],
         )
         chosen, difference = (ready[found[0]], found[1]) if found else (None, None)
         _close([fd for tree, fd in idle if tree is not chosen])

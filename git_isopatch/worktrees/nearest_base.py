@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from ..git.admin_files import read_admin_file
 from ..git.moved_checkout import Difference, changed_paths
+from ..git.pinned import ATTRIBUTES_FILE
 from ..git.result import Ok
 from ..git.types import CommitId, GitDirPath
 
@@ -30,16 +31,22 @@ def nearest(
     room: bool,
     git_dir: GitDirPath,
     env: Mapping[str, str],
+    settings: Mapping[str, str | None],
 ) -> tuple[int, Difference] | None:
     """Which of the idle base trees ``idle`` (each its commit and private
     folder) to move to ``commit``, and what differs: the one with the
     fewest paths to write, when few of its files differ (:data:`NEAR`) or
-    there is no ``room`` for another base tree; ``None``: make one."""
+    there is no ``room`` for another base tree, never one whose move would
+    read the ``core.attributesFile`` of ``settings`` (as
+    :func:`..git.pinned.read_settings` reads them) from its own files
+    (:func:`_reads_own_attributes`); ``None``: make one."""
     best: tuple[int, Difference] | None = None
-    for number, (old, _) in enumerate(idle):
+    attributes_file = settings.get(ATTRIBUTES_FILE)
+    for number, (old, admin_dir) in enumerate(idle):
         match changed_paths(git_dir, old, commit, env=env):
             case Ok(difference) if best is None or len(difference.paths) < len(best[1].paths):
-                best = (number, difference)
+                if not _reads_own_attributes(admin_dir, difference, attributes_file):
+                    best = (number, difference)
             case _:
                 pass
     if best is None:
@@ -57,3 +64,25 @@ def _index_entries(admin_dir: GitDirPath) -> int:
     except (OSError, struct.error):
         return 0
     return count if signature == b"DIRC" else 0
+
+
+def _reads_own_attributes(admin_dir: GitDirPath, difference: Difference, name: str | None) -> bool:
+    """Whether moving the base tree whose private folder is ``admin_dir``
+    by ``difference`` would have git read the relative
+    ``core.attributesFile`` ``name`` (read from the worktree's top on the
+    first look at an attribute) from the base tree itself: a file there,
+    or one the move writes.  A new checkout, into an empty folder, reads
+    none; a move would convert what it writes by the old commit's rules,
+    or, moved whole, every file by the new one's."""
+    if not name or name.startswith(("/", "~")):
+        return False
+    path = os.path.normpath(name)
+    if path == ".." or path.startswith("../"):  # outside: a new checkout reads it too
+        return False
+    if any(changed == os.fsencode(path) for changed, _, _ in difference.paths):
+        return True
+    try:
+        dotgit = read_admin_file(os.path.join(admin_dir, "gitdir"), limit=1 << 16)
+    except OSError:
+        return True
+    return os.path.lexists(os.path.join(os.path.dirname(os.fsdecode(dotgit.rstrip(b"\n"))), path))

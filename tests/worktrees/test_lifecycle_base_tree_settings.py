@@ -228,3 +228,23 @@ def test_a_filter_program_found_elsewhere_on_path_makes_its_base_tree(
         assert _run(repo, moved, "--no-sandbox", "cat", "a.txt") == (b"", seen)
         assert _run(repo, moved, "--sandbox", "cat", "a.txt") == (b"", seen)
     assert len(base_trees(repo, env)) == 2
+
+
+def test_a_tracked_attributes_file_is_read_by_no_base_trees_checkout(env, make_repo) -> None:
+    """A relative ``core.attributesFile`` names a file git reads from the
+    top of the worktree on its first look at an attribute: a new checkout
+    (``git worktree add``) has not written it yet and converts nothing by
+    it; a base tree moved from a commit that holds it would convert the
+    paths it writes by the old commit's rules.  Runs at each commit see
+    and capture what unconfined ones do."""
+    repo = make_repo({"a.txt": "one\n", "attributes": "*.txt text eol=crlf\n"})
+    git("config", "core.attributesFile", "attributes", cwd=repo, env=env)
+    (repo / "a.txt").write_text("one\ntwo\n")
+    (repo / "attributes").write_text("")
+    git("commit", "-q", "-am", "no conversion", cwd=repo, env=env)
+    command = ["sh", "-c", "cat a.txt; echo x >> a.txt"]
+    for base in ("main~", "main"):
+        git("checkout", "-q", "--detach", base, cwd=repo, env=env)
+        expected = _run(repo, env, "--no-sandbox", *command)
+        assert b"\r" not in expected[1]
+        assert _run(repo, env, "--sandbox", *command) == expected
