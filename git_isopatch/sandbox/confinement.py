@@ -345,16 +345,16 @@ def confine(
         temporary = env.get("TMPDIR")
         env["TMPDIR"] = private_tmp
         stdout, stderr = streams
-        fds = [_fileno(stdout, 1), _fileno(stderr, 2)]
+        files = _stream_files([_fileno(stdout, 1), _fileno(stderr, 2)])
         places = _places(worktree, admin_dir, common_dir, top, private_tmp, env, temporary)
-        kept = cache_folders(places, env, plan.allow_write) if plan.cache.kept else ()
+        kept = cache_folders(places, env, (*plan.allow_write, *files)) if plan.cache.kept else ()
         # read as the command left them where they can be: what it may really write
         places = places._replace(global_config=places.global_config.keeping(plan.allow_write))
         with (
             held(cache_root(common_dir), kept, plan.cache.limit) as caches,
             bound(plan.limits) as bounds,  # its groups go once the namespaces have
         ):
-            namespaced = _namespaced(plan, places, env, fds, layers, caches)
+            namespaced = _namespaced(plan, places, env, files, layers, caches)
             namespaced.namespaces = namespaced.namespaces.bounded(bounds)
             try:
                 yield namespaced
@@ -409,7 +409,7 @@ def _namespaced(
     plan: ConfinementPlan,
     places: RunPlaces,
     env: dict[str, str],
-    fds: Sequence[int],
+    streams: Sequence[str],
     layers: str,
     caches: Held,
 ) -> Namespaced:
@@ -428,7 +428,7 @@ def _namespaced(
         places,
         allow_write=plan.allow_write,
         allow_network=plan.allow_network,
-        streams=_stream_files(fds),
+        streams=streams,
         caches=caches.layers,
     )
     spaces = namespaces.Namespaces(plan.bwrap, policy, layers, seccomp_filter())

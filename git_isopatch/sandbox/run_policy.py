@@ -135,14 +135,17 @@ def _copy_on_write(places: RunPlaces) -> list[str]:
 
 
 def cache_folders(
-    places: RunPlaces, environ: Mapping[str, str], allow_write: Sequence[str] = ()
+    places: RunPlaces, environ: Mapping[str, str], writable: Sequence[str] = ()
 ) -> tuple[str, ...]:
     """The cache folders of ``environ`` that get a cache layer in the run
     (:func:`.cache_layer.usable_folders`): inside a copy-on-write folder,
     apart from the checkout, the git directory and every really writable
-    place."""
+    place (``writable``: the allowed paths, the files of the command's
+    output).  bubblewrap makes each such place's mount point after the
+    layers, and 0.11 follows a link the layer holds on the way there,
+    out of the namespaces: a layer kept from an earlier run must hold none."""
     apart = (places.top, places.common_dir, places.worktree, places.admin_dir, places.tmpdir)
-    return usable_folders(environ, within=_copy_on_write(places), apart_from=(*apart, *allow_write))
+    return usable_folders(environ, within=_copy_on_write(places), apart_from=(*apart, *writable))
 
 
 def _shielded(places: RunPlaces, allow_write: Sequence[str]) -> tuple[str, ...]:
