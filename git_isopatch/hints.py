@@ -2,7 +2,8 @@
 could not run a program (:func:`command_hints`), that failed where git
 signs (:func:`signing_hints`), where a local clone hard-links
 (:func:`hard_link_hints`) or in the default sandbox
-(:func:`sandbox_hint`), and for a run from ``HEAD`` that left the user's
+(:func:`sandbox_hint`), that named a path in an empty submodule
+(:func:`submodule_hints`), and for a run from ``HEAD`` that left the user's
 uncommitted changes out (:data:`UNCOMMITTED_HINT`).  Each is decided on
 what the run saw, never on timing."""
 
@@ -215,7 +216,8 @@ def ran_hints(
     files: WorktreeFiles = HOST_FILES,
 ) -> tuple[str, ...]:
     """The hints of step 5, for the command that ran in ``worktree``:
-    :func:`command_hints`, then :func:`signing_hints`."""
+    :func:`command_hints`, :func:`submodule_hints`, then
+    :func:`signing_hints`."""
     repository = start.repository
     found = command_hints(
         start.command,
@@ -226,7 +228,46 @@ def ran_hints(
         files,
         start.environ.get("PATH", ""),
     )
-    return found + signing_hints(start, outcome, stderr, confined)
+    return (
+        found
+        + submodule_hints(start, worktree, files)
+        + signing_hints(start, outcome, stderr, confined)
+    )
+
+
+def submodule_hints(start: Start, worktree: str, files: WorktreeFiles) -> tuple[str, ...]:
+    """For a run without ``--recurse-submodules`` whose command names a
+    path in a submodule the user has checked out (``make -C vendor/lib``,
+    ``--manifest-path=vendor/lib/Cargo.toml``): that folder is empty in
+    the worktree, which is why the command found nothing there.  An
+    argument counts whole, or after the ``=`` of an option; the submodule
+    is named from the user's folder.  Decided on the arguments, the
+    checkout and the worktree, never on what the command printed."""
+    from .git.submodule import user_submodule_git_dir
+
+    top, prefix = start.repository.top, start.repository.prefix
+    if start.recurse_submodules or not os.path.isfile(os.path.join(top, ".gitmodules")):
+        return ()
+    folders = set()
+    for word in start.command[1:]:
+        value = word.partition("=")[2] if word.startswith("-") else word
+        path = posixpath.normpath(posixpath.join(prefix, value)) if value else ".."
+        if not path.startswith(("/", "../")) and path not in ("..", "."):
+            parts = path.split("/")
+            folders.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    for folder in sorted(folders):
+        inside = os.path.join(worktree, folder)
+        if (
+            files.is_real_folder(inside)
+            and not files.lexists(os.path.join(inside, ".git"))
+            and user_submodule_git_dir(top, folder) is not None
+        ):
+            named = shlex.quote(posixpath.relpath(folder, prefix or "."))
+            return (
+                f"'{named}' is a submodule, empty in the worktree; "
+                "--recurse-submodules populates it from yours",
+            )
+    return ()
 
 
 #: Said when a run from ``HEAD`` changed nothing while the user's work

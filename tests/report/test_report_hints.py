@@ -9,7 +9,7 @@ import json
 import os
 
 import pytest
-from repo_helpers import isopatch, write_tree
+from repo_helpers import git, isopatch, write_tree
 
 NOT_FOUND = ("sh", "-c", "prettier --write .")
 
@@ -295,3 +295,38 @@ def test_a_subcommand_after_options_runs_a_program_and_says_so(env, make_repo) -
             f"hint: '{name}' is git isopatch's subcommand only as its first argument: "
             f"git isopatch {name} -C <path>"
         ], run.err
+
+
+def _submodule_hint(path: str) -> str:
+    return (
+        f"hint: '{path}' is a submodule, empty in the worktree; "
+        "--recurse-submodules populates it from yours"
+    )
+
+
+def test_a_path_in_an_unpopulated_submodule_is_named(env, make_repo, tmp_path) -> None:
+    """``cargo fmt --manifest-path vendor/lib/Cargo.toml``, ``make -C
+    vendor/lib``: a worktree starts with empty submodule folders, so a
+    command that names a path in a submodule the user has checked out finds
+    nothing there.  The hint names the submodule and the option, from the
+    user's folder; decided on the arguments and the checkout, not on what
+    the command printed."""
+    make_repo({"Makefile": "all:\n"}, name="lib-up")
+    repo = make_repo({"src/a": "a\n"})
+    protocol = ("-c", "protocol.file.allow=always")
+    git(*protocol, "submodule", "add", "-q", tmp_path / "lib-up", "vendor/lib", cwd=repo, env=env)
+    git("commit", "-q", "-m", "submodule", cwd=repo, env=env)
+    run = isopatch("--", "make", "-C", "vendor/lib", cwd=repo, env=env)
+    assert run.returncode != 0, run.err
+    assert _hints(run) == [_submodule_hint("vendor/lib")], run.err
+    option = isopatch("--", "ls", "--file=vendor/lib/Makefile", cwd=repo, env=env)
+    assert _hints(option) == [_submodule_hint("vendor/lib")], option.err
+    below = isopatch("--", "ls", "../vendor/lib/Makefile", cwd=repo / "src", env=env)
+    assert _hints(below) == [_submodule_hint("../vendor/lib")], below.err
+    populated = isopatch(
+        "--recurse-submodules", "--", "make", "-C", "vendor/lib", cwd=repo, env=env
+    )
+    assert populated.returncode == 0, populated.err
+    assert _hints(populated) == []
+    for other in (["ls", "src/a"], ["ls", "vendor/other"], ["ls", "/vendor/lib"]):
+        assert _hints(isopatch("--", *other, cwd=repo, env=env)) == [], other
