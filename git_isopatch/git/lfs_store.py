@@ -3,9 +3,9 @@
 named by the SHA-256 of its content.
 
 :func:`store_object` puts one there from an open file, checked against its
-name as it is copied: a content that does not hash to the name is never
-stored, so a store filled from what a command left holds only what git-lfs
-would have written.
+name as it is copied and against the size its pointer gives before: a
+content that does not hash to the name is never stored, so a store filled
+from what a command left holds only what git-lfs would have written.
 """
 
 from __future__ import annotations
@@ -40,25 +40,38 @@ def has_object(common_dir: str, oid: str) -> bool:
     return os.path.lexists(os.path.join(common_dir, STORE, object_path(oid)))
 
 
-def store_object(common_dir: str, oid: str, source: int) -> bool:
+#: A block of zeros as :func:`store_object` copies it: a hole of the copy.
+_ZEROS = bytes(1 << 20)
+
+
+def store_object(common_dir: str, oid: str, source: int, size: int) -> bool:
     """Copy the open file ``source`` into the store of ``common_dir`` as
-    the object ``oid``, through a file in git-lfs's ``lfs/tmp`` linked into
-    place (one already there stays); ``False`` when its content does not
-    hash to ``oid`` or it cannot be written (nothing is then left).
-    ``hashlib`` (OpenSSL's) loads here, in a run that stores one."""
+    the object ``oid`` of ``size`` bytes (its pointer's), through a file in
+    git-lfs's ``lfs/tmp`` linked into place (one already there stays);
+    ``False`` when it holds another size, its content does not hash to
+    ``oid`` or it cannot be written (nothing is then left).  Blocks of
+    zeros are left holes, as ``cp --sparse=always`` leaves them: a sparse
+    file stays sparse and fills no disk.  ``hashlib`` (OpenSSL's) loads
+    here, in a run that stores one."""
     import hashlib
 
     final = os.path.join(common_dir, STORE, object_path(oid))
     temp = None
     try:
+        if os.fstat(source).st_size != size:
+            return False
         tmp = os.path.join(common_dir, STORE_TMP)
         os.makedirs(tmp, exist_ok=True)
         fd, temp = make_file(tmp, "isopatch-")
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out:
-            while chunk := os.read(source, 1 << 20):
+            while chunk := os.read(source, len(_ZEROS)):
                 digest.update(chunk)
-                out.write(chunk)
+                if chunk == _ZEROS[: len(chunk)]:
+                    out.seek(len(chunk), os.SEEK_CUR)
+                else:
+                    out.write(chunk)
+            out.truncate()  # the holes at the end too
             os.fchmod(out.fileno(), 0o644)
         if digest.hexdigest() != oid:
             return False

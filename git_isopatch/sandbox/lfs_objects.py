@@ -9,8 +9,9 @@ What the layer holds is the command's: its folders are read a component at
 a time, never through a link, its files opened without blocking, regular
 files only (:mod:`.untrusted`); an object no pointer the run's patches add
 names stays behind (the command could leave a sparse file of a terabyte
-there, named by its hash, at no cost), and so does one whose content does
-not hash to its name (:func:`..git.lfs_store.store_object`).
+there, named by its hash, at no cost), and so does one of another size
+than the pointer's or whose content does not hash to its name; one that
+goes is copied with its holes (:func:`..git.lfs_store.store_object`).
 """
 
 from __future__ import annotations
@@ -32,21 +33,24 @@ if TYPE_CHECKING:
 LOOKED_AT_MOST = 100_000
 
 
-#: A line a patch adds to a Git LFS pointer, naming its object.
-_ADDED_OID = re.compile(rb"\n\+oid sha256:([0-9a-f]{64})(?=\n)")
+#: The lines a patch adds to a Git LFS pointer naming its object and its
+#: size (git-lfs writes its keys in order: ``oid``, then ``size``).
+_ADDED_OID = re.compile(rb"\n\+oid sha256:([0-9a-f]{64})\n\+size ([0-9]{1,20})(?=\n)")
 
 
-def named_objects(patches: Sequence[str]) -> set[str]:
-    """The objects the pointers ``patches`` add name (read a megabyte at a
-    time: a line of a patch may be as long as a file)."""
-    named: set[str] = set()
+def named_objects(patches: Sequence[str]) -> dict[str, set[int]]:
+    """The objects the pointers ``patches`` add name, each with the sizes
+    they give it (read a megabyte at a time: a line of a patch may be as
+    long as a file)."""
+    named: dict[str, set[int]] = {}
     for patch in patches:
         with contextlib.suppress(OSError), open(patch, "rb") as handle:
             tail = b"\n"
             while chunk := handle.read(1 << 20):
                 text = tail + chunk
-                named.update(m.group(1).decode() for m in _ADDED_OID.finditer(text))
-                tail = text[-80:]
+                for match in _ADDED_OID.finditer(text):
+                    named.setdefault(match.group(1).decode(), set()).add(int(match.group(2)))
+                tail = text[-160:]
     return named
 
 
@@ -59,7 +63,7 @@ def bring_lfs_objects_home(box: Namespaces, common_dir: str, patches: Sequence[s
         return 0
     root, store = place
     brought, looked = 0, 0
-    named: set[str] | None = None  # the patches read once an object is there
+    named: dict[str, set[int]] | None = None  # the patches read once an object is there
     for first in list_beneath(root, store):
         for second in list_beneath(root, os.path.join(store, first)):
             folder = os.path.join(store, first, second)
@@ -70,13 +74,13 @@ def bring_lfs_objects_home(box: Namespaces, common_dir: str, patches: Sequence[s
                 if not is_oid(oid) or not oid.startswith(first + second):
                     continue
                 named = named_objects(patches) if named is None else named
-                if oid not in named or has_object(common_dir, oid):
+                if len(named.get(oid, ())) != 1 or has_object(common_dir, oid):
                     continue
                 fd = open_beneath(root, os.path.join(folder, oid))
                 if fd is None:
                     continue
                 try:
-                    brought += store_object(common_dir, oid, fd)
+                    brought += store_object(common_dir, oid, fd, *named[oid])
                 finally:
                     os.close(fd)
     return brought

@@ -132,20 +132,50 @@ def test_a_folder_1500_deep_in_home_is_reported_and_discarded(env, make_repo) ->
     _no_layer_left(Path(env["TMPDIR"]))
 
 
-def test_an_lfs_object_no_pointer_names_stays_in_the_layer(env, make_repo) -> None:
-    repo = make_repo()
-    size, digest = 1 << 28, hashlib.sha256()
+def _sparse_object(size: int) -> tuple[str, str]:
+    """The name of an LFS object of ``size`` zero bytes, and a script that
+    plants it in the store as a sparse file."""
+    digest = hashlib.sha256()
     for _ in range(size >> 20):
         digest.update(bytes(1 << 20))
     oid = digest.hexdigest()
     folder = f"$C/lfs/objects/{oid[:2]}/{oid[2:4]}"
-    planted = f'mkdir -p "{folder}" && truncate -s {size} "{folder}/{oid}"'
+    return oid, f'mkdir -p "{folder}" && truncate -s {size} "{folder}/{oid}"'
+
+
+def test_an_lfs_object_no_pointer_names_stays_in_the_layer(env, make_repo) -> None:
+    repo = make_repo()
+    _, planted = _sparse_object(1 << 28)
     script = f"{COMMON}echo change >> README && {planted}"
     before = repo_state(repo, env)
     code, out, err, _ = _run(repo, env, script)
     assert code == 0 and _records(out)["files"] == "1", (out, err)
     assert not (repo / ".git" / "lfs").exists()
     assert repo_state(repo, env) == before
+
+
+@pytest.mark.parametrize("named", ["its size", "another size"])
+def test_an_lfs_object_a_pointer_names_goes_home_only_as_sparse_as_it_was(
+    env, make_repo, named: str
+) -> None:
+    """A sparse object of 256 MiB that a pointer of the patch names: it
+    goes into the real store with its holes (it fills no disk), and only
+    when the pointer gives its size; else it stays in the layer."""
+    repo = make_repo()
+    size = 1 << 28
+    oid, planted = _sparse_object(size)
+    said = size if named == "its size" else 7
+    pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {said}\n"
+    script = f"{COMMON}printf '{pointer}' > big.bin && {planted}"
+    code, out, err, _ = _run(repo, env, script)
+    assert code == 0 and _records(out)["files"] == "1", (out, err)
+    stored = repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+    if named == "its size":
+        assert stored.stat().st_size == size
+        assert stored.stat().st_blocks * 512 < 1 << 20, "the holes were filled"
+    else:
+        assert not stored.exists()
+    assert not list((repo / ".git" / "lfs" / "tmp").glob("*"))
 
 
 def test_a_signal_ends_a_wait_on_a_fifo_the_command_left(env, make_repo, tmp_path: Path) -> None:
