@@ -33,7 +33,8 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .git.config import SECTION, parse_bool, read_section
+from .git.config import SECTION, read_section
+from .git.config_read import parse_bool
 from .git.record import Record
 from .git.result import Err, GitError, Ok
 

@@ -10,7 +10,6 @@ files in process (:mod:`.config_read`): that saves a process per read.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 from .config_read import read_entries
@@ -77,32 +76,6 @@ def read_section(
         key, newline, value = record.decode("utf-8", "surrogateescape").partition("\n")
         values.setdefault(key.lower(), []).append(value if newline else None)
     return Ok(values)
-
-
-_TRUE = frozenset({"true", "yes", "on"})
-_FALSE = frozenset({"false", "no", "off", ""})
-_INTEGER = re.compile(r"\A[+-]?[0-9]+[kmg]?\Z")
-
-
-def parse_bool(key: str, value: str | None) -> GitResult[bool]:
-    """A boolean as git reads one (git-config(1), "Values"): true/yes/on and
-    false/no/off (any case), an integer (non-zero is true, with git's
-    optional k/m/g suffix), the empty string (false), and a key with no
-    ``=`` at all (``value is None``: true).
-
-    Returns:
-        ``Ok(bool)``, or ``Err`` whose reason is ``bad config value for '<key>'``.
-    """
-    if value is None:
-        return Ok(True)
-    folded = value.strip().lower()
-    if folded in _TRUE:
-        return Ok(True)
-    if folded in _FALSE:
-        return Ok(False)
-    if _INTEGER.match(folded):
-        return Ok(int(folded.rstrip("kmg")) != 0)
-    return Err(GitError(reason=f"bad config value for '{key}'"))
 
 
 def parse_expiry_date(text: str, env: Mapping[str, str]) -> GitResult[int]:

@@ -20,6 +20,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from .result import Err, GitError, GitResult, Ok
+
 #: Variables that choose other files than libgit2 reads: git only.
 _OTHER_FILES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
 #: Exec paths of a git whose system file is ``/etc/gitconfig`` (prefix
@@ -30,8 +32,17 @@ _USR_EXEC_PATHS = frozenset({"/usr/lib/git-core", "/usr/libexec/git-core"})
 #: repository and in a linked worktree alike.
 _SAME_CONDITIONS = ("includeif.gitdir:", "includeif.gitdir/i:")
 _KEY = re.compile(r"\A[A-Za-z0-9-]+(\..*)?\.[A-Za-z][A-Za-z0-9-]*\Z", re.DOTALL)
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off", ""})
+_TRUE = frozenset({"true", "yes", "on"})
+_FALSE = frozenset({"false", "no", "off", ""})
+#: An integer as git's ``git_parse_signed`` reads one with ``strtoimax``
+#: in base 0 (leading space, a sign, hexadecimal, octal or decimal), then
+#: a unit (config.c, ``get_unit_factor``).
+_INTEGER = re.compile(
+    r"\A[ \t\n\v\f\r]*([+-]?)(?:0[xX]([0-9a-fA-F]+)|(0[0-7]*)|([1-9][0-9]*))([kKmMgG]?)\Z"
+)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+#: The largest ``int`` of C, which a boolean read as an integer fits in.
+_INT_MAX = (1 << 31) - 1
 
 Entries = list[tuple[str, str | None]]
 
@@ -118,12 +129,44 @@ def command_line_entries(environ: Mapping[str, str]) -> Entries | None:
     return canonical
 
 
+def parse_bool(key: str, value: str | None) -> GitResult[bool]:
+    """A boolean as git reads one (git-config(1), "Values"; config.c,
+    ``git_config_bool``): true/yes/on and false/no/off (any case), the
+    empty string (false), an integer that fits C's ``int`` (non-zero is
+    true: :data:`_INTEGER`), and a key with no ``=`` at all (``value is
+    None``: true).
+
+    Returns:
+        ``Ok(bool)``, or ``Err`` whose reason is ``bad config value for '<key>'``.
+    """
+    if value is None or value.lower() in _TRUE:
+        return Ok(True)
+    if value.lower() in _FALSE:
+        return Ok(False)
+    number = _INTEGER.match(value)
+    if number is not None:
+        _sign, hexadecimal, octal, decimal, unit = number.groups()
+        magnitude = (
+            int(hexadecimal, 16) if hexadecimal else int(octal or decimal, 8 if octal else 10)
+        )
+        if magnitude <= _INT_MAX // _UNITS[unit.lower()]:
+            return Ok(magnitude != 0)
+    return Err(GitError(reason=f"bad config value for '{key}'"))
+
+
 def _no_system(environ: Mapping[str, str]) -> bool | None:
     value = environ.get("GIT_CONFIG_NOSYSTEM")
     if value is None:
         return False
-    folded = value.strip().lower()
-    return True if folded in _TRUE else False if folded in _FALSE else None
+    return _read_bool("GIT_CONFIG_NOSYSTEM", value)
+
+
+def _read_bool(key: str, value: str | None) -> bool | None:
+    """:func:`parse_bool`'s boolean, ``None`` where git refuses ``value``."""
+    match parse_bool(key, value):
+        case Ok(boolean):
+            return boolean
+    return None
 
 
 def _same_files(
@@ -217,14 +260,10 @@ def read_entries(git_dir: str, environ: Mapping[str, str]) -> Entries | None:
     return entries + command_line
 
 
-def _booleans(values: object) -> set[bool | None]:
-    """How git reads each of ``values`` as a boolean (``None``: a key
-    without ``=``, true); ``None`` in the set: one git refuses."""
-    read: set[bool | None] = set()
-    for value in values:  # type: ignore[attr-defined]
-        folded = "true" if value is None else value.lower()
-        read.add(True if folded in _TRUE else False if folded in _FALSE else None)
-    return read
+def _booleans(key: str, values: object) -> set[bool | None]:
+    """How git reads each of ``values`` of ``key`` as a boolean (``None``:
+    a key without ``=``, true); ``None`` in the set: one git refuses."""
+    return {_read_bool(key, value) for value in values}  # type: ignore[attr-defined]
 
 
 def linked_top_may_move(common_dir: str, admin_dir: str) -> bool:
@@ -244,12 +283,14 @@ def linked_top_may_move(common_dir: str, admin_dir: str) -> bool:
     pygit2 = load_pygit2()
     try:
         config = pygit2.Config(os.path.join(common_dir, "config"))
-        extension = _booleans(config.get_multivar("extensions.worktreeConfig"))
+        extension = _booleans(
+            "extensions.worktreeConfig", config.get_multivar("extensions.worktreeConfig")
+        )
         if extension <= {False}:
             return False
         if None in extension or os.path.lexists(os.path.join(admin_dir, "config.worktree")):
             return True  # a value git refuses, or the worktree's own settings
-        bare = _booleans(config.get_multivar("core.bare"))
+        bare = _booleans("core.bare", config.get_multivar("core.bare"))
         return any(True for _ in config.get_multivar("core.worktree")) or not bare <= {False}
     except (pygit2.GitError, OSError, ValueError):
         return True

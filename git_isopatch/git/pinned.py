@@ -26,8 +26,7 @@ import contextlib
 import os
 from collections.abc import Mapping, Sequence
 
-from .config import parse_bool
-from .config_read import read_entries
+from .config_read import parse_bool, read_entries
 from .result import Err, Ok
 from .run import run_git
 from .temporary import make_file

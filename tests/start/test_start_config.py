@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from repo_helpers import git, isopatch, repo_state
 
-from git_isopatch.git.config import parse_bool
+from git_isopatch.git.config_read import parse_bool
 from git_isopatch.git.result import Err, Ok
 from git_isopatch.settings import CONFIG_KEYS, parse_seconds
 
@@ -237,6 +237,13 @@ def test_python_api_reads_config_and_arguments_win(env, make_repo) -> None:
         ("No", False),
         ("off", False),
         ("0", False),
+        (" 1", True),  # strtoimax skips leading space
+        ("0x10", True),  # and reads C's bases
+        ("0X0", False),
+        ("017", True),
+        ("-0", False),
+        ("2097151k", True),
+        ("2147483647", True),
     ],
 )
 def test_parse_bool_reads_what_git_reads(env, tmp_path: Path, value, expected) -> None:
@@ -248,9 +255,17 @@ def test_parse_bool_reads_what_git_reads(env, tmp_path: Path, value, expected) -
         assert got.strip() == (b"true" if expected else b"false")
 
 
-def test_parse_bool_refuses_what_git_refuses() -> None:
-    assert isinstance(parse_bool("isopatch.keep", "maybe"), Err)
-    assert isinstance(parse_bool("isopatch.keep", "1x"), Err)
+@pytest.mark.parametrize(
+    "value",
+    ["maybe", "1x", " true", "true ", "1 ", " ", "08", "0x", "2097152k", "-2147483648", "1.0"],
+)
+def test_parse_bool_refuses_what_git_refuses(env, tmp_path: Path, value: str) -> None:
+    assert isinstance(parse_bool("isopatch.keep", value), Err)
+    refused = subprocess.run(
+        ["git", "-c", f"isopatch.keep={value}", "config", "--type=bool", "isopatch.keep"],
+        cwd=tmp_path, env=env, capture_output=True,
+    )  # fmt: skip
+    assert refused.returncode == 128, refused.stdout
 
 
 @pytest.mark.parametrize("text", ["90", "1.5", ".5", "0", " 7 ", "2."])
