@@ -26,16 +26,9 @@ def outside_folders(start: Start, paths: tuple[str, ...]) -> tuple[tuple[str, in
     :attr:`.result.CaptureResult.outside_folders`)."""
     if not paths:
         return ()
-    from .sandbox.caches import place  # only where the sandbox discarded writes
+    from .sandbox.caches import places  # only where the sandbox discarded writes
 
-    environ, top = start.environ, start.repository.top
-    counts: dict[str, list] = {}
-    for path in paths:
-        folder, tool_own = place(path, environ, top)
-        entry = counts.setdefault(folder, [0, True])
-        entry[0] += 1
-        entry[1] = entry[1] and tool_own
-    return tuple((folder, n, tool_own) for folder, (n, tool_own) in counts.items())
+    return places(paths, start.environ, start.repository.top)
 
 
 def _edited(start: Start, checkout: GitResult[CheckoutState] | None) -> CheckoutState | None:

@@ -130,6 +130,30 @@ def place(path: str, environ: Mapping[str, str], top: str) -> tuple[str, bool]:
         shown = "/" + path.lstrip("/").split("/")[0]
     elif folder == xdg and path != folder:
         shown = _child(folder, path)
-    if home and _inside(shown, home):
-        shown = "~" + shown[len(home) :]
-    return shown, tool_own
+    return _tilde(shown, home), tool_own
+
+
+def _tilde(path: str, home: str | None) -> str:
+    return "~" + path[len(home) :] if home and _inside(path, home) else path
+
+
+def places(
+    paths: tuple[str, ...], environ: Mapping[str, str], top: str
+) -> tuple[tuple[str, int, bool], ...]:
+    """``paths`` by where they lie (:func:`place`): each folder, how many,
+    whether all are a tool's own.  Those in the checkout are named by the
+    innermost folder that holds them all (``node_modules/.cache``, written
+    through a ``--link``), not by the checkout's top."""
+    groups: dict[str, list] = {}
+    for path in paths:
+        folder, tool_own = place(path, environ, top)
+        group = groups.setdefault(folder, [[], True])
+        group[0].append(path)
+        group[1] = group[1] and tool_own
+    checkout = place(top, environ, top)[0]
+    if checkout in groups:
+        inside = groups[checkout][0]
+        common = posixpath.commonpath(inside) if len(inside) > 1 else posixpath.dirname(inside[0])
+        named = _tilde(common if _inside(common, top) else top, _home(environ))
+        groups = {named if f == checkout else f: group for f, group in groups.items()}
+    return tuple((folder, len(inside), tool_own) for folder, (inside, tool_own) in groups.items())

@@ -110,6 +110,23 @@ def test_without_sandbox_the_same_command_escapes(env, make_repo, tmp_path: Path
     assert _output(run).count("ESCAPED") >= 10, _output(run)
 
 
+def test_writes_through_a_link_are_named_by_the_folder_holding_them(env, make_repo) -> None:
+    """A tool's cache written through ``--link`` (``node_modules/.cache``,
+    as eslint and xo write it) is named, not the checkout's top."""
+    repo = make_repo({".gitignore": "node_modules/\n"})
+    (repo / "node_modules" / "pkg").mkdir(parents=True)
+    (repo / "node_modules" / "pkg" / "index.js").write_text("a\n")
+    write = "mkdir -p node_modules/.cache/eslint && echo c > node_modules/.cache/eslint/cache"
+    run = isopatch("--sandbox", "--link", "node_modules", "--", "sh", "-c", write,
+                   cwd=repo, env=env)  # fmt: skip
+    assert run.returncode == 0, run.err
+    warned = [line for line in run.err.splitlines() if line.startswith("warning:")]
+    cache = repo / "node_modules" / ".cache"
+    said = f"warning: the command wrote 3 paths outside its worktree, discarded: {cache}"
+    assert warned == [said], run.err
+    assert not cache.exists()
+
+
 def test_sandbox_from_configuration_and_no_sandbox(env, make_repo) -> None:
     repo = make_repo()
     write_outside = ["sh", "-c", f"echo x > {repo}/outside"]
