@@ -151,8 +151,9 @@ MAIN = (
 
 @functools.cache
 def launcher_program() -> bytes:
-    """:mod:`.launcher_main`'s code, and :mod:`.renames`'s with the
-    filter and calls of :func:`.seccomp.rename_supervision` (``None`` on
+    """:mod:`.launcher_main`'s code, and :mod:`.folder_move`'s and
+    :mod:`.renames`'s with the filter and calls of
+    :func:`.seccomp.rename_supervision` (``None`` on
     a machine it does not know), marshalled: read here, outside the
     sandbox, by the package's own loader from their compiled files (which
     the loader writes when missing or stale, as an import does), where a
@@ -160,11 +161,11 @@ def launcher_program() -> bytes:
     from .seccomp import rename_supervision
 
     codes = []
-    for name in ("launcher_main", "renames"):
+    for name in ("launcher_main", "folder_move", "renames"):
         spec = importlib.util.find_spec(f"{__package__}.{name}")
         codes.append(spec.loader.get_code(spec.name))
     try:
-        renames = (codes[1], *rename_supervision())
+        renames = (tuple(codes[1:]), *rename_supervision())
     except KeyError:
         renames = None
     return marshal.dumps((codes[0], renames))

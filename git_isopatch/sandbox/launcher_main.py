@@ -247,12 +247,13 @@ def _start(fd, execute, arguments, mask, setup=None, supervised=None):
 
 def _supervision(renames):
     """The command's renames supervised (:class:`.renames.Supervision`,
-    whose code, ``seccomp(2)`` number, filter and calls ``renames``
-    holds), or ``None`` without them."""
+    whose code, :mod:`.folder_move`'s before it, ``seccomp(2)`` number,
+    filter and calls ``renames`` holds), or ``None`` without them."""
     if renames is None:
         return None
     names = {"__name__": "renames"}
-    exec(renames[0], names)
+    for code in renames[0]:
+        exec(code, names)
     return names["Supervision"](*renames[1:], drop_capabilities)
 
 

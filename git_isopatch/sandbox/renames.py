@@ -1,6 +1,7 @@
 """Renames of folders the copy-on-write layers cannot rename, done for
 the command by the launcher (:mod:`.launcher_main`, whose program this
-module's code joins: it imports nothing of the package).
+module's code joins, after :mod:`.folder_move`'s: it imports nothing else
+of the package, and that only outside the launcher).
 
 Overlayfs mounted in a user namespace has no ``redirect_dir``, so
 ``rename(2)`` of a folder a lower layer holds (a folder of the base tree,
@@ -17,9 +18,9 @@ the namespace's first process it is every caller's ancestor, as Yama's
 (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``) unless it is a folder renamed
 with flags 0 or ``RENAME_NOREPLACE`` by a process of the command's own
 mount namespace and filters: then a worker it forks, which drops every
-capability first, makes it (:func:`_move`), and where the kernel says
-``EXDEV`` within one mount does what ``mv`` does: the folder copied
-(modes, links, times), then removed.  Whatever the worker could not do
+capability first, makes it (:func:`.folder_move.move_folder`), and where
+the kernel says ``EXDEV`` within one mount does what ``mv`` does: the
+folder copied (modes, links, times), then removed.  Whatever the worker could not do
 the kernel then does as the caller, with the caller's own answer.
 
 Why that gives a command nothing it had not: the worker runs as the
@@ -46,15 +47,15 @@ import select
 import stat
 import sys
 
+try:
+    from .folder_move import KERNEL, PATH_ONLY, move_folder
+except ImportError:  # in the launcher, which runs folder_move's code first, beside this
+    pass
+
 #: ``ioctl`` requests of the listener (include/uapi/linux/seccomp.h).
 _RECV, _SEND, _ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 _CONTINUE = _NOREPLACE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE, RENAME_NOREPLACE
 _AT_FDCWD = -100
-_PATH = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-#: What a worker says when it did nothing: the kernel makes the call.
-_KERNEL = b"k"
 
 
 def install(number, program):
@@ -184,9 +185,10 @@ class Renames:
         return self._work(number, *call)
 
     def _call(self, notification, number):
-        """``(bases, paths, flags)`` of a folder renamed as :func:`_move`
-        makes it, or ``None``: the kernel makes the call.  Cheap for all
-        but a folder: the first path read and looked at, nothing opened."""
+        """``(bases, paths, flags)`` of a folder renamed as
+        :func:`.folder_move.move_folder` makes it, or ``None``: the kernel
+        makes the call.  Cheap for all but a folder: the first path read
+        and looked at, nothing opened."""
         word = [int.from_bytes(notification[i : i + 8], sys.byteorder) for i in range(16, 80, 8)]
         pid = int.from_bytes(notification[8:12], sys.byteorder)
         nr, arch = word[0] & 0xFFFFFFFF, word[0] >> 32
@@ -208,7 +210,7 @@ class Renames:
         bases = []
         try:
             for folder, path in zip(dirs, paths, strict=True):
-                bases.append(os.open(_base(pid, folder, path), _PATH))
+                bases.append(os.open(_base(pid, folder, path), PATH_ONLY))
         except OSError:
             for fd in bases:
                 os.close(fd)
@@ -229,11 +231,11 @@ class Renames:
         except OSError:
             pid = None
         if pid == 0:
-            said = _KERNEL
+            said = KERNEL
             try:
                 os.close(read)
                 self.drop()
-                said = _move(bases, paths, flags)
+                said = move_folder(bases, paths, flags)
             except BaseException:
                 pass
             finally:
@@ -300,151 +302,3 @@ def _read(pid, at):
         return None
     path = path[: path.index(b"\0")]
     return path.rstrip(b"/") or path
-
-
-def _split(path):
-    """``path``'s folder (relative: an absolute path is looked up from
-    the caller's root) and last name, or ``None`` (``.`` or ``..``)."""
-    folder, _, name = path.rstrip(b"/").rpartition(b"/")
-    if name in (b"", b".", b".."):
-        return None
-    return folder.lstrip(b"/") or b".", name
-
-
-def _mount(fd):
-    with open("/proc/self/fdinfo/%d" % fd, "rb") as info:
-        for line in info:
-            if line.startswith(b"mnt_id:"):
-                return line
-    return None
-
-
-def _move(bases, paths, flags):
-    """What the worker says: ``0`` when it renamed the folder, an errno
-    when it copied but could not remove, :data:`_KERNEL` when it did
-    nothing."""
-    split = [_split(p) for p in paths]
-    if None in split:
-        return _KERNEL
-    (old_folder, old), (new_folder, new) = split
-    old_parent = os.open(old_folder, _PATH, dir_fd=bases[0])
-    new_parent = os.open(new_folder, _PATH, dir_fd=bases[1])
-    if flags:
-        try:
-            os.mkdir(new, 0o700, dir_fd=new_parent)
-        except OSError:
-            return _KERNEL
-    try:
-        os.rename(old, new, src_dir_fd=old_parent, dst_dir_fd=new_parent)
-        return b"0"
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            if flags:
-                os.rmdir(new, dir_fd=new_parent)
-            return _KERNEL
-    source = os.open(old, _FOLDER, dir_fd=old_parent)
-    mount = _mount(source)
-    if _mount(old_parent) != mount or _mount(new_parent) != mount or _inside(new_parent, source):
-        return _KERNEL
-    made = bool(flags)
-    if not flags:
-        try:
-            os.mkdir(new, 0o700, dir_fd=new_parent)
-            made = True
-        except FileExistsError:  # an empty folder: replaced, as rename(2) does
-            pass
-    target = os.open(new, _FOLDER, dir_fd=new_parent)
-    if not made and os.listdir(target):
-        return _KERNEL
-    try:
-        _copy(source, target, mount)
-    except (OSError, RecursionError):
-        _empty(target)
-        if made:
-            os.rmdir(new, dir_fd=new_parent)
-        return _KERNEL
-    try:
-        _empty(source)
-        os.rmdir(old, dir_fd=old_parent)
-    except OSError as exc:
-        return b"%d" % (exc.errno or errno.EIO)
-    return b"0"
-
-
-def _inside(folder, source):
-    """``folder`` is ``source`` or beneath it (on its mount)."""
-    mark = os.fstat(source)
-    fd = os.open(".", _PATH, dir_fd=folder)
-    try:
-        while True:
-            seen = os.fstat(fd)
-            if (seen.st_dev, seen.st_ino) == (mark.st_dev, mark.st_ino):
-                return True
-            up = os.open("..", _PATH, dir_fd=fd)
-            above = os.fstat(up)
-            os.close(fd)
-            fd = up
-            if above.st_ino == seen.st_ino or above.st_dev != seen.st_dev:
-                return False  # the root, or another file system
-    finally:
-        os.close(fd)
-
-
-def _copy(source, target, mount):
-    """Everything in folder ``source`` copied into ``target`` as ``mv``
-    copies: modes, symbolic links, times; never across a mount."""
-    for name in os.listdir(source):
-        seen = os.stat(name, dir_fd=source, follow_symlinks=False)
-        mode = seen.st_mode
-        if stat.S_ISDIR(mode):
-            os.mkdir(name, 0o700, dir_fd=target)
-            inner = os.open(name, _FOLDER, dir_fd=source)
-            made = os.open(name, _FOLDER, dir_fd=target)
-            try:
-                if _mount(inner) != mount:
-                    raise OSError(errno.EXDEV, "a mount")
-                _copy(inner, made, mount)
-            finally:
-                os.close(inner)
-                os.close(made)
-        elif stat.S_ISLNK(mode):
-            os.symlink(os.readlink(name, dir_fd=source), name, dir_fd=target)
-        elif stat.S_ISREG(mode):
-            _copy_file(source, target, name)
-        else:
-            raise OSError(errno.EXDEV, "not a file")
-        if not stat.S_ISLNK(mode):
-            os.chmod(name, stat.S_IMODE(mode), dir_fd=target)
-        os.utime(
-            name, ns=(seen.st_atime_ns, seen.st_mtime_ns), dir_fd=target, follow_symlinks=False
-        )
-    seen = os.fstat(source)
-    os.fchmod(target, stat.S_IMODE(seen.st_mode))
-    os.utime(target, ns=(seen.st_atime_ns, seen.st_mtime_ns))
-
-
-def _copy_file(source, target, name):
-    read = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=source)
-    try:
-        write = os.open(name, _NEW, 0o600, dir_fd=target)
-        try:
-            while os.sendfile(write, read, None, 1 << 30):
-                pass
-        finally:
-            os.close(write)
-    finally:
-        os.close(read)
-
-
-def _empty(folder):
-    """Everything in ``folder`` removed, through descriptors."""
-    for name in os.listdir(folder):
-        try:
-            os.unlink(name, dir_fd=folder)
-        except IsADirectoryError:
-            inner = os.open(name, _FOLDER, dir_fd=folder)
-            try:
-                _empty(inner)
-            finally:
-                os.close(inner)
-            os.rmdir(name, dir_fd=folder)
