@@ -3,7 +3,8 @@ could not run a program (:func:`command_hints`), that failed where git
 signs (:func:`signing_hints`), where a local clone hard-links
 (:func:`hard_link_hints`) or in the default sandbox
 (:func:`sandbox_hint`), that named a path in an empty submodule
-(:func:`submodule_hints`), and for a run from ``HEAD`` that left the user's
+(:func:`submodule_hints`) or wrote into the checkout it named
+(:func:`checkout_path_hints`), and for a run from ``HEAD`` that left the user's
 uncommitted changes out (:data:`UNCOMMITTED_HINT`).  Each is decided on
 what the run saw, never on timing."""
 
@@ -266,6 +267,32 @@ def submodule_hints(start: Start, worktree: str, files: WorktreeFiles) -> tuple[
             return (
                 f"'{named}' is a submodule, empty in the worktree; "
                 "--recurse-submodules populates it from yours",
+            )
+    return ()
+
+
+def checkout_path_hints(
+    command: Sequence[str], top: str, outside_writes: Sequence[str], checkout_changes: Sequence[str]
+) -> tuple[str, ...]:
+    """For a command given an absolute path into the user's checkout
+    (``ruff format "$PWD/src"``, lint-staged's paths), whole or after an
+    option's ``=``, that wrote there (a discarded write in the sandbox,
+    ``checkout_changes`` unconfined): it worked on the checkout, not on the
+    worktree.  Decided on the arguments and the writes, never on what the
+    command printed."""
+    real_top = os.path.realpath(top)
+    inside = real_top.rstrip("/") + "/"
+    written = [path for path in outside_writes if path.startswith(inside)]
+    written += [os.path.join(real_top, path) for path in checkout_changes]
+    for word in command[1:] if written else ():
+        value = word.partition("=")[2] if word.startswith("-") else word
+        led = os.path.realpath(value) if value.startswith("/") else ""
+        if (led + "/").startswith(inside) and any(
+            path == led or path.startswith(led.rstrip("/") + "/") for path in written
+        ):
+            return (
+                f"'{value}' leads into your checkout, not the worktree, and the command "
+                "wrote there: pass paths relative to the current folder",
             )
     return ()
 

@@ -15,7 +15,13 @@ from .errors import IsopatchError
 from .git.result import GitResult, Ok
 from .git.status import CheckoutState, read_checkout
 from .git.types import CommitId
-from .hints import UNCOMMITTED_HINT, hard_link_hints, left_out_edits_hint, sandbox_hint
+from .hints import (
+    UNCOMMITTED_HINT,
+    checkout_path_hints,
+    hard_link_hints,
+    left_out_edits_hint,
+    sandbox_hint,
+)
 from .result import CaptureResult
 from .values import Extracted, Ran, SessionPatch, Start
 from .worktrees.results import output_tail
@@ -122,7 +128,11 @@ def report(
         command_error=ran.outcome.start_error,
         timeout=start.timeout,
         shared_writes=ran.shared_writes,
-        hints=ran.hints + hard_link_hints(ran.outcome, ran.outside_writes),
+        hints=ran.hints
+        + hard_link_hints(ran.outcome, ran.outside_writes)
+        + checkout_path_hints(
+            start.command, start.repository.top, ran.outside_writes, ran.checkout_changes
+        ),
         informational_hints=sandbox_hint(start, ran.outcome),
         top=start.repository.top,
         checkout_changes=ran.checkout_changes,

@@ -138,8 +138,8 @@ def test_shared_writes_then_checkout_changes_then_nothing_else(env, make_repo) -
         "version", "command", "command", "command", "command", "command",
         "base", "exit", "sandbox", "patch", "files", "insertions", "deletions", "stdout",
         "stderr", "worktree", "shared-write", "shared-write", "checkout-change", "checkout-change",
-        "duration",
-    ]  # fmt: skip
+        "duration", "hint",
+    ]  # fmt: skip  # the hint: "$1" led into the checkout
     assert "\ncheckout-change a\ncheckout-change b\nduration " in run.out
     script = 'git tag v2 && echo z >> "$1/a"'
     run = isopatch(

@@ -29,6 +29,13 @@ HINT = (
 )
 
 
+def _path_hint(repo: Path, lead: str) -> str:
+    return (
+        f"{lead}'{repo}' leads into your checkout, not the worktree, and the command wrote "
+        "there: pass paths relative to the current folder"
+    )
+
+
 def test_a_write_through_an_absolute_path_is_reported(env, make_repo, no_leftovers) -> None:
     repo = make_repo({"README": "hello\n", "dirty.txt": "a\n", ".gitignore": "build/\n"})
     (repo / "dirty.txt").write_text("already modified\n")
@@ -40,7 +47,8 @@ def test_a_write_through_an_absolute_path_is_reported(env, make_repo, no_leftove
     run = isopatch("--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env)
     assert run.returncode == 0, run.err
     assert run.err.startswith(
-        "warning: your work tree changed while the command ran: README, dirty.txt, new file\n"
+        _path_hint(repo, "hint: ")
+        + "\nwarning: your work tree changed while the command ran: README, dirty.txt, new file\n"
         + HINT
     ), run.err
     assert "isopatch: 1 file changed" in run.err
@@ -52,8 +60,9 @@ def test_porcelain_and_json_name_each_path_in_order(env, make_repo, no_leftovers
     run = isopatch("--porcelain", "--", "sh", "-c", script, "sh", str(repo), cwd=repo, env=env)
     assert run.returncode == 0, run.err
     lines = run.out.splitlines()
-    assert lines[-1].startswith("duration ")
-    assert lines[-4:-1] == [
+    assert lines[-1] == _path_hint(repo, "hint "), "the argument that led there"
+    assert lines[-2].startswith("duration ")
+    assert lines[-5:-2] == [
         "shared-write refs/tags/v1 created",
         'checkout-change "a\\tb"',
         "checkout-change b",

@@ -330,3 +330,31 @@ def test_a_path_in_an_unpopulated_submodule_is_named(env, make_repo, tmp_path) -
     assert _hints(populated) == []
     for other in (["ls", "src/a"], ["ls", "vendor/other"], ["ls", "/vendor/lib"]):
         assert _hints(isopatch("--", *other, cwd=repo, env=env)) == [], other
+
+
+@pytest.mark.parametrize("sandbox", ["--sandbox", "--no-sandbox"])
+def test_an_absolute_path_into_the_checkout_that_was_written_is_named(
+    env, make_repo, sandbox
+) -> None:
+    """``ruff format "$PWD/src"`` (lint-staged's absolute paths): the
+    command works on the user's checkout, not on the worktree, so its fix
+    is discarded in the sandbox (or lands in the checkout unconfined) and
+    the patch is empty.  When the command wrote there, the hint names the
+    argument; decided on the arguments and the writes."""
+    repo = make_repo({"a.txt": "a\n", "b.txt": "b\n"})
+    append = ("sh", "-c", 'echo x >> "$1"', "sh")
+    run = isopatch(sandbox, "--", *append, f"{repo}/a.txt", cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    hint = (
+        f"hint: '{repo}/a.txt' leads into your checkout, not the worktree, and the command "
+        "wrote there: pass paths relative to the current folder"
+    )
+    assert hint in _hints(run), run.err
+    option = isopatch(sandbox, "--", *append, "b.txt", f"--config={repo}", cwd=repo, env=env)
+    assert f"hint: '{repo}' leads into your checkout" not in option.err, "nothing written there"
+    second = ("sh", "-c", 'echo x >> "$2"', "sh", f"--config={repo}/b.txt", f"{repo}/a.txt")
+    elsewhere = isopatch(sandbox, "--", *second, cwd=repo, env=env)
+    led = [line for line in _hints(elsewhere) if "leads into your checkout" in line]
+    assert led == [hint], "only the argument the command wrote under"
+    read = isopatch(sandbox, "--", "cat", f"{repo}/b.txt", cwd=repo, env=env)
+    assert "leads into your checkout" not in read.err
