@@ -482,3 +482,24 @@ def test_an_ignored_gitattributes_converts_the_untouched_files_of_a_pooled_workt
     patch = Path(run.fields()["patch"]).read_bytes()
     assert b"diff --git a/s/crlf.txt b/s/crlf.txt" in patch, patch
     assert b"diff --git a/crlf.txt" not in patch, patch
+
+
+def test_a_pooled_worktree_over_its_own_attributes_file_gives_what_a_fresh_one_does(
+    env, make_repo
+) -> None:
+    """A relative ``core.attributesFile`` names a file git reads from the
+    top of the worktree: a fresh one (``git worktree add``) has not written
+    it when it checks out and converts nothing by it; a pooled worktree
+    brought to another commit converts what it writes by the rules of the
+    commit it held, which its check then finds differing from the commit:
+    it is not used.  Runs at each commit see what fresh ones do."""
+    repo = make_repo({"a.txt": "one\n", "attributes": "*.txt text eol=crlf\n"})
+    git("config", "core.attributesFile", "attributes", cwd=repo, env=env)
+    (repo / "a.txt").write_text("one\ntwo\n")
+    (repo / "attributes").write_text("")
+    git("commit", "-q", "-am", "no conversion", cwd=repo, env=env)
+    for base in ("main~", "main", "main~"):
+        run = _run(repo, env, "--base", base, "--", "sh", "-c", "cat a.txt; echo x >> a.txt")
+        assert run.returncode == 0, run.err
+        assert b"\r" not in Path(run.fields()["stdout"]).read_bytes(), base
+        assert b"\r" not in Path(run.fields()["patch"]).read_bytes(), base
