@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 LOOKED_AT_MOST = 100_000
 
 
-#: The lines a patch adds to a Git LFS pointer naming its object and its
-#: size (git-lfs writes its keys in order: ``oid``, then ``size``).
-_ADDED_OID = re.compile(rb"\n\+oid sha256:([0-9a-f]{64})\n\+size ([0-9]{1,20})(?=\n)")
+#: The line a patch adds to a Git LFS pointer naming its object, and the
+#: pointer's size, added or context (git-lfs writes ``oid`` then ``size``).
+_ADDED_OID = re.compile(rb"\n\+oid sha256:([0-9a-f]{64})\n[+ ]size ([0-9]{1,20})(?=\n)")
 
 
 def named_objects(patches: Sequence[str]) -> dict[str, set[int]]:

@@ -130,6 +130,25 @@ def test_git_lfs_contents_reach_the_store(env, make_repo, tmp_path: Path, no_lef
     assert not any(os.path.lexists(p) for p in planted)
 
 
+@pytest.mark.needs("git-lfs")
+def test_git_lfs_content_of_the_same_size_reaches_the_store(
+    env, make_repo, tmp_path: Path, no_leftovers
+) -> None:
+    """A content of the pointer's old size: the patch adds the pointer's
+    ``oid`` line alone (its ``size`` line is context); the content goes
+    to the store all the same, and ``--apply`` writes the file."""
+    repo = _lfs_repo(env, make_repo, tmp_path)
+    content = b"\x00new binary\n"  # as long as the old one
+    run = isopatch(
+        "--porcelain", "--apply", "--", "sh", "-c", "printf '\\000new binary\\n' > data.bin",
+        cwd=repo, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0 and run.fields()["applied"] == "true", (run.out, run.err)
+    assert b"\n size 12\n" in Path(run.fields()["patch"]).read_bytes()
+    assert _lfs_store(repo, content).read_bytes() == content
+    assert (repo / "data.bin").read_bytes() == content
+
+
 def _lfs_clone_without_objects(env, tmp_path: Path) -> Path:
     """A clone that holds Git LFS pointers whose objects its remote lacks
     (a local "remote" whose LFS store is gone): a checkout that smudges
