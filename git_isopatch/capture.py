@@ -1,18 +1,15 @@
 """The procedure of the design, steps 1-7, as :func:`run`.
 
-Each step lives in a module of its own: the checks before anything exists
-(:mod:`.start`), the worktree's life cycle
-(:func:`.worktrees.lifecycle.worktree_for_run`), populating it
-(:mod:`.populate`), the command (:mod:`.execute`), the patch
-(:mod:`.extract`) and the report (:mod:`.report`).  :func:`capture` is the
-keyword form of :func:`run`.
+Each step lives in a module of its own: the checks before anything exists (:mod:`.start`),
+the worktree's life cycle (:func:`.worktrees.lifecycle.worktree_for_run`), populating it
+(:mod:`.populate`), the command (:mod:`.execute`), the patch (:mod:`.extract`) and the
+report (:mod:`.report`).  :func:`capture` is the keyword form of :func:`run`.
 
-Only the checks and the look at the user's checkout load with this
-module: the steps after them load once the look's ``git status`` runs,
-beside it (a warm run's first git process starts some 20 ms earlier, and
-the status of a large checkout overlaps them).  A sandboxed run takes no
-look: it loads those up to the command while its worktree's first git
-runs (:func:`load`), not after it.
+Only the checks and the look at the user's checkout load with this module: the steps after
+them load once the look's ``git status`` runs, beside it (a warm run's first git process
+starts some 20 ms earlier, and the status of a large checkout overlaps them).  A sandboxed
+run takes no look: it loads those up to the command while its worktree's first git runs,
+and those after it while the command runs (:func:`load`), not after them.
 """
 
 from __future__ import annotations
@@ -75,15 +72,14 @@ def run(
     provider: WorktreeProvider | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> CaptureResult:
-    """The procedure (design: "The procedure"): run ``request.command`` in an
-    ephemeral worktree at ``request.base`` and capture its changes.
+    """The procedure (design: "The procedure"): run ``request.command`` in an ephemeral
+    worktree at ``request.base`` and capture its changes.
 
     Args:
-        request: what to run and how; fields left ``None`` are completed from
-            ``isopatch.*`` configuration (:func:`.settings.complete_request`).
-        environ: the environment to resolve the repository from and to give
-            the command (default ``os.environ``); git's repository variables
-            are removed before the command sees it.
+        request: what to run and how; fields left ``None`` are completed from ``isopatch.*``
+            configuration (:func:`.settings.complete_request`).
+        environ: the environment to resolve the repository from and to give the command
+            (default ``os.environ``); git's repository variables are removed before it sees it.
         provider: the worktrees' provider (default: as configured).
         warn: called with each one-line warning (a linked or copied path that does not
             exist, a kept worktree removed at ``isopatch.maxWorktrees``,
@@ -96,10 +92,9 @@ def run(
 
     Raises:
         ValueError: a combination that cannot go together (:func:`.request.conflicts`).
-        IsopatchError: not a work tree, a bad configuration value, a base
-            that does not resolve, a refused include, no room for a worktree
-            (``too-many-worktrees``), no sandbox here, a worktree that could not
-            be made (:func:`.start.check`); no worktree was created.
+        IsopatchError: not a work tree, a bad configuration value, a base that does not resolve, a
+            refused include, no room for a worktree (``too-many-worktrees``), no sandbox here, a
+            worktree that could not be made (:func:`.start.check`); no worktree was created.
         Interrupted: a signal stopped the run before it had a result.
     """
     started, warn = time.monotonic(), warn or warning
@@ -131,9 +126,9 @@ def run(
             # 4. Bring in the sparse files, submodules, --link/--copy paths.
             submodules = _populate(lease, plan, warn)
             # 5. Run the command, confined; the confinement lasts through extraction.
-            from . import execute, report
+            from . import execute
 
-            command = execute.command(plan, lease.isolation, state, warn, look, ending)
+            command = execute.command(plan, lease.isolation, state, warn, look, ending, _after)
             with command as (ran, confinement):
                 lease.keep_answer(ran.fidelity.conversions)
                 # 6. Extract the patch; a failure keeps the worktree for inspection.
@@ -144,6 +139,8 @@ def run(
             failed = isinstance(extracted, IsopatchError)
             lease.settle(keep=plan.keep or failed, poolable=confinement.poolable)
         # 7. Report shared writes, checkout changes, hints; --apply, while the sandbox ends.
+        from . import report  # loaded while the command ran
+
         result = report.report(plan, ran, extracted, state, private.path, lease.kept, warn, session)
         _settle(private, result)  # -o without captured output leaves nothing
     _expire(provider, plan)
@@ -165,9 +162,8 @@ def _signal_wins(state: dict[str, int | None]) -> Iterator[None]:
 
 def _settle(private: PrivateFolder, result: CaptureResult) -> None:
     """The run's private folder keeps what ``result`` names, nothing else
-    (:meth:`.worktrees.results.PrivateFolder.settle`), settled while the
-    sandbox ends: what the namespaces wrote there is gone
-    (:meth:`.sandbox.confinement.Confinement.end`)."""
+    (:meth:`.worktrees.results.PrivateFolder.settle`), settled while the sandbox ends: what the
+    namespaces wrote there is gone (:meth:`.sandbox.confinement.Confinement.end`)."""
     named = (result.patch_path, result.stdout, result.stderr, result.worktree_path)
     private.settle((*named, result.session_patch))
 
@@ -205,26 +201,33 @@ def _provider(
 
 
 #: What a sandboxed run loads while its worktree's first git runs
-#: (:attr:`.worktrees.provider.WorktreeProvider.meanwhile`): steps 4 and
-#: 5, the sandbox's launch and its reading of the layers (step 6's, loaded
-#: before the command, cost more than after it).
+#: (:attr:`.worktrees.provider.WorktreeProvider.meanwhile`): steps 4 and 5, the sandbox's
+#: launch and its reading of the layers.
 BEFORE_THE_COMMAND = (
     "git_isopatch.worktrees.run_layer",
     "git_isopatch.populate",
     "git_isopatch.execute",
-    "git_isopatch.report",
     "git_isopatch.sandbox.run_policy",
     "git_isopatch.sandbox.seccomp",
     "git_isopatch.sandbox.layer_state",
 )
 
+#: And once bubblewrap has started, while it sets up and the command runs (``meanwhile`` of
+#: :func:`.execute.command`): steps 6 and 7, else loaded before extraction's first git.
+AFTER_THE_COMMAND = (
+    "git_isopatch.extract",
+    "git_isopatch.worktrees.compared_index",
+    "git_isopatch.sandbox.layer_objects",
+    "git_isopatch.sandbox.lfs_objects",
+    "git_isopatch.report",
+)
+
 
 def load(names: Sequence[str]) -> None:
-    """Import the modules ``names`` now: while a git process runs, their
-    imports would otherwise come after it.  A module that fails to import
-    is left to the step that needs it, which imports it again and fails
-    there.  What they make is moved out of the collector's reach, as the
-    command line's modules are (:func:`.usage.modules_loaded`)."""
+    """Import the modules ``names`` now: while a git process runs, their imports would otherwise
+    come after it.  A module that fails to import is left to the step that needs it, which imports
+    it again and fails there.  What they make is moved out of the collector's reach, as the command
+    line's modules are (:func:`.usage.modules_loaded`)."""
     import gc
 
     collecting = gc.isenabled()
@@ -239,6 +242,9 @@ def load(names: Sequence[str]) -> None:
         if collecting:
             gc.freeze()
             gc.enable()
+
+
+_after = partial(load, AFTER_THE_COMMAND)
 
 
 def _expire(provider: WorktreeProvider, plan: Start) -> None:
@@ -272,13 +278,11 @@ def _session_run(plan: Start) -> SessionRun | None:
 
 
 def _over(plan: Start) -> CommitId | None:
-    """The commit of the base tree a run goes over: a sandboxed run's
-    (a session's first step too: its layer is kept), but with
-    ``--recurse-submodules`` (its submodules are populated in a worktree
-    of its own, as an unconfined run's are), or a snapshot's whose
-    ``.gitattributes`` differ from ``HEAD``'s (the base tree's files are
-    converted as ``HEAD``'s say, not as a checkout of the snapshot would
-    be)."""
+    """The commit of the base tree a run goes over: a sandboxed run's (a session's first step too:
+    its layer is kept), but with ``--recurse-submodules`` (its submodules are populated in a
+    worktree of its own, as an unconfined run's are), or a snapshot's whose ``.gitattributes``
+    differ from ``HEAD``'s (the base tree's files are converted as ``HEAD``'s say, not as a checkout
+    of the snapshot would be)."""
     if not plan.sandbox.confined or plan.recurse_submodules:
         return None
     if plan.tree_commit != plan.commit:
@@ -378,8 +382,7 @@ def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) 
 
 
 def _index_aside(lease: Lease, git: WorktreeGit, private_dir: str) -> str | None:
-    """A session's index as the command left it, set aside
-    (:func:`.session_patch.index_aside`)."""
+    """A session's index as the command left it, set aside (:func:`.session_patch.index_aside`)."""
     if lease.isolation.session is None:
         return None
     from . import session_patch
@@ -396,8 +399,7 @@ def _extract(
     ran: Ran,
     compared: Compared | None,
 ) -> Extracted | IsopatchError:
-    """Step 6 (:func:`.extract.extract`) with ``git``; its classified
-    failure as a value."""
+    """Step 6 (:func:`.extract.extract`) with ``git``; its classified failure as a value."""
     from . import extract
     from .git.shared_state import INFO_ATTRIBUTES
 
@@ -430,10 +432,9 @@ def _session(
     private_dir: str,
     aside: str | None,
 ) -> SessionPatch | IsopatchError | None:
-    """Step 6 for a session (:func:`.session_patch.take`): kept with the
-    session when the step ends.  A state that cannot be recorded leaves
-    the session broken (``session-broken``): its worktree no longer
-    matches its last state, and a later step would lose this one's change."""
+    """Step 6 for a session (:func:`.session_patch.take`): kept with the session when the step ends.
+    A state that cannot be recorded leaves the session broken (``session-broken``): its worktree no
+    longer matches its last state, and a later step would lose this one's change."""
     step = lease.isolation.session
     if step is None:
         return None

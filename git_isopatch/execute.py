@@ -24,7 +24,6 @@ from .git.quote import quoted
 from .git.result import Err, Ok
 from .git.run import command_environment
 from .git.shared_state import read_shared_state
-from .hints import ran_hints
 from .sandbox.command import CommandOutcome
 from .sandbox.confinement import Confinement, confine
 from .values import Ran, Start
@@ -42,6 +41,7 @@ def command(
     warn: Callable[[str], None],
     checkout: CheckoutLook,
     ending: contextlib.ExitStack,
+    meanwhile: Callable[[], None] | None = None,  # called once a confined command started
 ) -> Iterator[tuple[Ran, Confinement]]:
     """Run the command; yield what it did and the confinement, alive for
     the body (git-isopatch's own git in the worktree runs confined too),
@@ -64,8 +64,7 @@ def command(
             env = fidelity.command_env(env)
             if isolation.session is not None:  # its store read, never written
                 env = isolation.session.command_env(env)
-            # under --sandbox the checkout cannot change through the command: None
-            checkout_before = checkout.result()
+            checkout_before = checkout.result()  # None under --sandbox: it cannot change
             stdout, stderr, paths = _output(start, isolation.private_dir, stack)
             confinement = ending.enter_context(
                 confine(
@@ -84,9 +83,8 @@ def command(
                 confinement = stack.enter_context(_watched())
             pointers = read_pointers(isolation.admin_dir)
             with contextlib.ExitStack() as files:
-                for stream in (stdout, stderr):
-                    if stream is not None and not isinstance(stream, int):
-                        files.callback(stream.close)
+                for stream in (s for s in (stdout, stderr) if hasattr(s, "close")):  # files
+                    files.callback(stream.close)
                 outcome = confinement.run_command(
                     start.command,
                     cwd=cwd,
@@ -95,6 +93,7 @@ def command(
                     stderr=stderr,
                     timeout=start.timeout,
                     signal_state=state,
+                    meanwhile=meanwhile,
                 )
         except OSError as exc:  # the folder or the output files cannot be made
             where = exc.filename or isolation.private_dir
@@ -143,6 +142,8 @@ def _hints(
     confinement: Confinement,
 ) -> tuple[str, ...]:
     """:func:`.hints.ran_hints` for the command that ran in ``isolation``."""
+    from .hints import ran_hints  # after the command: loaded while it runs
+
     worktree, files = isolation.worktree, isolation.files
     return ran_hints(start, outcome, worktree, stderr, confinement.confined, files)
 

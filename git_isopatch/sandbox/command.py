@@ -128,6 +128,8 @@ def _wait(
     terminal, a stop of the command is handled as a shell does
     (:func:`.terminal.stopped`)."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    if launch.meanwhile is not None:
+        launch.meanwhile()
     flags = os.WEXITED | os.WNOWAIT | (os.WSTOPPED if tty is not None else 0)
     delay = 0.0005
     heard = _Listening(process, launch) if launch.reported is not None else None
@@ -246,6 +248,7 @@ def run_command(
         listened=wrapped.watched,
         end_all=wrapped.kill_all,
         silent=wrapped.silent,
+        meanwhile=wrapped.meanwhile,
     )
     with watched(wrapped.bounds, state):
         outcome = _run(argv, launch, cwd, env, streams, timeout, state)
@@ -278,6 +281,8 @@ class _Launch(Record):
     #: True when :attr:`end_all` has not ended them in time: bubblewrap is
     #: killed, and its namespaces with it.
     silent: Callable[[], bool] | None = None
+    #: Called once it has started, before it is waited for.
+    meanwhile: Callable[[], None] | None = None
 
     def alive(self, process: subprocess.Popen[bytes], pgid: int) -> bool:
         """The command (or what it started) may still run."""

@@ -1,12 +1,11 @@
 """The command's confinement as one value the procedure enters.
 
-:func:`plan` checks, before anything exists, what the run asks for and
-that the machine can give it (a :class:`ConfinementPlan`; :data:`UNCONFINED`
-without ``--sandbox``).  :func:`confine` enters the plan for one worktree and
-yields a :class:`Confinement`: the null object :data:`NONE` when
-unconfined, else the mechanism's own (:class:`Namespaced`: the command, then
-git-isopatch's own git on what it left, in the same namespaces).  All that
-runs in the worktree goes through it: the command (:meth:`Confinement.run_command`)
+:func:`plan` checks, before anything exists, what the run asks for and that the machine
+can give it (a :class:`ConfinementPlan`; :data:`UNCONFINED` without ``--sandbox``).
+:func:`confine` enters the plan for one worktree and yields a :class:`Confinement`: the
+null object :data:`NONE` when unconfined, else the mechanism's own (:class:`Namespaced`:
+the command, then git-isopatch's own git on what it left, in the same namespaces).  All
+that runs in the worktree goes through it: the command (:meth:`Confinement.run_command`)
 and git-isopatch's own git after it (:class:`..worktrees.worktree_git.WorktreeGit`
 passes :attr:`Confinement.spawn`, where git runs, down to the git layer).
 
@@ -20,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from ..git.pinned import NO_STORE_INDEXES, with_config
@@ -73,6 +72,7 @@ class Confinement:
         stderr: IO[bytes] | None,
         timeout: float | None,
         signal_state: dict[str, Any],
+        meanwhile: Callable[[], None] | None = None,
     ) -> CommandOutcome:
         """:func:`.command.run_command`, confined as this value says."""
         return run_command(
@@ -126,21 +126,19 @@ class Confinement:
 NONE = Confinement()
 
 
-#: How often a command is launched again when bubblewrap could not set its
-#: namespaces up while a mount came or went (:meth:`Namespaced.run_command`):
-#: a busy machine stretches bubblewrap's set-up to a few hundred
-#: milliseconds, and a mount that lives that long beneath a copy-on-write
-#: folder then fails several attempts in a row (5 of 8 under a load of 10
-#: here); every attempt plans on the mount table of its moment.
+#: How often a command is launched again when bubblewrap could not set its namespaces
+#: up while a mount came or went (:meth:`Namespaced.run_command`): a busy machine
+#: stretches bubblewrap's set-up to a few hundred milliseconds, and a mount that lives
+#: that long beneath a copy-on-write folder then fails several attempts in a row (5 of
+#: 8 under a load of 10 here); every attempt plans on the mount table of its moment.
 RELAUNCHES = 32
 
 
 class Namespaced(Confinement):
-    """The command in bubblewrap's namespaces (:mod:`.namespaces`): a
-    read-only system, copy-on-write home, temporary folders, checkout and
-    git directory, its own PID, IPC and network namespaces; then, in the
-    same namespaces, served by their launcher (:mod:`.inside`),
-    git-isopatch's own git on what it left (:attr:`spawn`); ``layers``:
+    """The command in bubblewrap's namespaces (:mod:`.namespaces`): a read-only system,
+    copy-on-write home, temporary folders, checkout and git directory, its own PID, IPC
+    and network namespaces; then, in the same namespaces, served by their launcher
+    (:mod:`.inside`), git-isopatch's own git on what it left (:attr:`spawn`); ``layers``:
     the folder of their layers, ``caches``: their cache layer."""
 
     confined = True
@@ -168,8 +166,10 @@ class Namespaced(Confinement):
         stderr: IO[bytes] | None,
         timeout: float | None,
         signal_state: dict[str, Any],
+        meanwhile: Callable[[], None] | None = None,
     ) -> CommandOutcome:
-        """The command through the launcher; its namespaces then stay, served.
+        """The command through the launcher; its namespaces then stay, served;
+        ``meanwhile`` called once bubblewrap has started, before it is waited for.
 
         A mount made or removed under a copy-on-write folder, or a folder
         overlaid removed, since the layers were planned (their plan moved,
@@ -185,6 +185,7 @@ class Namespaced(Confinement):
             if self.namespaces.plan_moved():
                 self.namespaces = self.namespaces.replanned()
             wrapped = self.namespaces.launch(argv, cwd=cwd, env=env, stderr=stderr)
+            wrapped.meanwhile = meanwhile
             launched += 1
             try:
                 return run_command(
@@ -215,10 +216,9 @@ class Namespaced(Confinement):
     def _spawn(
         self, argv: list[str], *, env: Mapping[str, str], cwd: str | None, fds: tuple[int, int, int]
     ) -> Spawned:
-        """``argv`` inside the run's namespaces: the command's, or new ones
-        of the same policy and layers when those are gone; git's global
-        configuration there the user's, not what the command wrote
-        (:mod:`.global_config`).
+        """``argv`` inside the run's namespaces: the command's, or new ones of the same
+        policy and layers when those are gone; git's global configuration there the
+        user's, not what the command wrote (:mod:`.global_config`).
 
         Raises:
             subprocess.SubprocessError: the namespaces cannot be had.

@@ -20,6 +20,8 @@ from .inside import _alive as _alive
 from .launcher import Report
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .limits import Bound
 
 
@@ -72,6 +74,9 @@ class Wrapped:
         #: Every process of the namespace but the launcher has ended (after
         #: :meth:`finish`).
         self.gone = False
+        #: Called once bubblewrap has started, before it is waited for: the
+        #: run loads what it needs after the command while the namespaces are set up.
+        self.meanwhile: Callable[[], None] | None = None
 
     def spawned(self, process: subprocess.Popen[bytes] | None = None) -> None:
         """Close the parent's copies of the child's descriptors; with the

@@ -223,17 +223,19 @@ def test_a_warm_sandboxed_run_loads_only_what_it_uses(env, make_repo) -> None:
     assert imported(args, repo, env) & NOT_IN_A_WARM_SANDBOXED_RUN == set()
 
 
-def test_what_a_run_loads_beside_its_worktree_s_git_are_modules_of_the_package() -> None:
+@pytest.mark.parametrize("names", ["BEFORE_THE_COMMAND", "AFTER_THE_COMMAND"])
+def test_what_a_run_loads_beside_its_worktree_s_git_are_modules_of_the_package(names) -> None:
     """The modules a sandboxed run loads while its worktree's ``git
-    worktree add`` runs (:func:`git_isopatch.capture.load`) exist: a name
-    that no longer does would fail there silently, and the run would load
-    the rest after the wait again."""
+    worktree add`` runs, and while its command runs
+    (:func:`git_isopatch.capture.load`), exist: a name that no longer does
+    would fail there silently, and the run would load the rest after the
+    wait again."""
     from importlib import import_module
     from importlib.util import find_spec
 
     procedure = import_module("git_isopatch.capture")  # the package exports capture()
-    names = procedure.BEFORE_THE_COMMAND
-    assert names and all(find_spec(name) is not None for name in names)
+    listed = getattr(procedure, names)
+    assert listed and all(find_spec(name) is not None for name in listed)
 
 
 def test_what_a_run_loads_beside_its_git_is_out_of_the_collector_s_reach(env, make_repo) -> None:
