@@ -36,16 +36,23 @@ _SKIP_WORKTREE = 0x4000
 SPARSE_DIRECTORY = 0o040000
 
 
-def read_index(git_dir: GitDirPath) -> bytes | None:
-    """The bytes of ``git_dir``'s index; ``None`` when there is none or
-    it is split (``core.splitIndex``: most entries are in a
-    ``sharedindex.*`` file)."""
+#: The most bytes of a command's index (hostile input) read in process,
+#: beyond twice the size of the index it is compared with: a bigger one (a
+#: sparse file of gigabytes costs the command nothing) is not read.
+GROWTH = 32 << 20
+
+
+def read_index(git_dir: GitDirPath, limit: int = 1 << 34) -> bytes | None:
+    """The bytes of ``git_dir``'s index; ``None`` when there is none, it
+    is over ``limit`` bytes, or it is split (``core.splitIndex``: most
+    entries are in a ``sharedindex.*`` file)."""
     try:
         if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
             return None
-        return read_admin_file(os.path.join(git_dir, "index"), limit=1 << 34)
+        data = read_admin_file(os.path.join(git_dir, "index"), limit=limit + 1)
     except OSError:
         return None
+    return None if len(data) > limit else data
 
 
 def index_entries(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, bytes]] | None:
@@ -60,10 +67,15 @@ def index_entries(git_dir: GitDirPath, hash_size: int) -> list[tuple[bytes, byte
 def changed_entries(
     git_dir: GitDirPath, other_dir: GitDirPath, hash_size: int
 ) -> set[bytes] | None:
-    """The paths whose entry differs between the indexes of ``git_dir`` and
-    ``other_dir`` but for the stat data (the object id, the mode, the
+    """The paths whose entry differs between the indexes of ``git_dir`` (a
+    command's: read only up to twice ``other_dir``'s and :data:`GROWTH`)
+    and ``other_dir`` but for the stat data (the object id, the mode, the
     flags, or the entry itself); ``None`` when either cannot be read."""
-    mine, theirs = index_entries(git_dir, hash_size), index_entries(other_dir, hash_size)
+    data = read_index(other_dir)
+    left = None if data is None else read_index(git_dir, 2 * len(data) + GROWTH)
+    if data is None or left is None:
+        return None
+    mine, theirs = parse_entries(left, hash_size), parse_entries(data, hash_size)
     if mine is None or theirs is None:
         return None
     old = {path: meta[STAT_BYTES:] for path, meta in theirs}
