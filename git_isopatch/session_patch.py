@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 
 from .errors import IsopatchError, known_failure, known_os_failure
+from .git.admin_files import copy_admin_file
 from .git.patch.headers import quote_headers
 from .git.patch.paths import read_patch
 from .git.quote import quoted
@@ -42,13 +42,11 @@ SESSION_PATCH_NAME = "session.patch"
 def index_aside(git: WorktreeGit, private_dir: str) -> str | None:
     """Copy the worktree's index as the command left it into the run's
     private folder, to put back after extraction (:func:`take`)."""
-    from .worktrees.kept import keep_index
-
-    copy = keep_index(git.admin_dir, private_dir)
-    if copy is None:
-        return None
     aside = os.path.join(private_dir, "session-index")
-    os.replace(copy, aside)
+    try:
+        copy_admin_file(os.path.join(git.admin_dir, "index"), aside)
+    except OSError:
+        return None
     return aside
 
 
@@ -99,7 +97,7 @@ def _put_back(admin_dir: str, copy: str) -> None:
     index = os.path.join(admin_dir, "index")
     fresh = f"{index}.isopatch-{os.getpid()}"
     with contextlib.suppress(OSError):
-        shutil.copyfile(copy, fresh, follow_symlinks=False)
+        copy_admin_file(copy, fresh)
         os.replace(fresh, index)
     with contextlib.suppress(OSError):
         os.unlink(copy)

@@ -74,7 +74,9 @@ def copy_admin_file(source: str, target: str) -> None:
     following a link at ``source`` nor blocking on a FIFO there.  The
     kernel copies (``copy_file_range(2)``, Linux 4.5; a read and a write
     where it refuses): an index that grows with the repository is never
-    read into this process.
+    read into this process.  Only its data (``SEEK_DATA``): a hole stays
+    a hole, so a sparse file a command left (gigabytes that cost it
+    nothing) costs no more here.
 
     Raises:
         OSError: ``source`` missing, not a regular file (``EINVAL``) or
@@ -87,13 +89,26 @@ def copy_admin_file(source: str, target: str) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         writing = os.open(target, flags, 0o666)
         try:
-            at = 0
-            while copied := copy_range(reading, writing, 1 << 30, at):
-                at += copied
+            size, at = os.fstat(reading).st_size, 0
+            while (at := _data_from(reading, at, size)) < size:
+                end = min(os.lseek(reading, at, os.SEEK_HOLE), size)
+                copied = copy_range(reading, writing, min(end - at, 1 << 30), at)
+                at = at + copied if copied else size  # it shrank meanwhile
+            os.ftruncate(writing, size)
         finally:
             os.close(writing)
     finally:
         os.close(reading)
+
+
+def _data_from(fd: int, at: int, size: int) -> int:
+    """Where ``fd``'s data goes on at ``at`` or after (``size``: none does)."""
+    try:
+        return os.lseek(fd, at, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            raise
+    return size
 
 
 def copy_range(source: int, out: int, count: int, at: int) -> int:

@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 
-from ..git.admin_files import read_admin_file, replace_admin_file
+from ..git.admin_files import copy_admin_file, read_admin_file, replace_admin_file
 from ..git.quote import quoted
 from ..sandbox.layers import inside
 from .deletion import delete_tree
@@ -277,7 +276,9 @@ def keep_index(admin_dir: str, private_dir: str) -> str | None:
     private folder; its path, or ``None`` when there is none to copy."""
     copy = os.path.join(private_dir, INDEX_COPY)
     try:
-        shutil.copyfile(os.path.join(admin_dir, "index"), copy, follow_symlinks=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(copy)
+        copy_admin_file(os.path.join(admin_dir, "index"), copy)
     except OSError:
         return None
     return copy
@@ -297,7 +298,7 @@ def _put_back_index(admin_dir: str, copy: str) -> None:
     through a link the command put in its place)."""
     index = os.path.join(admin_dir, "index")
     fresh = f"{index}.isopatch-{os.getpid()}"
-    shutil.copyfile(copy, fresh, follow_symlinks=False)
+    copy_admin_file(copy, fresh)
     os.replace(fresh, index)
 
 
