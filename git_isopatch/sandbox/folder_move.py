@@ -156,7 +156,11 @@ def _copy_file(source, target, name):
 
 
 def _empty(folder):
-    """Everything in ``folder`` removed, through descriptors."""
+    """Everything in ``folder`` removed, through descriptors; a folder its
+    owner may not write made writable first: ``rename(2)`` moves a folder
+    holding one all the same, and a copy that failed leaves none of it."""
+    if os.fstat(folder).st_mode & 0o700 != 0o700:
+        os.fchmod(folder, 0o700)
     for name in os.listdir(folder):
         try:
             os.unlink(name, dir_fd=folder)
