@@ -116,8 +116,9 @@ def _walk(top: int, lowers: Sequence[int]) -> Touched:
     while stack:
         fd, below, prefix, depth = stack.pop()
         try:
-            with os.scandir(fd) as entries:
-                listed = [(os.fsencode(e.name), e.stat(follow_symlinks=False)) for e in entries]
+            with os.scandir(fd) as entries:  # never more than the bound, however many
+                bounded = zip(entries, range(MAX_ENTRIES + 1 - seen), strict=False)
+                listed = [(os.fsencode(e.name), e.stat(follow_symlinks=False)) for e, _ in bounded]
         except OSError:
             complete, listed = False, []
         for name, info in listed:

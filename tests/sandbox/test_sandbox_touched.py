@@ -136,6 +136,29 @@ def test_a_layer_past_the_bounds_is_incomplete(
 
 
 @pytest.mark.hostile
+def test_a_folder_past_the_bound_is_never_listed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory a walk takes follows the bound, not the folder: a
+    command may leave millions of entries in one folder of its layer."""
+    import tracemalloc
+
+    upper = tmp_path / "upper"
+    upper.mkdir()
+    for n in range(4000):
+        (upper / f"entry-{n:05}").touch()
+    monkeypatch.setattr(touched, "MAX_ENTRIES", 10)
+    tracemalloc.start()
+    try:
+        found = touched_paths(str(upper))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not found.complete and len(found.paths) == 10
+    assert peak < 100_000, peak
+
+
+@pytest.mark.hostile
 def test_a_deep_layer_is_walked_without_recursion(tmp_path: Path) -> None:
     base = _lower(tmp_path)
     deep = "/".join(["d"] * 300)
