@@ -41,6 +41,47 @@ __all__ = ["app", "configure_logging", "main", "option_rows", "short_usage"]
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
+def _size(text: str | None) -> int | None:
+    """``--max-processes``/``--max-memory``: a size as git reads an integer."""
+    from .settings import parse_size
+
+    if text is None:
+        return None
+    try:
+        return parse_size(str(text))
+    except ValueError:
+        raise typer.BadParameter(
+            "expects a non-negative integer value with an optional k/m/g suffix"
+        ) from None
+
+
+MaxProcessesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-processes",
+        metavar="<n>",
+        parser=_size,
+        help="in the sandbox: at most <n> processes (default 4096; 0: no bound)",
+    ),
+]
+MaxMemoryOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-memory",
+        metavar="<size>",
+        parser=_size,
+        help="in the sandbox: at most <size> of memory (512m, 2g; default half the RAM)",
+    ),
+]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--cache/--no-cache",
+        help="in the sandbox: keep cache writes for later runs here (the default)",
+    ),
+]
+
+
 @app.command(
     name="isopatch",
     context_settings={
@@ -148,9 +189,9 @@ def isopatch(
     timeout: usage.TimeoutOption = None,
     session: usage.SessionOption = None,
     end: usage.EndOption = False,
-    max_processes: usage.MaxProcessesOption = None,
-    max_memory: usage.MaxMemoryOption = None,
-    cache: usage.CacheOption = None,
+    max_processes: MaxProcessesOption = None,
+    max_memory: MaxMemoryOption = None,
+    cache: CacheOption = None,
     exit_code_option: Annotated[
         bool,
         typer.Option(
@@ -301,7 +342,7 @@ def show_result(result: "CaptureResult", shown: "Rendering") -> int:
                 stderr_line(line)
             return usage.FATAL_STATUS
     if shown.diffstat:
-        usage.write_stderr(shown.diffstat)
+        usage.stderr_write(shown.diffstat)
     for line in shown.summary + shown.closing:
         stderr_line(line)
     if shown.discard and results.discard(result.tmpdir):

@@ -220,45 +220,6 @@ SessionOption = Annotated[
 EndOption = Annotated[bool, typer.Option("--end", help="with --session: end the session")]
 
 
-def _size(text: str | None) -> int | None:
-    """``--max-processes``/``--max-memory``: a size as git reads an integer."""
-    from .settings import parse_size
-
-    if text is None:
-        return None
-    try:
-        return parse_size(str(text))
-    except ValueError:
-        raise typer.BadParameter(
-            "expects a non-negative integer value with an optional k/m/g suffix"
-        ) from None
-
-
-MaxProcessesOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-processes",
-        metavar="<n>",
-        parser=_size,
-        help="in the sandbox: at most <n> processes (default 4096; 0: no bound)",
-    ),
-]
-MaxMemoryOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-memory",
-        metavar="<size>",
-        parser=_size,
-        help="in the sandbox: at most <size> of memory (512m, 2g; default half the RAM)",
-    ),
-]
-CacheOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--cache/--no-cache",
-        help="in the sandbox: keep cache writes for later runs here (the default)",
-    ),
-]
 AppArmorProfileOption = Annotated[
     bool,
     typer.Option(
@@ -299,12 +260,6 @@ def copy_to_stdout(path: str) -> None:
         sys.stdout.flush()
         shutil.copyfileobj(data, sys.stdout.buffer, 1 << 20)
         sys.stdout.buffer.flush()
-
-
-def write_stderr(data: bytes) -> None:
-    """Write ``data`` (the diffstat, coloured or not) to stderr as is
-    (:func:`stderr_write`)."""
-    stderr_write(data)
 
 
 def usage_message(exc: Exception) -> str:
