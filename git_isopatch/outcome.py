@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 FATAL_STATUS = 128
 #: A usage error (git's parse-options).
 USAGE_STATUS = 129
+#: Its ``error-code`` with ``--porcelain`` or ``--json``.
+USAGE_ERROR_CODE = "usage"
 
 
 def fatal_lines(message: str, hint: str | None = None) -> list[str]:

@@ -1,5 +1,6 @@
 """The machinery every ``git isopatch`` command shares: usage text and usage
-errors laid out as git's parse-options prints them, ``-h``, ``--help`` (the
+errors laid out as git's parse-options prints them (with ``--porcelain``
+or ``--json``, their record on stdout too), ``-h``, ``--help`` (the
 manual page), ``--version``, git-style messages and writing to stdout.
 
 ``cli.py`` declares the commands and fills :data:`COMMANDS`; this module
@@ -9,17 +10,21 @@ Documentation/CodingGuidelines, "Error Messages").
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shutil
 import sys
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from . import __version__
-from .outcome import FATAL_STATUS, USAGE_STATUS
-from .request import UsageConflict
+from .outcome import FATAL_STATUS, USAGE_ERROR_CODE, USAGE_STATUS
+from .request import OutputMode, UsageConflict
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SYNOPSIS = "usage: git isopatch [<options>] [--] <command> [<arg>...]"
 LIST_SYNOPSIS = "git isopatch list [--porcelain [-z] | --json] [-C <path>]"
@@ -123,18 +128,53 @@ def short_usage(name: str = "isopatch") -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def print_usage_error(message: str, name: str = "isopatch") -> None:
+def usage_error(message: str, name: str, mode: OutputMode | None = None) -> NoReturn:
     """``error: <message>`` and the usage of the command ``name`` on stderr
-    (git's usage_with_options)."""
+    (git's usage_with_options); with ``mode`` (``--porcelain`` or
+    ``--json`` on the command line: :func:`machine_mode`) the failure's
+    ``version``, ``error`` and ``error-code usage`` on stdout too; exit 129."""
     stderr_line(f"error: {message}")
     sys.stderr.write(short_usage(name))
     sys.stderr.flush()
+    if mode is not None:
+        from .render import encode, failure_fields
 
-
-def usage_error(message: str, name: str = "isopatch") -> NoReturn:
-    """:func:`print_usage_error`, then exit 129."""
-    print_usage_error(message, name)
+        with contextlib.suppress(OutputFailure):  # 129 says it failed all the same
+            write_stdout(encode(failure_fields(message, USAGE_ERROR_CODE), mode))
     raise SystemExit(USAGE_STATUS)
+
+
+def machine_mode(command: typer.core.TyperCommand, args: Sequence[str]) -> OutputMode | None:
+    """The output mode of ``--porcelain`` [``-z``] or ``--json`` among the
+    options of ``args`` as ``command``'s parser reads them, whatever else is
+    wrong there: up to ``--`` (and the capture's command), an option's value
+    (``--session --json``) not an option; ``None`` with neither (or both:
+    itself a usage error), or where ``command`` takes neither."""
+    options = [p for p in command.params if p.param_type_name == "option"]
+    valued = {name for p in options if not p.is_flag for name in p.opts}
+    interspersed = command.context_settings.get("allow_interspersed_args", True)
+    given: set[str] = set()
+    words = iter(args)
+    for word in words:
+        if word == "--" or word[:1] != "-" or word == "-":  # an argument
+            if word != "--" and interspersed:
+                continue
+            break
+        if word.startswith("--"):
+            given.add(word)
+            if word in valued:
+                next(words, None)
+            continue
+        for at, letter in enumerate(word[1:], 2):  # -qz; -C<path>, -C <path>
+            given.add(f"-{letter}")
+            if f"-{letter}" in valued:
+                if at == len(word):
+                    next(words, None)
+                break
+    given &= {name for p in options for name in p.opts}
+    if ("--json" in given) == ("--porcelain" in given):
+        return None
+    return OutputMode(porcelain="--porcelain" in given, nul="-z" in given, json="--json" in given)
 
 
 def show_short_help(ctx: typer.Context, _param: object, value: bool) -> None:
@@ -361,7 +401,7 @@ def _main(argv: list[str] | None) -> NoReturn:
         # typer turns a KeyboardInterrupt into a returned 130
         status = command.main(args=args, prog_name=prog, standalone_mode=False)
     except (UsageFailure, UsageConflict) as exc:
-        usage_error(str(exc), name)
+        usage_error(str(exc), name, machine_mode(command, args))
     except OutputFailure as exc:
         stderr_line(f"fatal: {exc}")
         raise SystemExit(FATAL_STATUS) from None
@@ -376,8 +416,7 @@ def _main(argv: list[str] | None) -> NoReturn:
             raise SystemExit(128 + (exc.signum or 2)) from None
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             # click's UsageError and its kind (typer's parser)
-            print_usage_error(usage_message(exc), name)
-            raise SystemExit(USAGE_STATUS) from None
+            usage_error(usage_message(exc), name, machine_mode(command, args))
         import traceback
 
         traceback.print_exc()

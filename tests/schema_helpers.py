@@ -37,7 +37,7 @@ def check_against(name: str, value: object) -> None:
         known, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     ).validate(value)
     objects = value if isinstance(value, list) else [value]
-    order = list((known["items"] if name == "list" else known)["properties"])
+    order = list((known["items"] if isinstance(value, list) else known)["properties"])
     for one in objects:
         keys = list(one)
         assert set(keys) <= set(order), set(keys) - set(order)
@@ -55,10 +55,10 @@ def json_schema_of(args: Sequence[str]) -> str | None:
 
 
 def check_json_output(args: Sequence[str], stdout: bytes, returncode: int) -> None:
-    """A ``--json`` run's stdout is one line of JSON obeying its schema
-    (none is printed for a usage error, 129)."""
+    """A ``--json`` run's stdout is one line of JSON obeying its schema;
+    a usage error (129) prints one too, but none with ``--porcelain`` also."""
     name = json_schema_of(args)
-    if name is None or returncode == 129 or not stdout:
+    if name is None or (returncode == 129 and not stdout):
         return
     assert stdout.endswith(b"\n") and stdout.count(b"\n") == 1, stdout[-200:]
     check_against(name, json.loads(stdout))

@@ -796,3 +796,26 @@ def test_subcommand_session_and_sandbox_words_name_the_calls_terms(
     assert not re.search(r"--(help|sandbox)", text(unavailable))  # docker's options stay
     for said in (*listed.structured_content["hint"], text(kept)):
         assert not re.search(r"(?<![\w-])--[a-z]", said), said
+
+
+def test_a_usage_error_is_a_tool_error_with_its_code(env, make_repo, tmp_path) -> None:
+    """A call the command line refuses (129) is a tool error as a fatal one
+    is: the message, in the call's terms and without the command line's
+    usage, then its result, ``error-code usage``."""
+    repo = make_repo()
+
+    async def body(client):
+        return await client.call_tool(
+            "capture", {"command": ["true"], "session": "s", "keep": True}
+        )
+
+    refused = serve(repo, env, tmp_path, body)
+    message = "options 'session' and 'keep' cannot be used together"
+    assert refused.is_error
+    assert text(refused).splitlines()[0].endswith(f": error: {message}"), text(refused)
+    assert json.loads(text(refused).splitlines()[-1]) == {
+        "version": 1,
+        "error": message,
+        "error-code": "usage",
+    }
+    assert len(text(refused).splitlines()) == 2, text(refused)

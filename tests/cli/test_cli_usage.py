@@ -6,6 +6,7 @@ creates nothing, and ``--version`` prints the version."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 import subprocess
@@ -82,6 +83,76 @@ USAGE_ERRORS = [
         "options '--stdout' and '--output' cannot be used together",
     ),
 ]
+
+
+def _usage_record(args: list[str], message: str) -> str:
+    """What a usage error prints on stdout: its record under ``--json`` or
+    ``--porcelain`` (not both) before ``--``, else nothing."""
+    options = args[: args.index("--")] if "--" in args else args
+    if ("--json" in options) == ("--porcelain" in options):
+        return ""
+    if "--json" in options:
+        return json.dumps({"version": 1, "error": message, "error-code": "usage"}) + "\n"
+    return f"version 1\nerror {message}\nerror-code usage\n"
+
+
+BOGUS = "unknown option 'bogus'"
+
+
+@pytest.mark.parametrize(
+    ("args", "out"),
+    [
+        (["--json", "--bogus"], _usage_record(["--json"], BOGUS)),
+        (["--bogus", "--json", "--", "true"], _usage_record(["--json"], BOGUS)),
+        (
+            ["--json", "--timeout", "x", "--", "true"],
+            _usage_record(["--json"], "option 'timeout' expects a number of seconds"),
+        ),
+        (["--porcelain", "-z", "--bogus"], f"version 1\0error {BOGUS}\0error-code usage\0"),
+        (
+            ["-qz", "--porcelain", "--timeout"],
+            "version 1\0error option 'timeout' requires a value\0error-code usage\0",
+        ),
+        (["--porcelain", "--json", "--", "true"], ""),  # itself the usage error
+        (["--bogus", "--", "sh", "--json"], ""),  # the command's --json, not ours
+        (["--session", "--json", "--", "true"], ""),  # the name --json, refused
+        (["list", "--json", "--bogus"], _usage_record(["--json"], BOGUS)),
+        (
+            ["list", "--porcelain", "-z", "-Y"],
+            "version 1\0error unknown switch 'Y'\0error-code usage\0",
+        ),
+        (["prune", "--json"], ""),  # neither takes --json
+        (["mcp", "--json"], ""),
+    ],
+)
+def test_a_usage_error_under_json_or_porcelain_is_a_record_on_stdout_too(
+    env, make_repo, args: list[str], out: str
+) -> None:
+    """A program that asked for ``--json`` or ``--porcelain`` [``-z``] reads
+    the usage error as it reads a fatal one, ``error-code usage``; stderr
+    and the exit status stay git's, nothing is made."""
+    repo = make_repo()
+    before = repo_state(repo, env)
+    run = isopatch(*args, cwd=repo, env=env)
+    assert run.returncode == 129, run.err
+    assert run.out == out
+    assert run.err.startswith("error: ") and "\nusage: git isopatch" in run.err
+    _nothing_created(repo, env, before)
+
+
+def test_a_usage_error_against_a_session_is_a_record_on_stdout_too(env, make_repo) -> None:
+    """The new user's case: an option a session's later step cannot take
+    (found once the repository is open)."""
+    repo = make_repo()
+    assert isopatch("--session", "a", "--include-uncommitted", "-q", "--", "true",
+                    cwd=repo, env=env).returncode == 0  # fmt: skip
+    run = isopatch("--json", "--session", "a", "--include-uncommitted", "--", "true",
+                   cwd=repo, env=env)  # fmt: skip
+    message = "option '--include-uncommitted' cannot be used with the existing session 'a'"
+    assert run.returncode == 129, run.err
+    assert json.loads(run.out) == {"version": 1, "error": message, "error-code": "usage"}
+    assert run.err.startswith(f"error: {message}\nusage: git isopatch")
+    assert isopatch("--session", "a", "--end", cwd=repo, env=env).returncode == 0
 
 
 @pytest.mark.hostile
@@ -179,7 +250,7 @@ def test_usage_error_prints_error_and_usage_exits_129_creates_nothing(
     before = repo_state(repo, env)
     run = isopatch(*args, cwd=repo, env=env)
     assert run.returncode == 129, run.err
-    assert run.out == ""
+    assert run.out == _usage_record(args, message)
     lines = run.err.split("\n")
     assert lines[0] == f"error: {message}"
     assert lines[1] == SYNOPSIS

@@ -198,15 +198,19 @@ def test_end_refuses_a_run_option_and_ends_nothing(make_repo, env, option) -> No
     """``--session s --end --apply`` reads as "bring it home, then end":
     ending then would drop the change unseen, and ``--json`` would leave
     an agent no object to read.  Like git's parse-options, a usage error
-    (129) naming the pair, and the session is still there."""
+    (129) naming the pair (``--json`` and ``--porcelain`` read it on stdout
+    too), and the session is still there."""
     repo = make_repo()
     _step(repo, env, "s", "sh", "-c", "echo x > x.txt")
     ended = isopatch("--session", "s", "--end", *option, cwd=repo, env=env)
     assert ended.returncode == 129, ended.err
-    assert ended.err.splitlines()[0] == (
-        f"error: options '--end' and '{option[0]}' cannot be used together"
-    )
-    assert ended.out == ""
+    message = f"options '--end' and '{option[0]}' cannot be used together"
+    assert ended.err.splitlines()[0] == f"error: {message}"
+    records = {
+        "--json": json.dumps({"version": 1, "error": message, "error-code": "usage"}) + "\n",
+        "--porcelain": f"version 1\nerror {message}\nerror-code usage\n",
+    }
+    assert ended.out == records.get(option[0], "")
     assert not (repo / "x.txt").exists() and not (repo / "p").exists()
     listed = isopatch("list", "--porcelain", cwd=repo, env=env).out
     assert "state session\n" in listed, listed
