@@ -14,7 +14,9 @@ import stat
 from .layers import CACHE, OVERLAY, SPLIT
 
 
-def _opaque(path: str) -> bool:
+def is_opaque(path: str) -> bool:
+    """An overlay's folder that hides the layers below it (overlayfs(5):
+    ``user.overlay.opaque``, ``trusted.overlay.opaque`` as root)."""
     for name in ("user.overlay.opaque", "trusted.overlay.opaque"):
         with contextlib.suppress(OSError):
             if os.getxattr(path, name, follow_symlinks=False) == b"y":
@@ -122,7 +124,7 @@ def _folder_changed(folder: _Folder, kind: str) -> bool:
     if kind != OVERLAY or st is None:
         return False
     return (
-        _opaque(folder.path)
+        is_opaque(folder.path)
         or (st.st_mode, st.st_uid, st.st_gid) != (old.st_mode, old.st_uid, old.st_gid)
         or (not folder.named and int(st.st_mtime) != int(old.st_mtime))
     )

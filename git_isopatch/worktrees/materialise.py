@@ -18,8 +18,9 @@ from ..git.quote import quoted
 from ..git.result import Err, Ok
 from ..git.temporary import make_folder
 from ..git.types import WorktreePath
+from ..sandbox.layer_writes import is_opaque
 from .deletion import delete_tree
-from .run_layer import RunLayer, is_opaque
+from .run_layer import RunLayer
 
 
 def materialise(

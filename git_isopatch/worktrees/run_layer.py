@@ -44,6 +44,7 @@ from ..git.index_entries import changed_entries, leading_folders
 from ..git.record import Record
 from ..git.result import Err
 from ..git.types import CommitId, GitDirPath, WorktreePath
+from ..sandbox.layer_writes import is_opaque, is_whiteout
 from ..sandbox.layers import WorktreeOverlay
 from ..sandbox.touched import Touched, touched_paths
 from .base_look import look_of
@@ -176,20 +177,6 @@ class RunLayer(Record):
         return self.index is not None and _identity(os.path.join(admin_dir, "index")) == self.index
 
 
-def _is_whiteout(info: os.stat_result) -> bool:
-    return stat.S_ISCHR(info.st_mode) and info.st_rdev == 0
-
-
-def is_opaque(path: str) -> bool:
-    """An overlay's folder that hides the layers below it (overlayfs(5):
-    ``user.overlay.opaque``, ``trusted.overlay.opaque`` as root)."""
-    for name in ("user.overlay.opaque", "trusted.overlay.opaque"):
-        with contextlib.suppress(OSError):
-            if os.getxattr(path, name, follow_symlinks=False) == b"y":
-                return True
-    return False
-
-
 def resolve(
     path: bytes, layers: tuple[str, ...], folders: dict[bytes, list[str]] | None = None
 ) -> str | None:
@@ -204,7 +191,7 @@ def resolve(
     for layer in _shown(path.rpartition(b"/")[0], known) if path else ():
         here = os.path.join(layer, os.fsdecode(path))
         with contextlib.suppress(OSError):
-            return None if _is_whiteout(os.lstat(here)) else here
+            return None if is_whiteout(os.lstat(here)) else here
     return None
 
 
@@ -225,7 +212,7 @@ def _shown(folder: bytes, known: dict[bytes, list[str]]) -> list[str]:
                 info = os.lstat(here)
             except OSError:
                 continue
-            if _is_whiteout(info) or not stat.S_ISDIR(info.st_mode):
+            if is_whiteout(info) or not stat.S_ISDIR(info.st_mode):
                 break
             shown.append(layer)
             if is_opaque(here):
@@ -336,7 +323,7 @@ class LayerFiles(WorktreeFiles):
                 continue
             for name in entries:
                 if name not in names and name not in hidden:
-                    whiteout = _is_whiteout(os.lstat(os.path.join(here, name)))
+                    whiteout = is_whiteout(os.lstat(os.path.join(here, name)))
                     (hidden if whiteout else names).add(name)
             if is_opaque(here):
                 break
