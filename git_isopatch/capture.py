@@ -312,7 +312,7 @@ def _compared(lease: Lease, ran: Ran) -> Compared | None:
     )
     if converts_anew:
         return Compared(None, layer.locate)
-    looked = layer.compared(isolation.admin_dir)
+    looked = layer.compared(isolation.admin_dir, ran.fidelity.attributes_file)
     from .worktrees.compared_index import compared_index
 
     admin_dir, folds = isolation.admin_dir, ran.fidelity.folds_case
@@ -378,7 +378,8 @@ def _worktree_git(lease: Lease, confinement: Confinement, run: Start, ran: Ran) 
     env = with_config(ran.fidelity.own_env(run.git_env), replacing_pins(ran.shared_writes))
     if isolation.session is not None:
         env = isolation.session.env(env)
-    return WorktreeGit(isolation.worktree, isolation.admin_dir, env, confinement, isolation.files)
+    files, attributes = isolation.files, ran.fidelity.attributes_file
+    return WorktreeGit(isolation.worktree, isolation.admin_dir, env, confinement, files, attributes)
 
 
 def _index_aside(lease: Lease, git: WorktreeGit, private_dir: str) -> str | None:
@@ -419,8 +420,7 @@ def _extract(
 
 
 def _step(lease: Lease, run: Start) -> Start:
-    """The run as extraction sees it: a session's step starts at the
-    session's last state, its patch is against it."""
+    """The run as extraction sees it: a session's step starts at its session's last state."""
     step = lease.isolation.session
     return run if step is None else run._replace(commit=step.since)
 

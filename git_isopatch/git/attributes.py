@@ -17,9 +17,27 @@ from .run import run_git
 from .types import CommitId, GitDirPath, WorktreePath
 
 
-def is_attributes_file(path: bytes) -> bool:
-    """``path`` (from the top) names a ``.gitattributes`` file."""
+def is_attributes_file(path: bytes, own: bytes | None = None) -> bool:
+    """``path`` (from the top) names a ``.gitattributes`` file, or the
+    worktree's own attributes file ``own`` (:func:`own_attributes_file`)
+    or a folder holding it."""
+    if own is not None and (path == own or own.startswith(path + b"/")):
+        return True
     return path == b".gitattributes" or path.endswith(b"/.gitattributes")
+
+
+def own_attributes_file(configured: str | None) -> bytes | None:
+    """The path from the top of the file a relative ``core.attributesFile``
+    (``configured``) names: git reads it from the top of the worktree it
+    runs in, so a command that writes it changes the attributes as with a
+    ``.gitattributes``.  ``None`` when unset, absolute, under ``~`` or
+    outside the worktree."""
+    if not configured or configured.startswith(("/", "~")):
+        return None
+    path = os.path.normpath(configured)
+    if path in (".", "..") or path.startswith("../"):
+        return None
+    return os.fsencode(path)
 
 
 def attributes_changed(

@@ -57,9 +57,13 @@ class Found:
             folders that are neither tracked nor listed as new (an ignore
             rule leaves them out): git reads them all the same, so the
             attributes changed (:func:`find_ignored_attributes`).
+        attributes_file: given by the caller, the worktree's own
+            attributes file (:func:`.attributes.own_attributes_file`):
+            found as a ``.gitattributes`` is, ignored or not.
     """
 
     def __init__(self) -> None:
+        self.attributes_file: bytes | None = None
         self.unreadable: list[str] = []
         self.nested: list[str] = []
         self.dot_git: list[str] = []
@@ -184,15 +188,16 @@ def _note_unlisted(
     """The ``.gitattributes`` files (ignored ones too) and the ``.git``
     entries that are not repositories, in the index's folders and the new
     files'."""
-    found.attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p)]
-    found.attributes += [p for p in paths.split(b"\0") if is_attributes_file(p)]
+    own = found.attributes_file
+    found.attributes += [p for p in tracked.split(b"\0") if is_attributes_file(p, own)]
+    found.attributes += [p for p in paths.split(b"\0") if is_attributes_file(p, own)]
     repositories = {os.fsencode(path) for path in found.nested}
     folders = _folders_of(tracked)
     found.dot_git += find_dot_git_entries(
         worktree, folders | _folders_of(paths), repositories, files
     )
     listed = set(found.attributes)
-    found.ignored_attributes += find_ignored_attributes(worktree, folders, listed, files)
+    found.ignored_attributes += find_ignored_attributes(worktree, folders, listed, files, own)
 
 
 def _add_intent_to_add(
@@ -246,18 +251,20 @@ def find_ignored_attributes(
     folders: set[bytes],
     listed: set[bytes],
     files: WorktreeFiles = HOST_FILES,
+    own: bytes | None = None,
 ) -> list[bytes]:
     """The ``<folder>/.gitattributes`` files of the worktree (one ``lstat``
-    per folder of ``folders`` and the top, paths from the top), sorted, but
-    those of ``listed`` (tracked, or new): the ones an ignore rule leaves
-    out of every listing, whose rules git applies to the tracked files
-    beside them all the same."""
-    found = []
-    for folder in sorted(folders | {b""}):
-        path = folder + b"/.gitattributes" if folder else b".gitattributes"
-        if path not in listed and files.lexists(os.path.join(worktree, os.fsdecode(path))):
-            found.append(path)
-    return found
+    per folder of ``folders`` and the top, paths from the top), and its own
+    attributes file ``own``, sorted, but those of ``listed`` (tracked, or
+    new): the ones an ignore rule leaves out of every listing, whose rules
+    git applies to the tracked files all the same."""
+    paths = {folder + b"/.gitattributes" if folder else b".gitattributes" for folder in folders}
+    paths |= {b".gitattributes"} | ({own} if own else set())
+    return [
+        path
+        for path in sorted(paths - listed)
+        if files.lexists(os.path.join(worktree, os.fsdecode(path)))
+    ]
 
 
 def _folders_of(listing: bytes) -> set[bytes]:

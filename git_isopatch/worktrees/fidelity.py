@@ -18,6 +18,7 @@ from ..git.attributes import (
     attributes_changed,
     index_may_track_attributes,
     look_again_at_every_file,
+    own_attributes_file,
 )
 from ..git.baseline import (
     Baseline,
@@ -69,6 +70,9 @@ class Fidelity(Record):
             differ only in case for one (``core.ignoreCase`` as pinned,
             else as configured): it then finds an entry of the index by
             another name than the path's.  True where not looked at.
+        attributes_file: the worktree's own attributes file, a relative
+            ``core.attributesFile`` (:func:`.git.attributes.own_attributes_file`):
+            a command that writes it changes the attributes.
     """
 
     baseline: Baseline = Baseline()
@@ -76,6 +80,7 @@ class Fidelity(Record):
     command_config: Pairs = ()
     conversions: bytes | None = None
     folds_case: bool = True
+    attributes_file: bytes | None = None
 
     def own_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` for git-isopatch's git calls, with :attr:`own_config`."""
@@ -149,6 +154,7 @@ def look_before_command(
     differ."""
     settings = read_settings(admin_dir, env)
     own, told = map(tuple, ignore_case_settings(worktree, settings))
+    mine = own_attributes_file(settings.get(ATTRIBUTES_FILE))
     paths: list[str] = []
     match list_gitlinks(worktree, git_dir=admin_dir, env=env):
         case Ok(links):
@@ -164,17 +170,17 @@ def look_before_command(
         warn(said)
     baseline = Baseline()
     if proved is not None and not proved.fresh:
-        return Fidelity(baseline, own, command)
+        return Fidelity(baseline, own, command, attributes_file=mine)
     if proved is not None:
         tracks_attributes = proved.tracks_attributes
     else:
         tracks_attributes = index_may_track_attributes(admin_dir)
     conversions = tracks_attributes or attributes_may_apply(admin_dir, settings, env)
     if proved is not None and not conversions:
-        return Fidelity(baseline, own, command)
+        return Fidelity(baseline, own, command, attributes_file=mine)
     if proved is not None:
         baseline, answer = _reading_look(worktree, admin_dir, base, settings, pinned, exclude, own)
-        return Fidelity(baseline, own, command, answer)
+        return Fidelity(baseline, own, command, answer, attributes_file=mine)
     match read_baseline(
         worktree,
         base,
@@ -187,7 +193,7 @@ def look_before_command(
             pass
         case Err(error):
             log.debug("no look before the command: %s", error.message())
-    return Fidelity(baseline, own, command)
+    return Fidelity(baseline, own, command, attributes_file=mine)
 
 
 #: Paths of changed entries above which the reading look reads every file
@@ -307,7 +313,8 @@ def look_over_base_tree(
             warn(said)
     found = {path: fingerprint_at(locate(path)) for path in baseline}
     folds = dict(own).get("core.ignoreCase", "true" if ignore_case_configured(settings) else "")
-    return Fidelity(Baseline(found), own, command, folds_case=folds == "true")
+    mine = own_attributes_file(settings.get(ATTRIBUTES_FILE))
+    return Fidelity(Baseline(found), own, command, folds_case=folds == "true", attributes_file=mine)
 
 
 def settle_attributes(

@@ -12,6 +12,7 @@ import struct
 from collections.abc import Mapping, Sequence
 
 from ..git.admin_files import read_admin_file
+from ..git.attributes import own_attributes_file
 from ..git.moved_checkout import Difference, changed_paths
 from ..git.pinned import ATTRIBUTES_FILE
 from ..git.result import Ok
@@ -74,15 +75,14 @@ def _reads_own_attributes(admin_dir: GitDirPath, difference: Difference, name: s
     or one the move writes.  A new checkout, into an empty folder, reads
     none; a move would convert what it writes by the old commit's rules,
     or, moved whole, every file by the new one's."""
-    if not name or name.startswith(("/", "~")):
+    path = own_attributes_file(name)
+    if path is None:  # outside: a new checkout reads it too
         return False
-    path = os.path.normpath(name)
-    if path == ".." or path.startswith("../"):  # outside: a new checkout reads it too
-        return False
-    if any(changed == os.fsencode(path) for changed, _, _ in difference.paths):
+    if any(changed == path for changed, _, _ in difference.paths):
         return True
     try:
         dotgit = read_admin_file(os.path.join(admin_dir, "gitdir"), limit=1 << 16)
     except OSError:
         return True
-    return os.path.lexists(os.path.join(os.path.dirname(os.fsdecode(dotgit.rstrip(b"\n"))), path))
+    top = os.path.dirname(os.fsdecode(dotgit.rstrip(b"\n")))
+    return os.path.lexists(os.path.join(top, os.fsdecode(path)))

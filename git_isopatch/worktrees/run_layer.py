@@ -117,7 +117,7 @@ class RunLayer(Record):
         steps; a run's own is empty)."""
         return resolve(path, (self.overlay.upper, self.start, self.base_tree))
 
-    def compared(self, admin_dir: GitDirPath) -> Looked:
+    def compared(self, admin_dir: GitDirPath, attributes_file: bytes | None = None) -> Looked:
         """The paths the patch needs to compare (design: procedure step 6):
         what the upper layer holds (:func:`..sandbox.touched.touched_paths`;
         a ``.git`` stands for its folder), the entries the command changed
@@ -127,11 +127,12 @@ class RunLayer(Record):
         every path (the layer could not be listed whole, nor the index, or
         too many folders differ).
 
-        The layer holding a ``.gitattributes`` (written, removed, even one
-        ``.gitignore`` leaves out: git reads it all the same) is said too:
-        any file may then convert anew, so every one is compared again."""
+        The layer holding a ``.gitattributes`` or the worktree's own
+        ``attributes_file`` (a relative ``core.attributesFile``; written,
+        removed, ignored: git reads it all the same) is said too: any file
+        may then convert anew, so every one is compared again."""
         touched = touched_paths(self.overlay.upper, (self.start, self.base_tree))
-        attributes = any(is_attributes_file(path) for path in touched.paths)
+        attributes = any(is_attributes_file(path, attributes_file) for path in touched.paths)
         return Looked(None if attributes else self._compared(admin_dir, touched), attributes)
 
     def _compared(self, admin_dir: GitDirPath, touched: Touched) -> list[bytes] | None:

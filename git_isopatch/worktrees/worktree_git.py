@@ -30,15 +30,18 @@ from .submodules import warn_changed
 
 class WorktreeGit(Record):
     """git in ``worktree`` (private git directory ``admin_dir``) with
-    ``env``, where ``confinement`` runs it.  Its methods raise
-    ``subprocess.SubprocessError`` when the confinement could not be
-    had (git did not run)."""
+    ``env``, where ``confinement`` runs it; ``attributes_file``: the
+    worktree's own attributes file (a relative ``core.attributesFile``,
+    :func:`..git.attributes.own_attributes_file`), which counts as a
+    ``.gitattributes``.  Its methods raise ``subprocess.SubprocessError``
+    when the confinement could not be had (git did not run)."""
 
     worktree: WorktreePath
     admin_dir: GitDirPath
     env: Mapping[str, str]
     confinement: Confinement
     files: WorktreeFiles = HOST_FILES
+    attributes_file: bytes | None = None
 
     def _bound(self, paths: diff.Paths = diff.EVERY_PATH) -> dict[str, Any]:
         """The git directory, environment and confinement of a look at
@@ -81,7 +84,9 @@ class WorktreeGit(Record):
         listed: index_flags.Listed,
         found: intent_to_add.Found,
     ) -> GitResult[int]:
-        """:func:`.git.intent_to_add.mark_untracked_intent_to_add`."""
+        """:func:`.git.intent_to_add.mark_untracked_intent_to_add`; ``found``
+        names the worktree's own attributes file too."""
+        found.attributes_file = self.attributes_file
         return intent_to_add.mark_untracked_intent_to_add(
             self.worktree,
             paths=paths,

@@ -304,3 +304,31 @@ def test_a_tracked_gitattributes_the_command_left_alone_compares_the_changed_pat
     started = [json.loads(line) for line in (traces / "events").read_text().splitlines()]
     listings = [e["argv"] for e in started if e["event"] == "start" and "ls-files" in e["argv"]]
     assert [argv for argv in listings if argv[-1] == "--"] == [], listings
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("tracked", [True, False], ids=["tracked", "ignored"])
+def test_a_relative_attributes_file_the_command_writes_makes_untouched_files_compared(
+    env, make_repo, tracked
+) -> None:
+    """A relative ``core.attributesFile`` names a file git reads from the
+    top of the worktree it runs in, tracked or ignored: the command's
+    ``*.txt text`` there makes the untouched ``crlf.txt`` convert anew
+    (stored with LF, as ``git status`` in place shows it modified), so
+    the patch over a base tree and the unconfined one hold it, as for a
+    ``.gitattributes``, the index's entries racy (fresh checkout) or made
+    clean by a ``git status`` a second later (git compares the times to
+    the second where built without nanoseconds), before the change."""
+    files = {**FILES, "attributes": b""} if tracked else {**FILES, ".gitignore": b"attributes\n"}
+    repo = make_repo(files)
+    git("config", "core.attributesFile", "attributes", cwd=repo, env=env)
+    write = "echo '*.txt text' > attributes"
+    for script in (write, f"sleep 1; git status -s > /dev/null; {write}"):
+        unconfined, kept = _patch(repo, env, script, "--no-sandbox")
+        git("worktree", "remove", "--force", kept, cwd=repo, env=env)
+        assert b"diff --git a/crlf.txt b/crlf.txt" in unconfined, (script, unconfined)
+        for run in ("cold", "warm"):
+            patch, kept = _patch(repo, env, script, "--sandbox")
+            assert len(base_trees(repo, env)) == 1, "the run went over a base tree"
+            assert patch == unconfined, (script, run, patch, unconfined)
+            git("worktree", "remove", "--force", kept, cwd=repo, env=env)

@@ -75,6 +75,7 @@ def test_a_gitlink_a_later_step_puts_back_is_in_its_patch(env, make_repo, case) 
     start = ("--staged",) if staged else ()
     patches = {c: _session(repo, env, "s", (*start, c), commands) for c in CONFINEMENTS}
     assert b"sub" in patches["--no-sandbox"][-1][0]
+    print("DEBUG", patches)
     assert patches["--sandbox"] == patches["--no-sandbox"]
 
 
@@ -232,3 +233,20 @@ def _without_worktrees(state: dict) -> dict:
     """The user's repository but its list of worktrees (a session's is
     registered)."""
     return {key: value for key, value in state.items() if key != "worktree list"}
+
+
+def test_a_relative_attributes_file_a_step_writes_makes_untouched_files_compared(
+    env, make_repo
+) -> None:
+    """A relative ``core.attributesFile`` is the worktree's own file, read
+    from its top: the step that writes ``*.txt text`` there has the
+    untouched ``crlf.txt`` stored with LF in its patch, sandboxed as
+    unconfined, the index's entries made clean (``git status`` a second
+    later) before the change."""
+    repo = make_repo({"crlf.txt": b"one\r\ntwo\r\n", "attributes": b"", "a.txt": b"a\n"})
+    git("config", "core.attributesFile", "attributes", cwd=repo, env=env)
+    write = "sleep 1; git status -s > /dev/null; echo '*.txt text' > attributes"
+    patches = {c: _session(repo, env, "s", (c,), [("sh", "-c", write)]) for c in CONFINEMENTS}
+    assert patches["--sandbox"] == patches["--no-sandbox"]
+    ((patch, _),) = patches["--no-sandbox"]
+    assert b"+++ b/crlf.txt\n@@ -1,2 +1,2 @@\n-one\r\n-two\r\n+one\n+two\n" in patch, patch
