@@ -132,6 +132,20 @@ def test_list_outside_a_repository_is_fatal(env, tmp_path) -> None:
     run = isopatch("list", cwd=tmp_path, env=env)
     assert run.returncode == 128
     assert run.err == "fatal: not a git repository (or any of the parent directories): .git\n"
+    assert run.out == ""
+
+
+def test_list_outside_a_repository_under_json_or_porcelain_says_so_on_stdout(env, tmp_path) -> None:
+    """A script or agent reading ``list --json`` gets the failure's object
+    (its schema allows it), as from the capture: never an empty stdout."""
+    said = "not a git repository (or any of the parent directories): .git"
+    run = isopatch("list", "--json", cwd=tmp_path, env=env)
+    assert run.returncode == 128
+    fields = json.loads(run.out)
+    assert (fields["error"], fields["error-code"]) == (said, "not-a-git-repository"), fields
+    run = isopatch("list", "--porcelain", "-z", cwd=tmp_path, env=env)
+    assert run.returncode == 128
+    assert run.stdout.split(b"\0")[:2] == [b"version 1", b"error " + said.encode()], run.stdout
 
 
 def test_a_kept_worktree_whose_folder_was_deleted_is_listed_prunable(env, make_repo) -> None:
