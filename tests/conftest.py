@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -43,6 +44,23 @@ def _ignored_signals_caught() -> None:
 
 
 _ignored_signals_caught()
+
+
+def _mounts_of_our_own() -> None:
+    """This process (pytest, or one worker of ``pytest -n``) gets a mount
+    namespace of its own, nothing propagating out of it: a tmpfs or bind
+    mount a test makes under ``/tmp`` (a mount beneath a copy-on-write
+    folder) is seen by that test's runs only, never by those of a test in
+    another worker, which would see their temporary folder changed under
+    them; one left mounted ends with the worker.  Not root: no test mounts."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x20000) == 0:  # CLONE_NEWNS
+        libc.mount(None, b"/", None, 0x40000 | 0x4000, None)  # MS_PRIVATE | MS_REC
+
+
+_mounts_of_our_own()
 
 
 @pytest.fixture(autouse=True, scope="session")
