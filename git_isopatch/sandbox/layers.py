@@ -9,12 +9,15 @@ lowerpath", ``EINVAL``).  Any mount under ``/tmp`` (another program's, a
 test's bind mount) would then make every sandboxed run fail at set-up, for
 as long as it stays mounted.  So :func:`plan_layers` reads the mount table
 and gives each copy-on-write folder that has a mount beneath it another
-layer: a temporary folder becomes a private one (on disk, in the run's
-layers folder) holding overlays of its subfolders that have no mount
-beneath (a project or virtual environment under ``/tmp`` stays readable),
-its own files hidden; any other is split into its subfolders, each its
-own overlay, down to the mounts (which are lower layers of their own), its
-own files shown read-only on an empty tmpfs, one by one (:data:`SPLIT`):
+layer: a temporary folder becomes a private one, an overlay whose lower
+layer holds hard links to its own files (``python /tmp/fix.py`` runs, its
+writes discarded; splitting it as below would show ``/tmp`` read-only),
+its subfolders on the way down to a mount private the same way, its other
+subfolders overlays (a project or virtual environment under ``/tmp``
+stays readable), another program's mount hidden; any other is split into
+its subfolders, each its own overlay, down to the mounts (which are lower
+layers of their own), its own files shown read-only on an empty tmpfs, one
+by one (:data:`SPLIT`):
 bound as it is, the folder would let a unix socket among them (a tmux
 server's in the home) answer the command.
 
@@ -28,6 +31,7 @@ Layering: knows nothing of the command line or of git.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import stat
@@ -38,7 +42,8 @@ from ..git.record import Record
 
 #: A layer that is an overlay of its folder (reads go through to it).
 OVERLAY = "overlay"
-#: A layer that replaces its folder with a private, empty one.
+#: A layer that replaces its folder with a private one showing the
+#: folder's own files copy-on-write (:func:`make_layers` links them).
 PRIVATE = "private"
 #: An overlay of a cache folder whose upper layer is kept for later runs
 #: (:mod:`.cache_layer`): made and held elsewhere than the run's layers.
@@ -76,11 +81,10 @@ class Layer(Record):
 
     def arguments(self, here: str) -> list[str]:
         """bubblewrap's options mounting it, its ``upper`` and ``work`` in ``here``."""
-        if self.kind == PRIVATE:
-            return ["--bind", os.path.join(here, "upper"), self.folder]
         if self.kind != SPLIT:
+            lower = os.path.join(here, "lower") if self.kind == PRIVATE else self.folder
             upper_dir, work_dir = os.path.join(here, "upper"), os.path.join(here, "work")
-            return ["--overlay-src", self.folder, "--overlay", upper_dir, work_dir, self.folder]
+            return ["--overlay-src", lower, "--overlay", upper_dir, work_dir, self.folder]
         args = ["--perms", f"{self.mode:04o}", "--tmpfs", self.folder]
         for n, (what, name, target) in enumerate(self.entries):
             path = os.path.join(self.folder, name)
@@ -227,11 +231,7 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
         found.append(Layer(folder))
         return
     if folder in plan.scratch:
-        found.append(Layer(folder, PRIVATE))
-        inner = [f for f in plan.folders if f != folder and inside(f, folder)]
-        found += _holding_subfolders(folder, below, inner)
-        found += _outermost(inner, mounts, plan)
-        found += _readable_subfolders(folder, below, inner, plan.wanted)
+        _private(folder, below, plan, found)
         return
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -255,6 +255,32 @@ def _covering(folder: str, mounts: Sequence[str], plan: _Plan, found: list[Layer
         elif kind in (stat.S_IFREG, stat.S_IFLNK):
             shown.append(("file" if kind == stat.S_IFREG else "link", entry.name, target))
     found[at] = Layer(folder, SPLIT, mode=mode, entries=tuple(shown))
+
+
+def _private(folder: str, below: Sequence[str], plan: _Plan, found: list[Layer]) -> None:
+    """The layers of a temporary ``folder`` with ``below`` beneath it: a
+    private one, then its subfolders on the way down to a mount (none of
+    the copy-on-write folders) the same way, then the copy-on-write
+    folders inside it and its other subfolders, each an overlay."""
+    found.append(Layer(folder, PRIVATE))
+    nested = sorted(
+        {
+            c
+            for c in (_child(folder, m) for m in below)
+            if c not in plan.folders and _beneath(c, below)
+        }
+    )
+    inner = [
+        f
+        for f in plan.folders
+        if f != folder and inside(f, folder) and not any(inside(f, c) for c in nested)
+    ]
+    found += _holding_subfolders(folder, below, inner)
+    for child in nested:
+        if os.path.isdir(child) and not os.path.islink(child):
+            _private(child, _beneath(child, below), plan, found)
+    found += _outermost(inner, below, plan)
+    found += _readable_subfolders(folder, below, [*inner, *nested], plan.wanted)
 
 
 def _holding_subfolders(folder: str, mounts: Sequence[str], taken: Sequence[str]) -> list[Layer]:
@@ -349,7 +375,8 @@ def plan_layers(
 
 
 def make_layers(layers: Sequence[Layer], root: str) -> None:
-    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay; for a split
+    """Make ``<root>/<n>/upper`` (and ``work`` for an overlay, ``lower``
+    too for a private folder, holding its files; for a split
     folder, ``<root>/<n>/<i>/upper`` and ``work`` for its ``overlaid``
     i-th entry), mode 0700; a :data:`CACHE` layer's are made where it is
     kept."""
@@ -364,8 +391,38 @@ def make_layers(layers: Sequence[Layer], root: str) -> None:
             ]
         for place, kind in places:
             if kind != CACHE:
-                for part in ("upper", "work") if kind == OVERLAY else ("upper",):
+                for part in ("upper", "work") if kind == OVERLAY else ("lower", "upper", "work"):
                     os.makedirs(os.path.join(place, part), mode=0o700, exist_ok=True)
+            if kind == PRIVATE:
+                _link_files(layer.folder, os.path.join(place, "lower"))
+
+
+def _link_files(folder: str, lower: str) -> None:
+    """Hard links in ``lower`` to the files of ``folder`` itself, copies of
+    its symbolic links: the lower layer of a private temporary folder,
+    showing them copy-on-write (``python /tmp/fix.py`` runs) where the
+    kernel refuses the folder as a lower layer.  A file on another file
+    system than ``lower`` or that the user may not link
+    (``fs.protected_hardlinks``) is left out, and so is anything else (a
+    unix socket, a FIFO, a device): bound, a socket would answer.  Each
+    link changes the file's ctime, as ``ln`` does."""
+    try:
+        with os.scandir(folder) as listed:
+            entries = list(listed)
+    except OSError:
+        return
+    for entry in entries:
+        to = os.path.join(lower, entry.name)
+        try:
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), to)
+            elif entry.is_file(follow_symlinks=False):
+                os.link(entry.path, to, follow_symlinks=False)
+                if not stat.S_ISREG(os.lstat(to).st_mode):  # replaced since it was listed
+                    os.unlink(to)
+        except OSError as error:
+            if error.errno == errno.EXDEV:
+                return
 
 
 def upper(root: str, index: int, layer: Layer | None = None) -> str:

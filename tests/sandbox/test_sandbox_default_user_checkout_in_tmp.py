@@ -5,9 +5,9 @@ Found by following the README's first screen in a clone at ``/tmp/u-clone``
 while another program had a tmpfs under ``/tmp``: ``ruff`` from the
 checkout's ``.venv`` was gone in the default sandbox ("error: cannot run
 'ruff': No such file or directory"), and the hint's ``--link .venv`` did not
-help.  A temporary folder with a mount beneath becomes a private, empty one;
-when it is the folder holding the checkout, the checkout's own untracked
-files (its ``.venv``) vanish with it.  The mount is made in a mount
+help.  A temporary folder with a mount beneath becomes a private one (its
+subfolders were hidden then); when it is the folder holding the checkout,
+the checkout's own untracked files (its ``.venv``) vanished with it.  The mount is made in a mount
 namespace of the test's own, so that no other run on the machine sees it.
 """
 

@@ -8,8 +8,9 @@ mount inside ("overlayfs: failed to clone lowerpath").  Any mount under
 ("bubblewrap could not set up the sandbox") for as long as it was mounted:
 the intermittent failure of the sandbox tests under ``pytest -n 2``, where
 another test's bind mount or tmpfs sits under ``/tmp`` now and then.  A
-temporary folder with a mount beneath becomes a private empty one; another
-folder is split into its subfolders, each copy-on-write.
+temporary folder with a mount beneath becomes a private one showing its
+files copy-on-write; another folder is split into its subfolders, each
+copy-on-write.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def test_a_sandboxed_run_works_with_a_mount_under_its_temporary_folder(
 
 
 def test_a_temporary_folder_with_a_mount_beneath_is_private(tmp_path: Path) -> None:
-    """Private, and a copy-on-write folder inside it still gets its layer."""
+    """Private, and so is each subfolder on the way down to the mount; a
+    copy-on-write folder inside it still gets its layer."""
     tmp, home, checkout = tmp_path / "tmp", tmp_path / "home", tmp_path / "tmp" / "src"
     for folder in (tmp / "x" / "m", home, checkout):
         folder.mkdir(parents=True)
@@ -94,6 +96,7 @@ def test_a_temporary_folder_with_a_mount_beneath_is_private(tmp_path: Path) -> N
     assert plan == (
         layers.Layer(str(home)),
         layers.Layer(str(tmp), layers.PRIVATE),
+        layers.Layer(str(tmp / "x"), layers.PRIVATE),
         layers.Layer(str(checkout)),
     )
 

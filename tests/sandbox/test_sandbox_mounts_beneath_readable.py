@@ -13,6 +13,7 @@ sandbox ("execvp ... No such file or directory").
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,37 @@ def test_the_subfolders_of_a_private_temporary_folder_stay_readable(tmp_path: Pa
     plan = layers.plan_layers([str(tmp), str(tmp / "src")], [str(tmp)], mounts)
     assert plan == (
         layers.Layer(str(tmp), layers.PRIVATE),
+        layers.Layer(str(tmp / "m"), layers.PRIVATE),
         layers.Layer(str(tmp / "src")),
         layers.Layer(str(tmp / "tools")),
     )
+
+
+def test_the_files_of_a_private_temporary_folder_are_there_copy_on_write(make_repo, env) -> None:
+    """``git isopatch -- python /tmp/fix.py`` beside another program's
+    mount: the temporary folder's own files, and those of its subfolders
+    on the way down to the mount, are read, rewritten and removed in the
+    command's view only, each write named; a unix socket there is not."""
+    repo = make_repo({"a.txt": "a\n"})
+    tmp = Path(env["TMPDIR"])
+    (tmp / "input").write_text("input\n")
+    (tmp / "deep" / "er").mkdir(parents=True)
+    (tmp / "deep" / "note").write_text("note\n")
+    script = (
+        f"cat {tmp}/input {tmp}/deep/note > a.txt; echo new > {tmp}/input; "
+        f"rm {tmp}/deep/note; test -e {tmp}/sock || echo no-socket >> a.txt"
+    )
+    with socket.socket(socket.AF_UNIX) as listening, tmpfs(tmp / "deep" / "er" / "mounted"):
+        listening.bind(str(tmp / "sock"))
+        run = isopatch("--sandbox", "--porcelain", "--", "sh", "-c", script, cwd=repo, env=env)
+    assert run.returncode == 0, run.err
+    fields = run.out.splitlines()
+    assert f"outside-write {tmp}/input" in fields, run.out
+    assert f"outside-write {tmp}/deep/note" in fields, run.out
+    assert (tmp / "input").read_text() == "input\n"
+    assert (tmp / "deep" / "note").read_text() == "note\n"
+    patch = Path(run.fields()["patch"]).read_text()
+    assert "+input\n+note\n+no-socket\n" in patch, patch
 
 
 def test_a_tool_under_the_temporary_folder_runs_beside_a_mount(make_repo, env) -> None:
