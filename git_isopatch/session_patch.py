@@ -93,11 +93,17 @@ def take(
 
 def _put_back(admin_dir: str, copy: str) -> None:
     """The worktree's index is ``copy`` again (copied beside it, then
-    renamed into place: never through a link put there)."""
+    renamed into place: never through a link put there); when extraction
+    had git read every file (the attributes changed,
+    :func:`.git.attributes.look_again_at_every_file`), the next step's
+    git does too: the command's entries hold what the files converted to
+    before."""
     index = os.path.join(admin_dir, "index")
     fresh = f"{index}.isopatch-{os.getpid()}"
     with contextlib.suppress(OSError):
         copy_admin_file(copy, fresh)
+        if os.stat(index, follow_symlinks=False).st_mtime_ns == 1_000_000_000:
+            os.utime(fresh, (1, 1))  # as look_again_at_every_file leaves it
         os.replace(fresh, index)
     with contextlib.suppress(OSError):
         os.unlink(copy)

@@ -218,12 +218,15 @@ def snapshot_worktree(
     ``git_dir``) as ``git add --all`` would stage it, but for ``exclude``
     (paths from the top), on ``parent``: a session's state after a step.
     It goes through a copy of the worktree's index in ``git_dir`` (never
-    through a link put in its place), removed after; the objects go where
-    ``env`` says; ``spawn`` confines git."""
+    through a link put in its place; its times too, so that git reads again
+    the files it would: racy entries, every one when the attributes
+    changed, :func:`.attributes.look_again_at_every_file`), removed
+    after; the objects go where ``env`` says; ``spawn`` confines git."""
     index = os.path.join(git_dir, SESSION_INDEX)
     index_env = {**env, "GIT_INDEX_FILE": index}
     try:
         shutil.copyfile(os.path.join(git_dir, "index"), index, follow_symlinks=False)
+        shutil.copystat(os.path.join(git_dir, "index"), index, follow_symlinks=False)
     except FileNotFoundError:
         pass
     except OSError as exc:

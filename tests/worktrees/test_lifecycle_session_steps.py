@@ -235,18 +235,33 @@ def _without_worktrees(state: dict) -> dict:
     return {key: value for key, value in state.items() if key != "worktree list"}
 
 
-def test_a_relative_attributes_file_a_step_writes_makes_untouched_files_compared(
-    env, make_repo
+@pytest.mark.parametrize("name", ["attributes", ".gitattributes"])
+def test_files_an_attributes_change_converts_anew_stay_so_in_later_steps(
+    env, make_repo, name
 ) -> None:
-    """A relative ``core.attributesFile`` is the worktree's own file, read
-    from its top: the step that writes ``*.txt text`` there has the
-    untouched ``crlf.txt`` stored with LF in its patch, sandboxed as
-    unconfined, the index's entries made clean (``git status`` a second
-    later) before the change."""
-    repo = make_repo({"crlf.txt": b"one\r\ntwo\r\n", "attributes": b"", "a.txt": b"a\n"})
-    git("config", "core.attributesFile", "attributes", cwd=repo, env=env)
-    write = "sleep 1; git status -s > /dev/null; echo '*.txt text' > attributes"
-    patches = {c: _session(repo, env, "s", (c,), [("sh", "-c", write)]) for c in CONFINEMENTS}
+    """The step that writes ``*.txt text`` into a ``.gitattributes`` or
+    the worktree's own attributes file (a relative ``core.attributesFile``,
+    read from its top) has the untouched ``crlf.txt`` stored with LF: in
+    its patch and in the session's state, so that a later step that
+    changes something else leaves it be, and the one that empties the
+    file has it back with CRLF; sandboxed as unconfined, the index's
+    entries made clean (``git status`` a second later: git compares the
+    times to the second where built without nanoseconds) before each
+    change."""
+    repo = make_repo({"crlf.txt": b"one\r\ntwo\r\n", name: b"", "a.txt": b"a\n"})
+    if name == "attributes":
+        git("config", "core.attributesFile", name, cwd=repo, env=env)
+    clean = "sleep 1; git status -s > /dev/null; "
+    commands = [
+        ("sh", "-c", f"{clean}echo '*.txt text' > {name}"),
+        ("sh", "-c", f"{clean}echo n > new.txt"),
+        ("sh", "-c", f"{clean}: > {name}"),
+    ]
+    patches = {c: _session(repo, env, "s", (c,), commands) for c in CONFINEMENTS}
     assert patches["--sandbox"] == patches["--no-sandbox"]
-    ((patch, _),) = patches["--no-sandbox"]
-    assert b"+++ b/crlf.txt\n@@ -1,2 +1,2 @@\n-one\r\n-two\r\n+one\n+two\n" in patch, patch
+    (first, after_first), (second, after_second), (third, whole) = patches["--no-sandbox"]
+    lf = b"+++ b/crlf.txt\n@@ -1,2 +1,2 @@\n-one\r\n-two\r\n+one\n+two\n"
+    assert lf in first and lf in after_first and lf in after_second, (first, after_first)
+    assert b"crlf.txt" not in second and b"+++ b/new.txt" in second, second
+    assert b"@@ -1,2 +1,2 @@\n-one\n-two\n+one\r\n+two\r\n" in third, third
+    assert b"crlf.txt" not in whole and b"+++ b/new.txt" in whole, whole
