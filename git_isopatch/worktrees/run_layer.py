@@ -87,7 +87,8 @@ class RunLayer(Record):
         started: the paths where the run's index differs from the base
             tree's before the command: the snapshot's difference; for a
             session's later step, what its earlier steps (and snapshot)
-            left (:func:`.session_layer.layer_again`); ``None``: not known.
+            left in its index and its layer
+            (:func:`.session_layer.layer_again`); ``None``: not known.
     """
 
     pin: Pin
@@ -129,10 +130,12 @@ class RunLayer(Record):
 
         The layer holding a ``.gitattributes`` or the worktree's own
         ``attributes_file`` (a relative ``core.attributesFile``; written,
-        removed, ignored: git reads it all the same) is said too: any file
-        may then convert anew, so every one is compared again."""
+        removed, ignored: git reads it all the same), or having held it
+        before the command (:attr:`started`), is said too: any file may
+        then convert anew, so every one is compared again."""
         touched = touched_paths(self.overlay.upper, (self.start, self.base_tree))
-        attributes = any(is_attributes_file(path, attributes_file) for path in touched.paths)
+        held = (*touched.paths, *(self.started or ()))
+        attributes = any(is_attributes_file(path, attributes_file) for path in held)
         return Looked(None if attributes else self._compared(admin_dir, touched), attributes)
 
     def _compared(self, admin_dir: GitDirPath, touched: Touched) -> list[bytes] | None:
@@ -141,7 +144,7 @@ class RunLayer(Record):
         look = look_of(tree.admin_dir, tree.record.commit)
         if not touched.complete or not look.known:
             return None
-        paths = {_dot_git_folder(path) for path in touched.paths}
+        paths = {dot_git_folder(path) for path in touched.paths}
         if not self.index_unchanged(admin_dir):
             changed = changed_entries(admin_dir, tree.admin_dir, len(tree.record.commit) // 2)
             if changed is None or self.started is None:
@@ -253,7 +256,7 @@ def refuse_prefix_over(layer: RunLayer, prefix: str) -> None:
 MAX_COMPARED = 256
 
 
-def _dot_git_folder(path: bytes) -> bytes:
+def dot_git_folder(path: bytes) -> bytes:
     """A ``.git`` entry as the folder holding it (git never names ``.git``;
     what it says of one is found in its folder); the top's is none."""
     head, _, name = path.rpartition(b"/")

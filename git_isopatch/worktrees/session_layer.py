@@ -24,9 +24,10 @@ import time
 from ..git.index_entries import changed_entries
 from ..git.types import CommitId, GitDirPath, WorktreePath
 from ..sandbox.layers import WorktreeOverlay
+from ..sandbox.touched import touched_paths
 from .base_trees import BaseTrees, Pin, base_trees
 from .lock import open_pin, try_flock
-from .run_layer import RunLayer
+from .run_layer import RunLayer, dot_git_folder
 from .sessions import STOWED, layer_folder, state_dir
 
 
@@ -66,11 +67,29 @@ def layer_again(pin: Pin, worktree: WorktreePath, container: str) -> RunLayer:
     (:meth:`.run_layer.RunLayer.compared`), from the index the last step
     left (still stowed: the command has not run), not from the base
     tree's: an entry the step puts back to the base tree's (an
-    unpopulated submodule's, which no file shows) changed all the same."""
+    unpopulated submodule's, which no file shows) changed all the same.
+    So are the paths the layer holds before the step (:func:`_held`)."""
     folder = layer_folder(container)
     upper, work = os.path.join(folder, "upper"), os.path.join(folder, "work")
     overlay = WorktreeOverlay(worktree, (pin.tree.path, worktree), upper, work)
     tree = pin.tree
     stowed = GitDirPath(os.path.join(state_dir(container), STOWED))
     left = changed_entries(stowed, tree.admin_dir, len(tree.record.commit) // 2)
-    return RunLayer(pin, overlay, None, None if left is None else frozenset(left))
+    held = _held(upper, (worktree, tree.path))
+    started = None if left is None or held is None else frozenset({*left, *held})
+    return RunLayer(pin, overlay, None, started)
+
+
+def _held(upper: str, lowers: tuple[str, ...]) -> frozenset[bytes] | None:
+    """The paths the session's upper layer holds before a step, over
+    ``lowers`` (:func:`..sandbox.touched.touched_paths`, which reads it
+    as a command's layer: the earlier steps' commands wrote it; a ``.git``
+    stands for its folder); ``None`` when it cannot be listed whole.  A
+    file an earlier step made where no lower layer holds one leaves no
+    trace in the layer once a step removes it (no whiteout): that step
+    changed it all the same."""
+    try:
+        touched = touched_paths(upper, lowers)
+    except OSError:
+        return None
+    return frozenset(map(dot_git_folder, touched.paths)) if touched.complete else None

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from repo_helpers import git, isopatch, repo_state, write_tree
 from session_helpers import session_manifest, step
@@ -75,8 +75,44 @@ def test_a_gitlink_a_later_step_puts_back_is_in_its_patch(env, make_repo, case) 
     start = ("--staged",) if staged else ()
     patches = {c: _session(repo, env, "s", (*start, c), commands) for c in CONFINEMENTS}
     assert b"sub" in patches["--no-sandbox"][-1][0]
-    print("DEBUG", patches)
     assert patches["--sandbox"] == patches["--no-sandbox"]
+
+
+#: name -> (the path a step makes over the base's unpopulated gitlink
+#: ``g``, what it writes there)
+REMOVED_LATER = {
+    "a new file": ("new", "two"),
+    "a file in a gitlink's place": ("g", "two"),
+    "a new .gitattributes": (".gitattributes", "*.txt text"),
+}
+
+
+@pytest.mark.parametrize("case", REMOVED_LATER)
+def test_a_file_an_earlier_step_made_and_a_later_removes_is_in_its_patch(
+    env, make_repo, case
+) -> None:
+    """A file a step makes where the base tree holds nothing (a new file;
+    a file where an unpopulated submodule's entry stays in the index) and
+    a later step removes leaves the layer without a trace of it (no lower
+    layer holds it: no whiteout); the later step's patch deletes it all
+    the same, sandboxed as unconfined, and a ``.gitattributes`` removed so
+    has ``crlf.txt`` back with CRLF."""
+    repo = make_repo({"a": "one\n", "crlf.txt": b"one\r\n"})
+    git("update-index", "--add", "--cacheinfo", f"{GITLINKS[0]},g", cwd=repo, env=env)
+    git("commit", "-q", "-m", "g", cwd=repo, env=env)
+    path, data = REMOVED_LATER[case]
+    clean = "sleep 1; git status -s > /dev/null; "
+    commands = [
+        ("sh", "-c", f"{clean}rm -rf {path}; echo '{data}' > {path}"),
+        ("sh", "-c", f"{clean}rm {path}"),
+    ]
+    start = ("--include-uncommitted",)
+    patches = {c: _session(repo, env, "s", (*start, c), commands) for c in CONFINEMENTS}
+    assert patches["--sandbox"] == patches["--no-sandbox"]
+    removal = patches["--no-sandbox"][1][0]
+    assert f"--- a/{path}\n+++ /dev/null\n@@ -1 +0,0 @@\n-{data}\n".encode() in removal, removal
+    crlf = b"+++ b/crlf.txt\n@@ -1 +1 @@\n-one\n+one\r\n"
+    assert (crlf in removal) == (path == ".gitattributes"), removal
 
 
 NAMES = ("a", "b", "c d")
@@ -188,6 +224,19 @@ def _step_result(repo: Path, env: dict, name: str, options: tuple, command: tupl
         min_size=1,
         max_size=3,
     ),
+)
+@example(  # a file in the gitlink's place, removed by a later step
+    tree={"a": b"one\n"},
+    gitlink=True,
+    user=[],
+    start=("--include-uncommitted",),
+    steps=[
+        (
+            [_change("g", "a", b"", False, "remove"), _change("g", "a", b"two\n", False, "write")],
+            "nothing",
+        ),
+        ([_change("g", "a", b"", False, "remove")], "nothing"),
+    ],
 )
 def test_generated_steps_give_a_sandboxed_session_the_unconfined_patches(
     env, tree, gitlink, user, start, steps
