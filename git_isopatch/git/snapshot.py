@@ -19,6 +19,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
+from .admin_files import copy_admin_file
 from .diff import worktree_args
 from .process import Spawn
 from .result import Err, GitError, GitResult, Ok
@@ -224,8 +225,10 @@ def snapshot_worktree(
     after; the objects go where ``env`` says; ``spawn`` confines git."""
     index = os.path.join(git_dir, SESSION_INDEX)
     index_env = {**env, "GIT_INDEX_FILE": index}
+    with contextlib.suppress(FileNotFoundError):  # one a killed run left
+        os.unlink(index)
     try:
-        shutil.copyfile(os.path.join(git_dir, "index"), index, follow_symlinks=False)
+        copy_admin_file(os.path.join(git_dir, "index"), index)  # a sparse one stays sparse
         shutil.copystat(os.path.join(git_dir, "index"), index, follow_symlinks=False)
     except FileNotFoundError:
         pass
