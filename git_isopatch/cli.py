@@ -313,9 +313,7 @@ def run_capture(request: CaptureRequest, mode: OutputMode) -> int:
         for line in outcome.fatal_lines(failure.message, failure.hint):
             stderr_line(line)
         if mode.machine:
-            from .render import encode, failure_fields
-
-            write_stdout(encode(failure_fields(failure.message, failure.code, failure.hint), mode))
+            usage.write_failure(mode, failure.message, failure.code, failure.hint)
         return outcome.exit_status(None, mode)
     # only a run from HEAD alone can start from the work tree instead
     shown = outcome.plan(result, mode, cwd=os.getcwd(), from_head=request.from_head_alone)

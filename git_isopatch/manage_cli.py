@@ -49,11 +49,10 @@ def list_command(
         worktrees = list_worktrees(repo_path)
     except IsopatchError as failure:
         if porcelain_output or json_output:  # the failure's records, as the capture's
-            from .render import encode, failure_fields
             from .result import OutputMode
 
             mode = OutputMode(porcelain=porcelain_output, nul=nul, json=json_output)
-            write_stdout(encode(failure_fields(failure.message, failure.code, failure.hint), mode))
+            usage.write_failure(mode, failure.message, failure.code, failure.hint)
         usage.fatal(failure)
     if porcelain_output:
         write_stdout(worktree_list_porcelain(worktrees, nul=nul))

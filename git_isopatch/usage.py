@@ -137,11 +137,18 @@ def usage_error(message: str, name: str, mode: OutputMode | None = None) -> NoRe
     sys.stderr.write(short_usage(name))
     sys.stderr.flush()
     if mode is not None:
-        from .render import encode, failure_fields
-
         with contextlib.suppress(OutputFailure):  # 129 says it failed all the same
-            write_stdout(encode(failure_fields(message, USAGE_ERROR_CODE), mode))
+            write_failure(mode, message, USAGE_ERROR_CODE)
     raise SystemExit(USAGE_STATUS)
+
+
+def write_failure(mode: OutputMode, message: str, code: str, hint: str | None = None) -> None:
+    """A failure's ``version``, ``error``, ``error-code`` (and ``hint``) on
+    stdout, as ``mode`` (``--porcelain`` [``-z``] or ``--json``) shows a
+    result (:func:`.render.failure_fields`)."""
+    from .render import encode, failure_fields
+
+    write_stdout(encode(failure_fields(message, code, hint), mode))
 
 
 def machine_mode(command: typer.core.TyperCommand, args: Sequence[str]) -> OutputMode | None:
