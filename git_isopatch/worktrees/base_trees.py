@@ -265,7 +265,7 @@ class BaseTrees:
 
         ready = [tree for tree, _ in idle if tree.record.ready]
         found = nearest(
-            [(CommitId(tree.record.commit), tree.admin_dir) for tree in ready],
+            [(CommitId(tree.record.commit), tree.admin_dir, tree.path) for tree in ready],
             commit,
             room=len(trees) < max(self.limit, 1),
             git_dir=self.repository.git_dir,

@@ -26,7 +26,7 @@ NEAR_FILES = 1000
 
 
 def nearest(
-    idle: Sequence[tuple[CommitId, GitDirPath]],
+    idle: Sequence[tuple[CommitId, GitDirPath, str]],
     commit: CommitId,
     *,
     room: bool,
@@ -34,8 +34,8 @@ def nearest(
     env: Mapping[str, str],
     settings: Mapping[str, str | None],
 ) -> tuple[int, Difference] | None:
-    """Which of the idle base trees ``idle`` (each its commit and private
-    folder) to move to ``commit``, and what differs: the one with the
+    """Which of the idle base trees ``idle`` (each its commit, private
+    folder and path) to move to ``commit``, and what differs: the one with the
     fewest paths to write, when few of its files differ (:data:`NEAR`) or
     there is no ``room`` for another base tree, never one whose move would
     read the ``core.attributesFile`` of ``settings`` (as
@@ -43,10 +43,10 @@ def nearest(
     (:func:`_reads_own_attributes`); ``None``: make one."""
     best: tuple[int, Difference] | None = None
     attributes_file = settings.get(ATTRIBUTES_FILE)
-    for number, (old, admin_dir) in enumerate(idle):
+    for number, (old, _, path) in enumerate(idle):
         match changed_paths(git_dir, old, commit, env=env):
             case Ok(difference) if best is None or len(difference.paths) < len(best[1].paths):
-                if not _reads_own_attributes(admin_dir, difference, attributes_file):
+                if not _reads_own_attributes(path, difference, attributes_file):
                     best = (number, difference)
             case _:
                 pass
@@ -67,12 +67,11 @@ def _index_entries(admin_dir: GitDirPath) -> int:
     return count if signature == b"DIRC" else 0
 
 
-def _reads_own_attributes(admin_dir: GitDirPath, difference: Difference, name: str | None) -> bool:
-    """Whether moving the base tree whose private folder is ``admin_dir``
-    by ``difference`` would have git read the relative
-    ``core.attributesFile`` ``name`` (read from the worktree's top on the
-    first look at an attribute) from the base tree itself: a file there,
-    or one the move writes.  A new checkout, into an empty folder, reads
+def _reads_own_attributes(top: str, difference: Difference, name: str | None) -> bool:
+    """Whether moving the base tree at ``top`` by ``difference`` would
+    have git read the relative ``core.attributesFile`` ``name`` (read from
+    the worktree's top on the first look at an attribute) from the base
+    tree itself: a file there, or one the move writes.  A new checkout, into an empty folder, reads
     none; a move would convert what it writes by the old commit's rules,
     or, moved whole, every file by the new one's."""
     path = own_attributes_file(name)
@@ -80,9 +79,4 @@ def _reads_own_attributes(admin_dir: GitDirPath, difference: Difference, name: s
         return False
     if any(changed == path for changed, _, _ in difference.paths):
         return True
-    try:
-        dotgit = read_admin_file(os.path.join(admin_dir, "gitdir"), limit=1 << 16)
-    except OSError:
-        return True
-    top = os.path.dirname(os.fsdecode(dotgit.rstrip(b"\n")))
     return os.path.lexists(os.path.join(top, os.fsdecode(path)))
