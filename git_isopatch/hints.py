@@ -250,8 +250,7 @@ def submodule_hints(start: Start, worktree: str, files: WorktreeFiles) -> tuple[
     if start.recurse_submodules or not os.path.isfile(os.path.join(top, ".gitmodules")):
         return ()
     folders = set()
-    for word in start.command[1:]:
-        value = word.partition("=")[2] if word.startswith("-") else word
+    for value in map(_argument_path, start.command[1:]):
         path = posixpath.normpath(posixpath.join(prefix, value)) if value else ".."
         if not path.startswith(("/", "../")) and path not in ("..", "."):
             parts = path.split("/")
@@ -271,6 +270,12 @@ def submodule_hints(start: Start, worktree: str, files: WorktreeFiles) -> tuple[
     return ()
 
 
+def _argument_path(word: str) -> str:
+    """The path a command's argument may name: the whole word, or what
+    follows the ``=`` of an option (``--manifest-path=vendor/Cargo.toml``)."""
+    return word.partition("=")[2] if word.startswith("-") else word
+
+
 def checkout_path_hints(
     command: Sequence[str], top: str, outside_writes: Sequence[str], checkout_changes: Sequence[str]
 ) -> tuple[str, ...]:
@@ -284,8 +289,7 @@ def checkout_path_hints(
     inside = real_top.rstrip("/") + "/"
     written = [path for path in outside_writes if path.startswith(inside)]
     written += [os.path.join(real_top, path) for path in checkout_changes]
-    for word in command[1:] if written else ():
-        value = word.partition("=")[2] if word.startswith("-") else word
+    for value in map(_argument_path, command[1:] if written else ()):
         led = os.path.realpath(value) if value.startswith("/") else ""
         if (led + "/").startswith(inside) and any(
             path == led or path.startswith(led.rstrip("/") + "/") for path in written
