@@ -21,6 +21,7 @@ import pytest
 from real_tools_helpers import sandboxed_and_unconfined
 from repo_helpers import git, isopatch
 from sandbox_helpers import run_as_nobody
+from test_sandbox_renames import NOBODY_FOLDERS
 
 pytestmark = pytest.mark.hostile
 
@@ -66,12 +67,9 @@ def test_a_landlocked_caller_gets_the_kernels_refusal(env, make_repo) -> None:
     assert git("status", "--porcelain", cwd=repo, env=env) == b""
 
 
-AS_NOBODY = """\
-os.makedirs(os.path.join(repo, "d", "s"))
-for name in ("d/x", "d/s/y"):
-    open(os.path.join(repo, name), "w").write(name)
-subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-subprocess.run(["git", "-C", repo, "commit", "-q", "-m", "d"], check=True)
+AS_NOBODY = (
+    NOBODY_FOLDERS
+    + """\
 said = {}
 for mode in ("--sandbox", "--no-sandbox"):
     done = subprocess.run(
@@ -82,6 +80,7 @@ for mode in ("--sandbox", "--no-sandbox"):
     said[mode] = [done.returncode, done.stdout.decode(), done.stderr.decode().splitlines()[-1:]]
 print(json.dumps(said))
 """
+)
 
 
 def test_a_landlocked_caller_as_an_unprivileged_user(env) -> None:

@@ -305,12 +305,19 @@ def test_a_caller_in_a_sandbox_of_its_own_gets_the_kernels_answer(env, make_repo
     assert _inside(repo, env, NESTED) == errno.EXDEV
 
 
-AS_NOBODY = """\
+#: As uid 65534 (:func:`run_as_nobody`'s ``repo``): the folder ``d`` and
+#: its subfolder ``s`` committed, a file in each.
+NOBODY_FOLDERS = """\
 for name in ("d/x", "d/s/y"):
     os.makedirs(os.path.join(repo, os.path.dirname(name)), exist_ok=True)
     open(os.path.join(repo, name), "w").write(name)
 subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
 subprocess.run(["git", "-C", repo, "commit", "-q", "-m", "d"], check=True)
+"""
+
+AS_NOBODY = (
+    NOBODY_FOLDERS
+    + """\
 said = {}
 for mode in ("--sandbox", "--no-sandbox"):
     done = subprocess.run(
@@ -323,6 +330,7 @@ done = subprocess.run([*flip, sys.executable, "-c", sys.argv[1]], cwd=repo, capt
 said["flip"] = [done.returncode, done.stderr.decode().splitlines()[-1:]]
 print(json.dumps(said))
 """
+)
 
 
 def test_git_mv_of_a_base_tree_folder_as_an_unprivileged_user(env) -> None:
